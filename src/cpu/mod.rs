@@ -1,0 +1,127 @@
+//! The CPU backend: libvmaf's integer feature extractors in plain Rust, bit-exact. It runs
+//! where no GPU is usable and is the oracle the GPU backend is tested against.
+
+pub mod adm;
+pub mod motion;
+pub mod vif;
+
+use crate::engine::frame::{FeatureError, LumaPlane};
+use crate::engine::scorer::{Backend, EngineError, RawFeatures};
+
+/// Smallest luma plane every extractor accepts: the largest of the VIF, ADM and motion minima.
+pub const MIN_WIDTH: usize = max(max(vif::MIN_WIDTH, adm::MIN_WIDTH), motion::MIN_WIDTH);
+/// Smallest luma plane height every extractor accepts.
+pub const MIN_HEIGHT: usize = max(max(vif::MIN_HEIGHT, adm::MIN_HEIGHT), motion::MIN_HEIGHT);
+
+const fn max(a: usize, b: usize) -> usize {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// VIF + ADM + motion on the CPU, one thread, for one geometry. Keeps a copy of the previous
+/// reference plane for motion.
+pub struct CpuBackend {
+    vif: vif::Vif,
+    adm: adm::Adm,
+    motion: motion::Motion,
+    vif_cfg: vif::VifConfig,
+    adm_cfg: adm::AdmConfig,
+    prev_ref: Vec<u16>,
+    has_prev: bool,
+    width: usize,
+    height: usize,
+    bpc: u32,
+}
+
+impl CpuBackend {
+    /// Sizes every extractor for `width` x `height` luma at `bpc` bits.
+    ///
+    /// Errors: [`FeatureError::FrameTooSmall`] below [`MIN_WIDTH`] x [`MIN_HEIGHT`].
+    pub fn new(
+        width: usize,
+        height: usize,
+        bpc: u32,
+        vif_cfg: vif::VifConfig,
+        adm_cfg: adm::AdmConfig,
+    ) -> Result<Self, FeatureError> {
+        if width < MIN_WIDTH || height < MIN_HEIGHT {
+            return Err(FeatureError::FrameTooSmall {
+                feature: "vmaf",
+                width,
+                height,
+                min_width: MIN_WIDTH,
+                min_height: MIN_HEIGHT,
+            });
+        }
+        Ok(Self {
+            vif: vif::Vif::new(width, height, bpc)?,
+            adm: adm::Adm::new(width, height, bpc)?,
+            motion: motion::Motion::new(width, height, bpc)?,
+            vif_cfg,
+            adm_cfg,
+            prev_ref: vec![0; width * height],
+            has_prev: false,
+            width,
+            height,
+            bpc,
+        })
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn extract(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        full: bool,
+    ) -> Result<RawFeatures, EngineError> {
+        let mut raw = RawFeatures::default();
+        if self.has_prev {
+            let prev = LumaPlane::packed(&self.prev_ref, self.width, self.height, self.bpc).ok_or(
+                FeatureError::WrongGeometry {
+                    feature: "motion",
+                    expected_width: self.width,
+                    expected_height: self.height,
+                    expected_bpc: self.bpc,
+                    width: reference.width,
+                    height: reference.height,
+                    bpc: reference.bpc,
+                },
+            )?;
+            let sad = self.motion.sad(&prev, reference)?;
+            raw.motion_sad = self.motion.score(sad);
+        } else if reference.width != self.width || reference.height != self.height {
+            return Err(FeatureError::WrongGeometry {
+                feature: "motion",
+                expected_width: self.width,
+                expected_height: self.height,
+                expected_bpc: self.bpc,
+                width: reference.width,
+                height: reference.height,
+                bpc: reference.bpc,
+            }
+            .into());
+        }
+        if full {
+            raw.vif = self.vif.compute(reference, distorted, &self.vif_cfg)?;
+            raw.adm = self.adm.compute(reference, distorted, &self.adm_cfg)?;
+        }
+        for y in 0..self.height {
+            let dst = &mut self.prev_ref[y * self.width..(y + 1) * self.width];
+            dst.copy_from_slice(reference.row(y));
+        }
+        self.has_prev = true;
+        Ok(raw)
+    }
+
+    fn reset(&mut self) {
+        self.has_prev = false;
+    }
+}

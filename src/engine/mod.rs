@@ -1,0 +1,14 @@
+//! Backend-independent scoring: frame views in, per-frame features and VMAF out, pooling and
+//! libvmaf-compatible logs.
+
+pub mod frame;
+pub mod log;
+pub mod model;
+pub mod pool;
+pub mod scorer;
+
+pub use frame::{FeatureError, LumaPlane};
+pub use log::{LogFormat, LogWriter};
+pub use model::Model;
+pub use pool::{Pool, Pooled};
+pub use scorer::{Backend, EngineError, FrameScores, RawFeatures, Scored, Scorer};

@@ -1,0 +1,566 @@
+//! VMAF models in libvmaf's JSON format: feature normalisation, nu-SVR with an RBF kernel,
+//! score transform and clipping.
+//!
+//! Source of the format and arithmetic: Netflix/vmaf v3.2.0, libvmaf/src/read_json_model.c
+//! (parsing), libvmaf/src/predict.c (normalise, predict, denormalise, transform, clip) and
+//! libvmaf/src/svm.cpp (libsvm's `svm_predict_values` and RBF `k_function`).
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::cpu::adm::AdmConfig;
+use crate::cpu::vif::VifConfig;
+
+/// Built-in models: name, JSON text. The parameters are Netflix's published VMAF models
+/// (libvmaf 3.2.0's `model/*.json`, BSD-2-Clause-Patent, see `src/engine/models/LICENSE`).
+pub const BUILTIN_MODELS: &[(&str, &str)] = &[
+    ("vmaf_v0.6.1", include_str!("models/vmaf_v0.6.1.json")),
+    ("vmaf_v0.6.1neg", include_str!("models/vmaf_v0.6.1neg.json")),
+    ("vmaf_4k_v0.6.1", include_str!("models/vmaf_4k_v0.6.1.json")),
+];
+
+/// The default model, as in libvmaf.
+pub const DEFAULT_MODEL: &str = "vmaf_v0.6.1";
+
+/// Largest number of support vectors a model file may declare (the published models have a
+/// few hundred); guards against absurd files.
+const MAX_SUPPORT_VECTORS: usize = 1 << 20;
+
+/// Why a model could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// `model` is neither a built-in name nor a readable file.
+    #[error("cannot read model file '{path}': {source} (built-in models: {builtins})")]
+    Unreadable {
+        /// The path given.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+        /// Comma-separated list of built-in names.
+        builtins: String,
+    },
+    /// The JSON does not have libvmaf's model layout or holds values out of range.
+    #[error("invalid VMAF model '{origin}': {reason}")]
+    Invalid {
+        /// Built-in name or path.
+        origin: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// A feature the model consumes, as computed by this crate's extractors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelFeature {
+    /// `VMAF_integer_feature_adm2_score` (`integer_adm2`).
+    Adm2,
+    /// `VMAF_integer_feature_adm_scale{i}_score`.
+    AdmScale(usize),
+    /// `VMAF_integer_feature_motion2_score` (`integer_motion2`).
+    Motion2,
+    /// `VMAF_integer_feature_vif_scale{i}_score` (`integer_vif_scaleN`).
+    VifScale(usize),
+}
+
+impl ModelFeature {
+    fn from_libvmaf_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "VMAF_integer_feature_adm2_score" => Self::Adm2,
+            "VMAF_integer_feature_motion2_score" => Self::Motion2,
+            _ => {
+                if let Some(i) = scale_index(name, "VMAF_integer_feature_vif_scale") {
+                    Self::VifScale(i)
+                } else if let Some(i) = scale_index(name, "VMAF_integer_feature_adm_scale") {
+                    Self::AdmScale(i)
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
+}
+
+fn scale_index(name: &str, prefix: &str) -> Option<usize> {
+    let rest = name.strip_prefix(prefix)?.strip_suffix("_score")?;
+    let i: usize = rest.parse().ok()?;
+    (i < 4).then_some(i)
+}
+
+/// Optional polynomial + rectification transform of the predicted score (libvmaf
+/// `score_transform`). Applied only when `enabled`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScoreTransform {
+    /// Whether the transform runs (libvmaf: the JSON's `enabled`, or the enable-transform flag).
+    pub enabled: bool,
+    /// Polynomial coefficients p0 + p1*x + p2*x^2; `None` terms are absent.
+    pub p: [Option<f64>; 3],
+    /// Piecewise-linear knots `(x, y)`, applied after the polynomial.
+    pub knots: Option<Vec<(f64, f64)>>,
+    /// Output never above the input.
+    pub out_lte_in: bool,
+    /// Output never below the input.
+    pub out_gte_in: bool,
+}
+
+/// A loaded VMAF nu-SVR model.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// Built-in name or file path it came from.
+    pub origin: String,
+    /// Features in model order.
+    pub features: Vec<ModelFeature>,
+    /// Options for the VIF extractor taken from the model's `feature_opts_dicts`.
+    pub vif: VifConfig,
+    /// Options for the ADM extractor taken from the model's `feature_opts_dicts`.
+    pub adm: AdmConfig,
+    linear_rescale: bool,
+    /// Per feature (slope, intercept).
+    feature_norm: Vec<(f64, f64)>,
+    /// Output (slope, intercept).
+    out_norm: (f64, f64),
+    clip: Option<(f64, f64)>,
+    /// Score transform.
+    pub transform: ScoreTransform,
+    gamma: f64,
+    rho: f64,
+    /// Dense support vectors, `features.len()` values each.
+    sv: Vec<f64>,
+    sv_coef: Vec<f64>,
+}
+
+#[derive(Deserialize)]
+struct ModelFile {
+    model_dict: ModelDict,
+}
+
+#[derive(Deserialize)]
+struct ModelDict {
+    model_type: String,
+    #[serde(default)]
+    norm_type: Option<String>,
+    #[serde(default)]
+    score_clip: Option<[f64; 2]>,
+    #[serde(default)]
+    score_transform: Option<TransformJson>,
+    feature_names: Vec<String>,
+    #[serde(default)]
+    feature_opts_dicts: Option<Vec<serde_json::Map<String, serde_json::Value>>>,
+    #[serde(default)]
+    slopes: Vec<f64>,
+    #[serde(default)]
+    intercepts: Vec<f64>,
+    model: String,
+}
+
+#[derive(Deserialize)]
+struct TransformJson {
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    p0: Option<f64>,
+    #[serde(default)]
+    p1: Option<f64>,
+    #[serde(default)]
+    p2: Option<f64>,
+    #[serde(default)]
+    knots: Option<Vec<[f64; 2]>>,
+    #[serde(default)]
+    out_lte_in: Option<String>,
+    #[serde(default)]
+    out_gte_in: Option<String>,
+}
+
+impl Model {
+    /// Loads `spec`: a built-in model name (see [`BUILTIN_MODELS`]) or a path to a libvmaf
+    /// JSON model file.
+    ///
+    /// Errors: [`ModelError::Unreadable`] when it is no built-in name and the file cannot be
+    /// read, [`ModelError::Invalid`] when the content is not a usable model.
+    pub fn load(spec: &str) -> Result<Self, ModelError> {
+        if let Some((name, text)) = BUILTIN_MODELS.iter().find(|(n, _)| *n == spec) {
+            return Self::from_json(name, text);
+        }
+        let text =
+            std::fs::read_to_string(Path::new(spec)).map_err(|source| ModelError::Unreadable {
+                path: spec.to_owned(),
+                source,
+                builtins: builtin_names(),
+            })?;
+        Self::from_json(spec, &text)
+    }
+
+    /// Parses a model from libvmaf JSON text; `origin` names it in errors.
+    pub fn from_json(origin: &str, text: &str) -> Result<Self, ModelError> {
+        let invalid = |reason: String| ModelError::Invalid {
+            origin: origin.to_owned(),
+            reason,
+        };
+        let file: ModelFile = serde_json::from_str(text)
+            .map_err(|e| invalid(format!("not a libvmaf model JSON: {e}")))?;
+        let d = file.model_dict;
+        if d.model_type != "LIBSVMNUSVR" {
+            return Err(invalid(format!(
+                "model_type '{}' is not supported (only LIBSVMNUSVR)",
+                d.model_type
+            )));
+        }
+        let n = d.feature_names.len();
+        if n == 0 || n > 64 {
+            return Err(invalid(format!("{n} features; expected 1 to 64")));
+        }
+        let features = d
+            .feature_names
+            .iter()
+            .map(|name| {
+                ModelFeature::from_libvmaf_name(name).ok_or_else(|| {
+                    invalid(format!(
+                        "feature '{name}' is not computed by vmafcompare (it computes the integer VIF, ADM and motion features)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let linear_rescale = match d.norm_type.as_deref() {
+            None | Some("none") => false,
+            Some("linear_rescale") => true,
+            Some(other) => return Err(invalid(format!("norm_type '{other}' is not supported"))),
+        };
+        let (feature_norm, out_norm) = if linear_rescale {
+            if d.slopes.len() != n + 1 || d.intercepts.len() != n + 1 {
+                return Err(invalid(format!(
+                    "slopes and intercepts must have {} entries (one per feature plus the output), got {} and {}",
+                    n + 1,
+                    d.slopes.len(),
+                    d.intercepts.len()
+                )));
+            }
+            if d.slopes[0] == 0.0 {
+                return Err(invalid("the output slope (slopes[0]) is zero".into()));
+            }
+            let per: Vec<_> = (0..n)
+                .map(|i| (d.slopes[i + 1], d.intercepts[i + 1]))
+                .collect();
+            (per, (d.slopes[0], d.intercepts[0]))
+        } else {
+            (vec![(1.0, 0.0); n], (1.0, 0.0))
+        };
+
+        let mut vif = VifConfig::default();
+        let mut adm = AdmConfig::default();
+        if let Some(opts) = &d.feature_opts_dicts {
+            if opts.len() != n {
+                return Err(invalid(format!(
+                    "feature_opts_dicts has {} entries for {n} features",
+                    opts.len()
+                )));
+            }
+            for map in opts {
+                for (key, value) in map {
+                    let v = value.as_f64().filter(|v| v.is_finite()).ok_or_else(|| {
+                        invalid(format!("option '{key}' must be a finite number"))
+                    })?;
+                    match key.as_str() {
+                        "vif_enhn_gain_limit" if (1.0..=100.0).contains(&v) => {
+                            vif.enhn_gain_limit = v
+                        }
+                        "adm_enhn_gain_limit" if (1.0..=100.0).contains(&v) => {
+                            adm.enhn_gain_limit = v
+                        }
+                        "vif_enhn_gain_limit" | "adm_enhn_gain_limit" => {
+                            return Err(invalid(format!("option '{key}' = {v} is outside 1..100")))
+                        }
+                        _ => {
+                            return Err(invalid(format!("feature option '{key}' is not supported")))
+                        }
+                    }
+                }
+            }
+        }
+
+        let clip = match d.score_clip {
+            Some([lo, hi]) if lo <= hi => Some((lo, hi)),
+            Some([lo, hi]) => return Err(invalid(format!("score_clip [{lo}, {hi}] is empty"))),
+            None => None,
+        };
+        let transform = match d.score_transform {
+            None => ScoreTransform::default(),
+            Some(t) => ScoreTransform {
+                enabled: t.enabled.unwrap_or(false),
+                p: [t.p0, t.p1, t.p2],
+                knots: t
+                    .knots
+                    .map(|k| k.into_iter().map(|[x, y]| (x, y)).collect()),
+                out_lte_in: t.out_lte_in.as_deref() == Some("true"),
+                out_gte_in: t.out_gte_in.as_deref() == Some("true"),
+            },
+        };
+
+        let svm = parse_libsvm(&d.model, n).map_err(invalid)?;
+        let all_finite = feature_norm
+            .iter()
+            .all(|(a, b)| a.is_finite() && b.is_finite())
+            && out_norm.0.is_finite()
+            && out_norm.1.is_finite();
+        if !all_finite {
+            return Err(invalid("slopes and intercepts must be finite".into()));
+        }
+        Ok(Self {
+            origin: origin.to_owned(),
+            features,
+            vif,
+            adm,
+            linear_rescale,
+            feature_norm,
+            out_norm,
+            clip,
+            transform,
+            gamma: svm.gamma,
+            rho: svm.rho,
+            sv: svm.sv,
+            sv_coef: svm.coef,
+        })
+    }
+
+    /// Number of support vectors.
+    pub fn support_vectors(&self) -> usize {
+        self.sv_coef.len()
+    }
+
+    /// Predicts the VMAF score from raw feature values given in [`Model::features`] order.
+    ///
+    /// Normalises each feature (`slope * x + intercept`), evaluates
+    /// `sum_i coef_i * exp(-gamma * |x - sv_i|^2) - rho` in support-vector order as libsvm does,
+    /// denormalises (`(y - intercept) / slope`), applies the transform when enabled and clips.
+    /// Output in the model's clip range (0..100 for the built-in models).
+    pub fn predict(&self, raw: &[f64]) -> f64 {
+        let n = self.features.len();
+        let mut x = [0.0f64; 64];
+        for (i, (&v, &(slope, intercept))) in raw.iter().zip(&self.feature_norm).take(n).enumerate()
+        {
+            x[i] = if self.linear_rescale {
+                slope * v + intercept
+            } else {
+                v
+            };
+        }
+        let x = &x[..n];
+        let mut sum = 0.0f64;
+        for (coef, sv) in self.sv_coef.iter().zip(self.sv.chunks_exact(n)) {
+            let mut d2 = 0.0f64;
+            for (a, b) in x.iter().zip(sv) {
+                let d = a - b;
+                d2 += d * d;
+            }
+            sum += coef * (-self.gamma * d2).exp();
+        }
+        sum -= self.rho;
+        let mut y = if self.linear_rescale {
+            (sum - self.out_norm.1) / self.out_norm.0
+        } else {
+            sum
+        };
+        y = self.apply_transform(y);
+        if let Some((lo, hi)) = self.clip {
+            y = if y < lo { lo } else { y };
+            y = if y > hi { hi } else { y };
+        }
+        y
+    }
+
+    fn apply_transform(&self, y_in: f64) -> f64 {
+        let t = &self.transform;
+        if !t.enabled {
+            return y_in;
+        }
+        let mut y = if t.p.iter().any(Option::is_some) {
+            let mut out = 0.0;
+            if let Some(p0) = t.p[0] {
+                out += p0;
+            }
+            if let Some(p1) = t.p[1] {
+                out += p1 * y_in;
+            }
+            if let Some(p2) = t.p[2] {
+                out += p2 * y_in * y_in;
+            }
+            out
+        } else {
+            y_in
+        };
+        if let Some(knots) = &t.knots {
+            y = piecewise_linear(y, knots);
+        }
+        if t.out_lte_in && y > y_in {
+            y = y_in;
+        }
+        if t.out_gte_in && y < y_in {
+            y = y_in;
+        }
+        y
+    }
+}
+
+/// libvmaf's piecewise-linear mapping through `knots` (extrapolating the end segments).
+fn piecewise_linear(x: f64, knots: &[(f64, f64)]) -> f64 {
+    if knots.len() < 2 {
+        return x;
+    }
+    let last = knots.len() - 2;
+    let mut y = 0.0;
+    for (i, w) in knots.windows(2).enumerate() {
+        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
+        let inside = x0 <= x && x <= x1;
+        let f = |x: f64| {
+            if y0 == y1 {
+                y0
+            } else {
+                let slope = (y1 - y0) / (x1 - x0);
+                slope * x + (y0 - x0 * slope)
+            }
+        };
+        if inside || (i == 0 && x < x0) || (i == last && x > x1) {
+            y = f(x);
+        }
+    }
+    y
+}
+
+struct Svm {
+    gamma: f64,
+    rho: f64,
+    coef: Vec<f64>,
+    sv: Vec<f64>,
+}
+
+/// Parses libsvm's text model (as embedded in the JSON's `model` string) into dense support
+/// vectors of `n` features.
+fn parse_libsvm(text: &str, n: usize) -> Result<Svm, String> {
+    let mut lines = text.lines();
+    let (mut gamma, mut rho, mut total) = (None, None, None);
+    for line in lines.by_ref() {
+        let mut it = line.split_whitespace();
+        let Some(key) = it.next() else { continue };
+        let value = it.next();
+        match key {
+            "SV" => break,
+            "svm_type" if value != Some("nu_svr") => {
+                return Err(format!("svm_type {:?} is not nu_svr", value.unwrap_or("")))
+            }
+            "kernel_type" if value != Some("rbf") => {
+                return Err(format!("kernel_type {:?} is not rbf", value.unwrap_or("")))
+            }
+            "gamma" => gamma = value.and_then(|v| v.parse::<f64>().ok()),
+            "rho" => rho = value.and_then(|v| v.parse::<f64>().ok()),
+            "total_sv" => total = value.and_then(|v| v.parse::<usize>().ok()),
+            _ => {}
+        }
+    }
+    let gamma = gamma
+        .filter(|g| g.is_finite())
+        .ok_or("libsvm model has no finite gamma")?;
+    let rho = rho
+        .filter(|r| r.is_finite())
+        .ok_or("libsvm model has no finite rho")?;
+    let total = total.ok_or("libsvm model has no total_sv")?;
+    if total == 0 || total > MAX_SUPPORT_VECTORS {
+        return Err(format!(
+            "total_sv {total} is outside 1..{MAX_SUPPORT_VECTORS}"
+        ));
+    }
+    let mut coef = Vec::with_capacity(total);
+    let mut sv = vec![0.0; total * n];
+    for line in lines.filter(|l| !l.trim().is_empty()) {
+        let row = coef.len();
+        if row == total {
+            return Err(format!("more support vectors than total_sv {total}"));
+        }
+        let mut it = line.split_whitespace();
+        let c: f64 = it
+            .next()
+            .and_then(|v| v.parse().ok())
+            .filter(|v: &f64| v.is_finite())
+            .ok_or_else(|| format!("support vector {row}: bad coefficient"))?;
+        coef.push(c);
+        for pair in it {
+            let (idx, val) = pair
+                .split_once(':')
+                .ok_or_else(|| format!("support vector {row}: '{pair}' is not index:value"))?;
+            let idx: usize = idx
+                .parse()
+                .ok()
+                .filter(|i| (1..=n).contains(i))
+                .ok_or_else(|| format!("support vector {row}: index '{idx}' outside 1..{n}"))?;
+            let val: f64 = val
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| {
+                    format!("support vector {row}: value '{val}' is not a finite number")
+                })?;
+            sv[row * n + idx - 1] = val;
+        }
+    }
+    if coef.len() != total {
+        return Err(format!(
+            "{} support vectors for total_sv {total}",
+            coef.len()
+        ));
+    }
+    Ok(Svm {
+        gamma,
+        rho,
+        coef,
+        sv,
+    })
+}
+
+/// Comma-separated built-in model names, for messages.
+pub fn builtin_names() -> String {
+    BUILTIN_MODELS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_load() {
+        for (name, _) in BUILTIN_MODELS {
+            let m = Model::load(name).expect("built-in model parses");
+            assert_eq!(m.features.len(), 6);
+            assert!(m.support_vectors() > 200);
+        }
+        let neg = Model::load("vmaf_v0.6.1neg").unwrap();
+        assert_eq!(neg.vif.enhn_gain_limit, 1.0);
+        assert_eq!(neg.adm.enhn_gain_limit, 1.0);
+    }
+
+    #[test]
+    fn rejects_bad_models() {
+        assert!(matches!(
+            Model::load("/nonexistent/model.json"),
+            Err(ModelError::Unreadable { .. })
+        ));
+        assert!(Model::from_json("t", "{").is_err());
+        assert!(Model::from_json("t", "{\"model_dict\": 3}").is_err());
+        let good = BUILTIN_MODELS[0].1;
+        let bad = good.replace("VMAF_integer_feature_adm2_score", "VMAF_feature_foo_score");
+        let err = Model::from_json("t", &bad).unwrap_err().to_string();
+        assert!(err.contains("VMAF_feature_foo_score"), "{err}");
+        let truncated = &good[..good.len() / 2];
+        assert!(Model::from_json("t", truncated).is_err());
+    }
+
+    #[test]
+    fn piecewise() {
+        let k = [(0.0, 0.0), (50.0, 60.0), (100.0, 100.0)];
+        assert_eq!(piecewise_linear(25.0, &k), 30.0);
+        assert_eq!(piecewise_linear(75.0, &k), 80.0);
+        assert_eq!(piecewise_linear(110.0, &k), 108.0);
+    }
+}

@@ -1,0 +1,325 @@
+//! Turns frame pairs into per-frame VMAF scores: runs a backend's feature extractors, applies
+//! libvmaf 3.x's motion post-processing (which needs the next frame, so each frame's scores
+//! are complete when the following pair arrives or at [`Scorer::finish`]) and the model.
+
+use std::sync::Arc;
+
+use crate::cpu::adm::AdmScores;
+use crate::cpu::motion::MOTION_MAX_VAL;
+use crate::cpu::vif::VifScores;
+use crate::engine::frame::{FeatureError, LumaPlane};
+use crate::engine::model::{Model, ModelFeature};
+use crate::engine::pool::Pool;
+
+/// Why a frame pair could not be scored.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A feature extractor refused the frames.
+    #[error(transparent)]
+    Feature(#[from] FeatureError),
+    /// The backend failed (device fault, out of memory, ...).
+    #[error("{backend} backend: {message}")]
+    Backend {
+        /// Backend name.
+        backend: &'static str,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// Features of one frame pair, as a backend computes them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RawFeatures {
+    /// VIF at four scales (all zero when the frame is not subsampled in).
+    pub vif: VifScores,
+    /// ADM (all zero when the frame is not subsampled in).
+    pub adm: AdmScores,
+    /// `VMAF_integer_feature_motion_sad_score`: 0 for the first frame.
+    pub motion_sad: f64,
+}
+
+/// A feature backend: the CPU reference implementation or the GPU.
+pub trait Backend: Send {
+    /// Short name for logs and messages (`"cpu"`, `"cuda"`).
+    fn name(&self) -> &'static str;
+    /// Computes the motion SAD score against the previous reference frame (0 for the first
+    /// frame after creation or [`Backend::reset`]) and, when `full`, VIF and ADM.
+    fn extract(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        full: bool,
+    ) -> Result<RawFeatures, EngineError>;
+    /// Forgets the previous reference frame (after a flush or discontinuity).
+    fn reset(&mut self);
+}
+
+/// Metric names in the order libvmaf 3.2.0's log lists them, for a model whose ADM and VIF
+/// options give the name suffixes `adm_suffix` / `vif_suffix` (libvmaf appends e.g. `_egl_1`
+/// when `*_enhn_gain_limit` is not the default).
+fn metric_names(adm_suffix: &str, vif_suffix: &str) -> Vec<String> {
+    let mut names = Vec::with_capacity(N_METRICS);
+    for base in ["integer_adm2", "integer_aim", "integer_adm3"] {
+        names.push(format!("{base}{adm_suffix}"));
+    }
+    for i in 0..4 {
+        names.push(format!("integer_adm_scale{i}{adm_suffix}"));
+    }
+    names.push("VMAF_integer_feature_motion_sad_score".to_owned());
+    for i in 0..4 {
+        names.push(format!("integer_vif_scale{i}{vif_suffix}"));
+    }
+    names.push("integer_motion2".to_owned());
+    names.push("integer_motion3".to_owned());
+    names.push("vmaf".to_owned());
+    names
+}
+
+const N_METRICS: usize = 15;
+const I_MOTION_SAD: usize = 7;
+const I_MOTION2: usize = 12;
+const I_MOTION3: usize = 13;
+const I_VMAF: usize = 14;
+
+fn gain_suffix(limit: f64) -> String {
+    if limit == 100.0 {
+        String::new()
+    } else {
+        format!("_egl_{limit}")
+    }
+}
+
+/// One frame's scores: `values[i]` is the metric `names[i]` (libvmaf names, `vmaf` last).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameScores {
+    /// Frame index from the start of the stream (libvmaf's `frameNum`).
+    pub index: u64,
+    /// Metric names, shared by all frames of a stream.
+    pub names: Arc<[String]>,
+    /// Values, same order as `names`.
+    pub values: Vec<f64>,
+}
+
+impl FrameScores {
+    /// The VMAF score, in the model's clip range (0..100 for the built-in models).
+    pub fn vmaf(&self) -> f64 {
+        self.values[I_VMAF]
+    }
+
+    /// The value of metric `name`, if this stream has it.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| self.values[i])
+    }
+
+    /// `(name, value)` pairs in log order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.names
+            .iter()
+            .map(String::as_str)
+            .zip(self.values.iter().copied())
+    }
+}
+
+/// One frame leaving the scorer, in input order, with the caller's tag.
+#[derive(Debug)]
+pub struct Scored<T> {
+    /// Frame index.
+    pub index: u64,
+    /// What the caller attached in [`Scorer::push`] (e.g. the distorted buffer).
+    pub tag: T,
+    /// Scores, or `None` for frames that subsampling skips.
+    pub scores: Option<FrameScores>,
+}
+
+struct Pending<T> {
+    index: u64,
+    tag: T,
+    raw: RawFeatures,
+    full: bool,
+    /// Unpaired tags that arrived after this frame and leave right after it.
+    trailing: Vec<T>,
+}
+
+/// Scores a stream of frame pairs with one model on one backend.
+pub struct Scorer<T> {
+    backend: Box<dyn Backend>,
+    model: Arc<Model>,
+    subsample: u64,
+    names: Arc<[String]>,
+    next_index: u64,
+    pending: Option<Pending<T>>,
+    pool: Pool,
+}
+
+impl<T> Scorer<T> {
+    /// `subsample` >= 1: VIF, ADM and VMAF are computed for every `subsample`-th frame
+    /// (motion for every frame), as libvmaf's `--subsample`.
+    pub fn new(backend: Box<dyn Backend>, model: Arc<Model>, subsample: u32) -> Self {
+        let names: Arc<[String]> = metric_names(
+            &gain_suffix(model.adm.enhn_gain_limit),
+            &gain_suffix(model.vif.enhn_gain_limit),
+        )
+        .into();
+        Self {
+            backend,
+            model,
+            subsample: u64::from(subsample.max(1)),
+            pool: Pool::new(names.clone()),
+            names,
+            next_index: 0,
+            pending: None,
+        }
+    }
+
+    /// Backend name.
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Metric names in log order.
+    pub fn names(&self) -> &Arc<[String]> {
+        &self.names
+    }
+
+    /// Pooled statistics of the frames scored so far.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Number of frame pairs pushed.
+    pub fn frames_pushed(&self) -> u64 {
+        self.next_index
+    }
+
+    /// Scores the next pair. Returns the previous frame, now complete (its motion2 needed
+    /// this frame), followed by any unpaired tags queued behind it; empty for the first frame.
+    pub fn push(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        tag: T,
+    ) -> Result<Vec<Scored<T>>, EngineError> {
+        let index = self.next_index;
+        let full = index % self.subsample == 0;
+        let raw = self.backend.extract(reference, distorted, full)?;
+        self.next_index += 1;
+        let done = self.take_pending(Some(raw.motion_sad));
+        self.pending = Some(Pending {
+            index,
+            tag,
+            raw,
+            full,
+            trailing: Vec::new(),
+        });
+        Ok(done)
+    }
+
+    /// Queues a tag that has no partner frame (e.g. a distorted buffer whose reference never
+    /// came) so that it leaves in order, right after the pending frame. Returned at once
+    /// (with `index` = frames pushed so far, no scores) when nothing is pending.
+    pub fn push_unpaired(&mut self, tag: T) -> Option<Scored<T>> {
+        match self.pending.as_mut() {
+            Some(p) => {
+                p.trailing.push(tag);
+                None
+            }
+            None => Some(Scored {
+                index: self.next_index,
+                tag,
+                scores: None,
+            }),
+        }
+    }
+
+    /// Completes the last frame (end of stream, or before a new geometry). Motion history is
+    /// kept; call [`Scorer::reset`] to start a new stream.
+    pub fn finish(&mut self) -> Vec<Scored<T>> {
+        self.take_pending(None)
+    }
+
+    /// Replaces the backend (new geometry or a fallback), completing the pending frame first.
+    /// Indices and pooling continue.
+    pub fn replace_backend(&mut self, backend: Box<dyn Backend>) -> Vec<Scored<T>> {
+        let done = self.finish();
+        self.backend = backend;
+        done
+    }
+
+    fn take_pending(&mut self, next_sad: Option<f64>) -> Vec<Scored<T>> {
+        let Some(mut p) = self.pending.take() else {
+            return Vec::new();
+        };
+        let trailing = std::mem::take(&mut p.trailing);
+        let index = p.index;
+        let mut out = Vec::with_capacity(1 + trailing.len());
+        out.push(self.complete(p, next_sad));
+        out.extend(trailing.into_iter().map(|tag| Scored {
+            index,
+            tag,
+            scores: None,
+        }));
+        out
+    }
+
+    /// Drops any pending frame and restarts indices, motion history and pooling.
+    pub fn reset(&mut self) {
+        self.pending = None;
+        self.next_index = 0;
+        self.pool = Pool::new(self.names.clone());
+        self.backend.reset();
+    }
+
+    fn complete(&mut self, p: Pending<T>, next_sad: Option<f64>) -> Scored<T> {
+        let sad = p.raw.motion_sad;
+        // libvmaf 3.x flush(): motion2[0] = 0, motion2[i] = min(sad[i], sad[i+1]), the last
+        // frame keeps sad[i]; motion3 (blend factor 1, no moving average) = motion2 clipped,
+        // except frame 0 which takes sad[1].
+        let motion2 = match (p.index, next_sad) {
+            (0, _) => 0.0,
+            (_, Some(next)) => sad.min(next),
+            (_, None) => sad,
+        };
+        let motion3 = if p.index == 0 {
+            next_sad.map_or(0.0, |s| s.min(MOTION_MAX_VAL))
+        } else {
+            motion2.min(MOTION_MAX_VAL)
+        };
+        let scores = p.full.then(|| {
+            let r = &p.raw;
+            let mut values = vec![0.0; N_METRICS];
+            values[0] = r.adm.adm2;
+            values[1] = r.adm.aim;
+            values[2] = r.adm.adm3;
+            values[3..7].copy_from_slice(&r.adm.scale);
+            values[I_MOTION_SAD] = sad;
+            values[8..12].copy_from_slice(&r.vif.scale);
+            values[I_MOTION2] = motion2;
+            values[I_MOTION3] = motion3;
+            let mut features = [0.0f64; 64];
+            for (slot, f) in features.iter_mut().zip(&self.model.features) {
+                *slot = match *f {
+                    ModelFeature::Adm2 => r.adm.adm2,
+                    ModelFeature::AdmScale(i) => r.adm.scale[i],
+                    ModelFeature::Motion2 => motion2,
+                    ModelFeature::VifScale(i) => r.vif.scale[i],
+                };
+            }
+            values[I_VMAF] = self.model.predict(&features[..self.model.features.len()]);
+            let scores = FrameScores {
+                index: p.index,
+                names: self.names.clone(),
+                values,
+            };
+            self.pool.add(&scores.values);
+            scores
+        });
+        Scored {
+            index: p.index,
+            tag: p.tag,
+            scores,
+        }
+    }
+}

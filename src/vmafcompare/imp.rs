@@ -1,0 +1,948 @@
+//! `vmafcompare` subclass: pads, caps, properties, `aggregate()`, messages, meta and the
+//! state changes that drive the engine's lifecycle.
+
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::time::Instant;
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+use gst_base::subclass::prelude::*;
+use gst_video::prelude::*;
+
+use super::{FrameMessage, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME};
+use crate::cpu::{self, CpuBackend};
+use crate::engine::{
+    model::DEFAULT_MODEL, FrameScores, LogFormat, LogWriter, LumaPlane, Model, Scored, Scorer,
+};
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "vmafcompare",
+        gst::DebugColorFlags::empty(),
+        Some("VMAF scoring of a distorted stream against its reference"),
+    )
+});
+
+/// Raw formats both sink pads accept: 4:2:0, 4:2:2, 4:4:4, planar and semi-planar, 8 to 12 bits.
+const FORMATS: &[gst_video::VideoFormat] = &[
+    gst_video::VideoFormat::I420,
+    gst_video::VideoFormat::Yv12,
+    gst_video::VideoFormat::Nv12,
+    gst_video::VideoFormat::Nv21,
+    gst_video::VideoFormat::Y42b,
+    gst_video::VideoFormat::Y444,
+    gst_video::VideoFormat::Nv16,
+    gst_video::VideoFormat::Nv24,
+    gst_video::VideoFormat::Gray8,
+    gst_video::VideoFormat::I42010le,
+    gst_video::VideoFormat::I42210le,
+    gst_video::VideoFormat::Y44410le,
+    gst_video::VideoFormat::P01010le,
+    gst_video::VideoFormat::I42012le,
+    gst_video::VideoFormat::I42212le,
+    gst_video::VideoFormat::Y44412le,
+    gst_video::VideoFormat::P012Le,
+];
+
+const DEFAULT_SUBSAMPLE: u32 = 1;
+const MAX_SUBSAMPLE: u32 = 1_000_000;
+
+#[derive(Debug, Clone)]
+struct Settings {
+    model: String,
+    backend: VmafBackend,
+    subsample: u32,
+    results_location: Option<String>,
+    results_format: ResultsFormat,
+    frame_message: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            model: DEFAULT_MODEL.to_owned(),
+            backend: VmafBackend::Auto,
+            subsample: DEFAULT_SUBSAMPLE,
+            results_location: None,
+            results_format: ResultsFormat::Json,
+            frame_message: true,
+        }
+    }
+}
+
+/// What leaves with each distorted buffer.
+struct Tag {
+    buffer: gst::Buffer,
+    running_time: Option<gst::ClockTime>,
+}
+
+/// Geometry of a pad's negotiated video: luma size, bit depth, where luma samples lie.
+#[derive(Debug, Clone)]
+struct PadVideo {
+    info: gst_video::VideoInfo,
+    depth: u32,
+}
+
+impl PadVideo {
+    fn from_caps(caps: &gst::CapsRef) -> Result<Self, String> {
+        let info = gst_video::VideoInfo::from_caps(caps)
+            .map_err(|e| format!("caps {caps} are not raw video: {e}"))?;
+        if !FORMATS.contains(&info.format()) {
+            return Err(format!(
+                "format {} is not supported",
+                info.format().to_str()
+            ));
+        }
+        let depth = info.format_info().depth()[0];
+        Ok(Self { info, depth })
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (self.info.width(), self.info.height())
+    }
+}
+
+/// Per-stream state, created at READY->PAUSED and dropped at PAUSED->READY.
+#[derive(Default)]
+struct State {
+    reference: Option<PadVideo>,
+    distorted: Option<PadVideo>,
+    scorer: Option<Scorer<Tag>>,
+    /// Geometry the scorer's backend was made for: (width, height, bpc).
+    geometry: Option<(u32, u32, u32)>,
+    log: Option<LogWriter>,
+    ref_luma: Vec<u16>,
+    dis_luma: Vec<u16>,
+    unpaired_reference: u64,
+    unpaired_distorted: u64,
+    started: Option<Instant>,
+    finished: bool,
+}
+
+/// Loaded at NULL->READY, dropped at READY->NULL.
+struct Prepared {
+    model: Arc<Model>,
+}
+
+pub struct VmafCompare {
+    reference_pad: gst_base::AggregatorPad,
+    distorted_pad: gst_base::AggregatorPad,
+    settings: Mutex<Settings>,
+    prepared: Mutex<Option<Prepared>>,
+    state: Mutex<State>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for VmafCompare {
+    const NAME: &'static str = "GstVmafCompare";
+    type Type = super::VmafCompare;
+    type ParentType = gst_base::Aggregator;
+
+    fn with_class(klass: &Self::Class) -> Self {
+        let make = |name: &str| {
+            let templ = klass.pad_template(name);
+            match templ {
+                Some(templ) => gst::PadBuilder::<gst_base::AggregatorPad>::from_template(&templ)
+                    .name(name)
+                    .build(),
+                None => gst::PadBuilder::<gst_base::AggregatorPad>::new(gst::PadDirection::Sink)
+                    .name(name)
+                    .build(),
+            }
+        };
+        Self {
+            reference_pad: make("reference"),
+            distorted_pad: make("distorted"),
+            settings: Mutex::new(Settings::default()),
+            prepared: Mutex::new(None),
+            state: Mutex::new(State::default()),
+        }
+    }
+}
+
+impl ObjectImpl for VmafCompare {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            vec![
+                glib::ParamSpecString::builder("model")
+                    .nick("Model")
+                    .blurb(
+                        "VMAF model: a built-in name (vmaf_v0.6.1, vmaf_v0.6.1neg, vmaf_4k_v0.6.1) \
+                         or the path of a libvmaf JSON model file. Loaded at NULL->READY",
+                    )
+                    .default_value(Some(DEFAULT_MODEL))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("backend", VmafBackend::Auto)
+                    .nick("Backend")
+                    .blurb(
+                        "Where features are computed: auto (CUDA if usable, else CPU with a warning), \
+                         cpu, or cuda (error at NULL->READY if no GPU is usable)",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("subsample")
+                    .nick("Subsample")
+                    .blurb(
+                        "Score every N-th frame (1 = every frame), as libvmaf's --subsample; \
+                         motion is still computed on every frame",
+                    )
+                    .minimum(1)
+                    .maximum(MAX_SUBSAMPLE)
+                    .default_value(DEFAULT_SUBSAMPLE)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("results-location")
+                    .nick("Results location")
+                    .blurb(
+                        "File to write the per-frame and pooled log to, in libvmaf's layout \
+                         (see results-format); opened at READY->PAUSED. Unset: no file",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("results-format", ResultsFormat::Json)
+                    .nick("Results format")
+                    .blurb("Format of the results-location log: json, xml or csv (libvmaf layouts)")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("frame-message")
+                    .nick("Frame message")
+                    .blurb(
+                        "Post a 'vmafcompare-frame' element message for every scored frame \
+                         (the summary 'vmafcompare-summary' is always posted at EOS)",
+                    )
+                    .default_value(true)
+                    .mutable_playing()
+                    .build(),
+            ]
+        });
+        PROPS.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut s = lock(&self.settings);
+        match pspec.name() {
+            "model" => {
+                s.model = value
+                    .get::<Option<String>>()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| DEFAULT_MODEL.to_owned())
+            }
+            "backend" => s.backend = value.get().unwrap_or_default(),
+            "subsample" => s.subsample = value.get::<u32>().unwrap_or(DEFAULT_SUBSAMPLE).max(1),
+            "results-location" => {
+                s.results_location = value
+                    .get::<Option<String>>()
+                    .ok()
+                    .flatten()
+                    .filter(|p| !p.is_empty())
+            }
+            "results-format" => s.results_format = value.get().unwrap_or_default(),
+            "frame-message" => s.frame_message = value.get().unwrap_or(true),
+            other => gst::warning!(CAT, imp = self, "unknown property {other}"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let s = lock(&self.settings);
+        match pspec.name() {
+            "model" => s.model.to_value(),
+            "backend" => s.backend.to_value(),
+            "subsample" => s.subsample.to_value(),
+            "results-location" => s.results_location.to_value(),
+            "results-format" => s.results_format.to_value(),
+            "frame-message" => s.frame_message.to_value(),
+            _ => glib::Value::from_type(pspec.value_type()),
+        }
+    }
+
+    fn constructed(&self) {
+        self.parent_constructed();
+        let obj = self.obj();
+        for pad in [&self.reference_pad, &self.distorted_pad] {
+            if let Err(e) = obj.add_pad(pad) {
+                gst::error!(CAT, imp = self, "cannot add pad {}: {e}", pad.name());
+            }
+        }
+    }
+}
+
+impl GstObjectImpl for VmafCompare {}
+
+impl ElementImpl for VmafCompare {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static META: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "VMAF compare",
+                "Filter/Analyzer/Video",
+                "Scores the distorted stream against the reference stream with VMAF (libvmaf's \
+                 integer features and models), posting per-frame and summary messages and \
+                 attaching the scores to each output buffer",
+                "vmafcompare developers",
+            )
+        });
+        Some(&*META)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let caps = gst_video::VideoCapsBuilder::new()
+                .format_list(FORMATS.iter().copied())
+                .build();
+            let mut out = Vec::new();
+            for (name, dir) in [
+                ("reference", gst::PadDirection::Sink),
+                ("distorted", gst::PadDirection::Sink),
+                ("src", gst::PadDirection::Src),
+            ] {
+                let templ = if dir == gst::PadDirection::Sink {
+                    gst::PadTemplate::with_gtype(
+                        name,
+                        dir,
+                        gst::PadPresence::Always,
+                        &caps,
+                        gst_base::AggregatorPad::static_type(),
+                    )
+                } else {
+                    gst::PadTemplate::new(name, dir, gst::PadPresence::Always, &caps)
+                };
+                match templ {
+                    Ok(t) => out.push(t),
+                    Err(e) => gst::error!(CAT, "cannot make pad template {name}: {e}"),
+                }
+            }
+            out
+        });
+        TEMPLATES.as_ref()
+    }
+
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        if transition == gst::StateChange::NullToReady {
+            self.prepare()?;
+        }
+        let ret = self.parent_change_state(transition)?;
+        if transition == gst::StateChange::ReadyToNull {
+            *lock(&self.prepared) = None;
+        }
+        Ok(ret)
+    }
+}
+
+impl VmafCompare {
+    /// NULL->READY: load the model and choose the backend.
+    fn prepare(&self) -> Result<(), gst::StateChangeError> {
+        let settings = lock(&self.settings).clone();
+        match settings.backend {
+            VmafBackend::Cuda => {
+                gst::element_imp_error!(
+                    self,
+                    gst::LibraryError::Init,
+                    ("backend=cuda is not available: this build has no CUDA backend yet"),
+                    ["Use backend=cpu (or backend=auto, which falls back to the CPU)."]
+                );
+                return Err(gst::StateChangeError);
+            }
+            VmafBackend::Auto => {
+                gst::element_imp_warning!(
+                    self,
+                    gst::LibraryError::Init,
+                    ("No usable CUDA backend: scoring on the CPU"),
+                    ["This build has no CUDA backend yet; set backend=cpu to silence this warning."]
+                );
+            }
+            VmafBackend::Cpu => {}
+        }
+        let model = match Model::load(&settings.model) {
+            Ok(m) => m,
+            Err(e) => {
+                gst::element_imp_error!(
+                    self,
+                    gst::LibraryError::Settings,
+                    ("Cannot load VMAF model: {}", e)
+                );
+                return Err(gst::StateChangeError);
+            }
+        };
+        gst::debug!(
+            CAT,
+            imp = self,
+            "model {} loaded: {} features, {} support vectors",
+            model.origin,
+            model.features.len(),
+            model.support_vectors()
+        );
+        *lock(&self.prepared) = Some(Prepared {
+            model: Arc::new(model),
+        });
+        Ok(())
+    }
+
+    fn other_pad(&self, pad: &gst_base::AggregatorPad) -> &'static str {
+        if pad == &self.reference_pad {
+            "distorted"
+        } else {
+            "reference"
+        }
+    }
+
+    /// A caps event on a sink pad: check the format and that both pads agree on the size.
+    fn handle_caps(&self, pad: &gst_base::AggregatorPad, caps: &gst::CapsRef) -> bool {
+        let video = match PadVideo::from_caps(caps) {
+            Ok(v) => v,
+            Err(e) => {
+                gst::element_imp_error!(
+                    self,
+                    gst::CoreError::Negotiation,
+                    ("{} pad: {}", pad.name(), e)
+                );
+                return false;
+            }
+        };
+        let (w, h) = video.size();
+        if (w as usize) < cpu::MIN_WIDTH || (h as usize) < cpu::MIN_HEIGHT {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                (
+                    "{} pad: {}x{} is smaller than the {}x{} minimum that VMAF's filters need",
+                    pad.name(),
+                    w,
+                    h,
+                    cpu::MIN_WIDTH,
+                    cpu::MIN_HEIGHT
+                )
+            );
+            return false;
+        }
+        let mut state = lock(&self.state);
+        let other = if pad == &self.reference_pad {
+            state.distorted.as_ref()
+        } else {
+            state.reference.as_ref()
+        };
+        if let Some(other) = other {
+            if other.size() != (w, h) {
+                let (ow, oh) = other.size();
+                let (rw, rh, dw, dh) = if pad == &self.reference_pad {
+                    (w, h, ow, oh)
+                } else {
+                    (ow, oh, w, h)
+                };
+                drop(state);
+                gst::element_imp_error!(
+                    self,
+                    gst::CoreError::Negotiation,
+                    (
+                        "reference is {}x{} but distorted is {}x{}: both pads must carry the same width and height",
+                        rw,
+                        rh,
+                        dw,
+                        dh
+                    ),
+                    ["Scale one stream (e.g. videoscale) so both have the same size."]
+                );
+                return false;
+            }
+        }
+        gst::debug!(
+            CAT,
+            imp = self,
+            "{} caps {} (other pad: {})",
+            pad.name(),
+            caps,
+            self.other_pad(pad)
+        );
+        if pad == &self.reference_pad {
+            state.reference = Some(video);
+        } else {
+            state.distorted = Some(video.clone());
+            let fps = video.info.fps();
+            if fps.numer() > 0 && fps.denom() > 0 {
+                // One frame is held back until the next arrives (motion2 needs it).
+                let frame = gst::ClockTime::SECOND
+                    .mul_div_floor(fps.denom() as u64, fps.numer() as u64)
+                    .unwrap_or(gst::ClockTime::ZERO);
+                drop(state);
+                self.obj().set_latency(frame, Some(frame));
+            }
+        }
+        true
+    }
+
+    fn running_time(pad: &gst_base::AggregatorPad, buffer: &gst::Buffer) -> Option<gst::ClockTime> {
+        let segment = pad.segment();
+        let segment = segment.downcast_ref::<gst::ClockTime>()?;
+        segment.to_running_time(buffer.pts()?)
+    }
+
+    /// Copies the luma plane of `buffer` into `out` as right-aligned samples of `bpc` bits
+    /// (shifting lower-depth video up), only the `width` valid samples of each row.
+    fn extract_luma(
+        video: &PadVideo,
+        buffer: &gst::Buffer,
+        bpc: u32,
+        out: &mut Vec<u16>,
+    ) -> Result<(), String> {
+        let frame =
+            gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), &video.info)
+                .map_err(|e| format!("cannot map buffer: {e}"))?;
+        let finfo = video.info.format_info();
+        let (w, h) = (video.info.width() as usize, video.info.height() as usize);
+        let stride = frame.plane_stride()[0] as usize;
+        let data = frame
+            .plane_data(0)
+            .map_err(|e| format!("cannot read the luma plane: {e}"))?;
+        let pstride = finfo.pixel_stride()[0] as usize;
+        let poffset = finfo.poffset()[0] as usize;
+        let shift = finfo.shift()[0];
+        let up = bpc.saturating_sub(video.depth);
+        let needed =
+            (h - 1) * stride + (w - 1) * pstride + poffset + if finfo.bits() > 8 { 2 } else { 1 };
+        if data.len() < needed {
+            return Err(format!(
+                "luma plane holds {} bytes, {} needed",
+                data.len(),
+                needed
+            ));
+        }
+        out.resize(w * h, 0);
+        for (y, dst) in out.chunks_exact_mut(w).enumerate() {
+            let row = &data[y * stride + poffset..];
+            if finfo.bits() > 8 {
+                for (x, d) in dst.iter_mut().enumerate() {
+                    let i = x * pstride;
+                    let v = u16::from_le_bytes([row[i], row[i + 1]]);
+                    *d = (v >> shift) << up;
+                }
+            } else if pstride == 1 {
+                for (d, s) in dst.iter_mut().zip(&row[..w]) {
+                    *d = u16::from(*s) << up;
+                }
+            } else {
+                for (x, d) in dst.iter_mut().enumerate() {
+                    *d = u16::from(row[x * pstride]) << up;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes (or remakes, after a size change) the scorer for the negotiated geometry.
+    /// Returns frames completed by a geometry switch.
+    fn ensure_scorer(&self, state: &mut State) -> Result<Vec<Scored<Tag>>, gst::FlowError> {
+        let (Some(r), Some(d)) = (state.reference.as_ref(), state.distorted.as_ref()) else {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("buffers arrived before caps")
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let (w, h) = d.size();
+        let bpc = r.depth.max(d.depth);
+        if state.geometry == Some((w, h, bpc)) && state.scorer.is_some() {
+            return Ok(Vec::new());
+        }
+        let Some(model) = lock(&self.prepared).as_ref().map(|p| p.model.clone()) else {
+            gst::element_imp_error!(self, gst::CoreError::StateChange, ("no model loaded"));
+            return Err(gst::FlowError::Error);
+        };
+        let backend = match CpuBackend::new(w as usize, h as usize, bpc, model.vif, model.adm) {
+            Ok(b) => Box::new(b),
+            Err(e) => {
+                gst::element_imp_error!(self, gst::StreamError::Format, ("{}", e));
+                return Err(gst::FlowError::NotNegotiated);
+            }
+        };
+        gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
+        state.geometry = Some((w, h, bpc));
+        let done = match state.scorer.as_mut() {
+            Some(s) => s.replace_backend(backend),
+            None => {
+                let subsample = lock(&self.settings).subsample;
+                state.scorer = Some(Scorer::new(backend, model, subsample));
+                Vec::new()
+            }
+        };
+        Ok(done)
+    }
+
+    /// Attaches meta, posts the frame message, logs, and pushes one completed frame.
+    fn emit(&self, scored: Scored<Tag>, post: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let Scored { tag, scores, .. } = scored;
+        let mut buffer = tag.buffer;
+        if let Some(scores) = scores {
+            let msg = Self::frame_message(&scores, &buffer, tag.running_time);
+            let structure = msg.to_structure();
+            {
+                let buf = buffer.make_mut();
+                match gst::meta::CustomMeta::add(buf, META_NAME) {
+                    Ok(mut meta) => {
+                        let s = meta.mut_structure();
+                        for (name, value) in structure.iter() {
+                            s.set_value(name, value.clone());
+                        }
+                    }
+                    Err(e) => gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}"),
+                }
+            }
+            self.write_log(&scores)?;
+            if post {
+                let obj = self.obj();
+                let m = gst::message::Element::builder(structure).src(&*obj).build();
+                let _ = obj.post_message(m);
+            }
+        }
+        self.obj().finish_buffer(buffer)
+    }
+
+    fn frame_message(
+        scores: &FrameScores,
+        buffer: &gst::Buffer,
+        rt: Option<gst::ClockTime>,
+    ) -> FrameMessage {
+        FrameMessage {
+            index: scores.index,
+            pts: buffer.pts(),
+            running_time: rt,
+            duration: buffer.duration(),
+            vmaf: scores.vmaf(),
+            metrics: scores.iter().map(|(n, v)| (n.to_owned(), v)).collect(),
+        }
+    }
+
+    fn write_log(&self, scores: &FrameScores) -> Result<(), gst::FlowError> {
+        let mut state = lock(&self.state);
+        let (w, h) = state.geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
+        if let Some(log) = state.log.as_mut() {
+            if let Err(e) = log.write_frame(scores, w, h) {
+                state.log = None;
+                drop(state);
+                gst::element_imp_error!(self, gst::ResourceError::Write, ("{}", e));
+                return Err(gst::FlowError::Error);
+            }
+        }
+        Ok(())
+    }
+
+    fn emit_all(&self, items: Vec<Scored<Tag>>) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let post = lock(&self.settings).frame_message;
+        let mut ret = Ok(gst::FlowSuccess::Ok);
+        for item in items {
+            ret = self.emit(item, post);
+            if ret.is_err() {
+                break;
+            }
+        }
+        ret
+    }
+
+    fn score_pair(
+        &self,
+        reference: gst::Buffer,
+        distorted: gst::Buffer,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let running_time = Self::running_time(&self.distorted_pad, &distorted);
+        let mut state = lock(&self.state);
+        let switched = self.ensure_scorer(&mut state)?;
+        let (Some(rv), Some(dv), Some((w, h, bpc))) = (
+            state.reference.clone(),
+            state.distorted.clone(),
+            state.geometry,
+        ) else {
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let mut ref_luma = std::mem::take(&mut state.ref_luma);
+        let mut dis_luma = std::mem::take(&mut state.dis_luma);
+        let extracted = Self::extract_luma(&rv, &reference, bpc, &mut ref_luma)
+            .map_err(|e| format!("reference: {e}"))
+            .and_then(|_| {
+                Self::extract_luma(&dv, &distorted, bpc, &mut dis_luma)
+                    .map_err(|e| format!("distorted: {e}"))
+            });
+        if let Err(e) = extracted {
+            drop(state);
+            gst::element_imp_error!(self, gst::StreamError::Decode, ("{}", e));
+            return Err(gst::FlowError::Error);
+        }
+        let (w, h) = (w as usize, h as usize);
+        let tag = Tag {
+            buffer: distorted,
+            running_time,
+        };
+        let result = match (
+            LumaPlane::packed(&ref_luma, w, h, bpc),
+            LumaPlane::packed(&dis_luma, w, h, bpc),
+            state.scorer.as_mut(),
+        ) {
+            (Some(r), Some(d), Some(scorer)) => scorer.push(&r, &d, tag).map_err(|e| e.to_string()),
+            _ => Err("internal: luma planes or scorer missing".to_owned()),
+        };
+        state.ref_luma = ref_luma;
+        state.dis_luma = dis_luma;
+        if state.started.is_none() {
+            state.started = Some(Instant::now());
+        }
+        drop(state);
+        let done = match result {
+            Ok(done) => done,
+            Err(e) => {
+                gst::element_imp_error!(self, gst::StreamError::Failed, ("Scoring failed: {}", e));
+                return Err(gst::FlowError::Error);
+            }
+        };
+        self.emit_all(switched)?;
+        self.emit_all(done)
+    }
+
+    fn pass_unpaired_distorted(
+        &self,
+        buffer: gst::Buffer,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let running_time = Self::running_time(&self.distorted_pad, &buffer);
+        let tag = Tag {
+            buffer,
+            running_time,
+        };
+        let mut state = lock(&self.state);
+        state.unpaired_distorted += 1;
+        let now = match state.scorer.as_mut() {
+            Some(s) => s.push_unpaired(tag),
+            None => Some(Scored {
+                index: 0,
+                tag,
+                scores: None,
+            }),
+        };
+        drop(state);
+        match now {
+            Some(item) => self.emit(item, false),
+            None => Ok(gst::FlowSuccess::Ok),
+        }
+    }
+
+    /// Both inputs are done: complete the last frame, post the summary, close the log.
+    fn finish_stream(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let mut state = lock(&self.state);
+        if state.finished {
+            return Err(gst::FlowError::Eos);
+        }
+        state.finished = true;
+        let tail = state
+            .scorer
+            .as_mut()
+            .map(|s| s.finish())
+            .unwrap_or_default();
+        drop(state);
+        self.emit_all(tail)?;
+        self.post_summary();
+        Err(gst::FlowError::Eos)
+    }
+
+    fn post_summary(&self) {
+        let settings = lock(&self.settings).clone();
+        let mut state = lock(&self.state);
+        let (frames, metrics, backend) = match state.scorer.as_ref() {
+            Some(s) => (
+                s.pool().count(),
+                s.pool()
+                    .pooled()
+                    .into_iter()
+                    .map(|(n, p)| {
+                        (
+                            n.to_owned(),
+                            PooledMetric {
+                                min: p.min,
+                                max: p.max,
+                                mean: p.mean,
+                                harmonic_mean: p.harmonic_mean,
+                            },
+                        )
+                    })
+                    .collect(),
+                s.backend_name().to_owned(),
+            ),
+            None => (0, Vec::new(), "cpu".to_owned()),
+        };
+        let summary = SummaryMessage {
+            frames,
+            unpaired_reference: state.unpaired_reference,
+            unpaired_distorted: state.unpaired_distorted,
+            backend,
+            model: settings.model.clone(),
+            metrics,
+        };
+        let log_result = self.close_log(&mut state);
+        drop(state);
+        if let Err(e) = log_result {
+            gst::element_imp_error!(self, gst::ResourceError::Write, ("{}", e));
+        }
+        let unpaired = summary.unpaired_reference + summary.unpaired_distorted;
+        if unpaired > 0 {
+            gst::element_imp_warning!(
+                self,
+                gst::StreamError::Failed,
+                (
+                    "{} reference and {} distorted frames had no partner and were not scored",
+                    summary.unpaired_reference,
+                    summary.unpaired_distorted
+                ),
+                ["One input ended early or their timestamps do not line up; {} pairs were scored.", frames]
+            );
+        }
+        if let Some(vmaf) = summary.get("vmaf") {
+            gst::info!(
+                CAT,
+                imp = self,
+                "{} frames, VMAF mean {:.6} harmonic {:.6}",
+                frames,
+                vmaf.mean,
+                vmaf.harmonic_mean
+            );
+        }
+        let obj = self.obj();
+        let _ = obj.post_message(
+            gst::message::Element::builder(summary.to_structure())
+                .src(&*obj)
+                .build(),
+        );
+    }
+
+    fn close_log(&self, state: &mut State) -> Result<(), crate::engine::log::LogError> {
+        let Some(log) = state.log.take() else {
+            return Ok(());
+        };
+        let (w, h) = state.geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
+        let frames = state.scorer.as_ref().map_or(0, |s| s.frames_pushed());
+        let fps = state
+            .started
+            .map(|t| frames as f64 / t.elapsed().as_secs_f64().max(1e-9))
+            .unwrap_or(0.0);
+        match state.scorer.as_ref() {
+            Some(s) => log.finish(s.pool(), fps, w, h),
+            None => {
+                let empty = crate::engine::Pool::new(Vec::<String>::new().into());
+                log.finish(&empty, fps, w, h)
+            }
+        }
+    }
+}
+
+impl AggregatorImpl for VmafCompare {
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let settings = lock(&self.settings).clone();
+        let mut state = State::default();
+        if let Some(location) = settings.results_location.as_deref() {
+            let format = match settings.results_format {
+                ResultsFormat::Json => LogFormat::Json,
+                ResultsFormat::Xml => LogFormat::Xml,
+                ResultsFormat::Csv => LogFormat::Csv,
+            };
+            let log = LogWriter::create(&PathBuf::from(location), format).map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    ("{}", e),
+                    ["Check that the directory exists and is writable (results-location)."]
+                )
+            })?;
+            state.log = Some(log);
+        }
+        *lock(&self.state) = state;
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        let mut state = lock(&self.state);
+        let res = self.close_log(&mut state);
+        *state = State::default();
+        drop(state);
+        res.map_err(|e| gst::error_msg!(gst::ResourceError::Write, ("{}", e)))
+    }
+
+    fn sink_event(&self, pad: &gst_base::AggregatorPad, event: gst::Event) -> bool {
+        if let gst::EventView::Caps(c) = event.view() {
+            if !self.handle_caps(pad, c.caps()) {
+                return false;
+            }
+        }
+        self.parent_sink_event(pad, event)
+    }
+
+    fn update_src_caps(&self, _caps: &gst::Caps) -> Result<gst::Caps, gst::FlowError> {
+        match self.distorted_pad.current_caps() {
+            Some(c) => Ok(c),
+            None => Err(gst_base::AGGREGATOR_FLOW_NEED_DATA),
+        }
+    }
+
+    fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let mut state = lock(&self.state);
+        if let Some(s) = state.scorer.as_mut() {
+            s.reset();
+        }
+        state.finished = false;
+        drop(state);
+        self.parent_flush()
+    }
+
+    fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let rpad = &self.reference_pad;
+        let dpad = &self.distorted_pad;
+        let (rb, db) = (rpad.peek_buffer(), dpad.peek_buffer());
+        match (rb, db) {
+            (Some(r), Some(d)) => {
+                // Pair by running time: when one side is more than half a frame ahead, the
+                // earlier buffer has no partner.
+                let (rrt, drt) = (Self::running_time(rpad, &r), Self::running_time(dpad, &d));
+                let half = d.duration().or(r.duration()).map(|d| d / 2);
+                if let (Some(rrt), Some(drt), Some(half)) = (rrt, drt, half) {
+                    if rrt + half < drt {
+                        gst::debug!(
+                            CAT,
+                            imp = self,
+                            "reference at {rrt} has no partner, dropping"
+                        );
+                        rpad.drop_buffer();
+                        lock(&self.state).unpaired_reference += 1;
+                        return Ok(gst::FlowSuccess::Ok);
+                    }
+                    if drt + half < rrt {
+                        gst::debug!(
+                            CAT,
+                            imp = self,
+                            "distorted at {drt} has no partner, passing it on"
+                        );
+                        let d = dpad.pop_buffer().ok_or(gst::FlowError::Error)?;
+                        return self.pass_unpaired_distorted(d);
+                    }
+                }
+                let (Some(r), Some(d)) = (rpad.pop_buffer(), dpad.pop_buffer()) else {
+                    return Ok(gst::FlowSuccess::Ok);
+                };
+                self.score_pair(r, d)
+            }
+            (Some(_), None) if dpad.is_eos() || timeout => {
+                rpad.drop_buffer();
+                lock(&self.state).unpaired_reference += 1;
+                Ok(gst::FlowSuccess::Ok)
+            }
+            (None, Some(_)) if rpad.is_eos() || timeout => {
+                let d = dpad.pop_buffer().ok_or(gst::FlowError::Error)?;
+                self.pass_unpaired_distorted(d)
+            }
+            (None, None) if rpad.is_eos() && dpad.is_eos() => self.finish_stream(),
+            _ => Ok(gst::FlowSuccess::Ok),
+        }
+    }
+}

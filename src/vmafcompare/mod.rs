@@ -1,0 +1,263 @@
+//! The `vmafcompare` element: public wrapper, registration, and the typed forms of what it
+//! posts (frame and summary messages) and attaches (the per-frame `GstCustomMeta`).
+
+use gst::glib;
+use gst::prelude::*;
+
+mod imp;
+
+/// Name of the element message posted for every scored frame.
+pub const FRAME_MESSAGE_NAME: &str = "vmafcompare-frame";
+/// Name of the element message posted once at end of stream.
+pub const SUMMARY_MESSAGE_NAME: &str = "vmafcompare-summary";
+/// Name of the `GstCustomMeta` attached to every scored output buffer. Its structure holds the
+/// same fields as the frame message. Read it from C with
+/// `gst_buffer_get_custom_meta(buf, "VmafCompareMeta")` and `gst_custom_meta_get_structure()`.
+pub const META_NAME: &str = "VmafCompareMeta";
+
+/// Where the features are computed (`backend` property).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstVmafCompareBackend")]
+pub enum VmafBackend {
+    /// CUDA when a usable GPU is found, else the CPU with a warning.
+    #[default]
+    #[enum_value(
+        name = "Auto: CUDA if usable, else CPU (with a warning)",
+        nick = "auto"
+    )]
+    Auto = 0,
+    /// The CPU reference implementation (one thread).
+    #[enum_value(name = "CPU: integer reference implementation", nick = "cpu")]
+    Cpu = 1,
+    /// The GPU; an error at NULL->READY when no GPU is usable.
+    #[enum_value(name = "CUDA: NVIDIA GPU (error if unavailable)", nick = "cuda")]
+    Cuda = 2,
+}
+
+/// Log format for `results-location` (`results-format` property).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstVmafCompareResultsFormat")]
+pub enum ResultsFormat {
+    /// libvmaf's JSON log.
+    #[default]
+    #[enum_value(name = "JSON (libvmaf layout)", nick = "json")]
+    Json = 0,
+    /// libvmaf's XML log.
+    #[enum_value(name = "XML (libvmaf layout)", nick = "xml")]
+    Xml = 1,
+    /// libvmaf's CSV log.
+    #[enum_value(name = "CSV (libvmaf layout)", nick = "csv")]
+    Csv = 2,
+}
+
+glib::wrapper! {
+    /// Scores the `distorted` pad's video against the `reference` pad's with VMAF.
+    pub struct VmafCompare(ObjectSubclass<imp::VmafCompare>)
+        @extends gst_base::Aggregator, gst::Element, gst::Object;
+}
+
+/// Registers the element and its custom meta with `plugin`.
+pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    if !gst::meta::CustomMeta::is_registered(META_NAME) {
+        gst::meta::CustomMeta::register(META_NAME, &[]);
+    }
+    #[cfg(feature = "doc")]
+    {
+        VmafBackend::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+        ResultsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    }
+    gst::Element::register(
+        Some(plugin),
+        "vmafcompare",
+        gst::Rank::NONE,
+        VmafCompare::static_type(),
+    )
+}
+
+/// One scored frame, as carried by the frame message and the buffer meta.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameMessage {
+    /// Frame index from the start of the stream (libvmaf's `frameNum`).
+    pub index: u64,
+    /// Presentation timestamp of the distorted buffer.
+    pub pts: Option<gst::ClockTime>,
+    /// Running time of the distorted buffer.
+    pub running_time: Option<gst::ClockTime>,
+    /// Duration of the distorted buffer.
+    pub duration: Option<gst::ClockTime>,
+    /// VMAF score (0..100 for the built-in models).
+    pub vmaf: f64,
+    /// Every metric under libvmaf's name (`integer_vif_scale0`, `integer_adm2`, ...,
+    /// `vmaf`), in log order.
+    pub metrics: Vec<(String, f64)>,
+}
+
+const NON_METRIC_FIELDS: &[&str] = &["index", "pts", "running-time", "duration"];
+
+impl FrameMessage {
+    /// The value of metric `name`.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
+
+    /// Builds the structure (name [`FRAME_MESSAGE_NAME`]) used for messages and meta.
+    pub fn to_structure(&self) -> gst::Structure {
+        let mut s = gst::Structure::builder(FRAME_MESSAGE_NAME)
+            .field("index", self.index)
+            .field("pts", self.pts)
+            .field("running-time", self.running_time)
+            .field("duration", self.duration)
+            .build();
+        for (name, v) in &self.metrics {
+            s.set(name.as_str(), *v);
+        }
+        s
+    }
+}
+
+impl TryFrom<&gst::StructureRef> for FrameMessage {
+    type Error = glib::BoolError;
+
+    fn try_from(s: &gst::StructureRef) -> Result<Self, Self::Error> {
+        let index = s
+            .get::<u64>("index")
+            .map_err(|e| glib::bool_error!("vmafcompare frame message without index: {e}"))?;
+        let time = |f: &str| s.get::<Option<gst::ClockTime>>(f).ok().flatten();
+        let metrics: Vec<(String, f64)> = s
+            .iter()
+            .filter(|(name, _)| !NON_METRIC_FIELDS.contains(&name.as_str()))
+            .filter_map(|(name, v)| v.get::<f64>().ok().map(|v| (name.to_string(), v)))
+            .collect();
+        let vmaf = metrics
+            .iter()
+            .find(|(n, _)| n == "vmaf")
+            .map(|(_, v)| *v)
+            .ok_or_else(|| glib::bool_error!("vmafcompare frame message without vmaf"))?;
+        Ok(Self {
+            index,
+            pts: time("pts"),
+            running_time: time("running-time"),
+            duration: time("duration"),
+            vmaf,
+            metrics,
+        })
+    }
+}
+
+/// Pooled statistics of one metric in the summary message.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PooledMetric {
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// libvmaf's harmonic mean, `n / sum(1 / (x + 1)) - 1`.
+    pub harmonic_mean: f64,
+}
+
+/// The end-of-stream summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryMessage {
+    /// Frames scored (subsampled-out frames are not counted).
+    pub frames: u64,
+    /// Reference frames that found no distorted partner.
+    pub unpaired_reference: u64,
+    /// Distorted frames that found no reference partner.
+    pub unpaired_distorted: u64,
+    /// Backend that computed the scores (`"cpu"`, `"cuda"`).
+    pub backend: String,
+    /// Model name or path.
+    pub model: String,
+    /// Pooled statistics per metric, libvmaf names, log order.
+    pub metrics: Vec<(String, PooledMetric)>,
+}
+
+const SUMMARY_FIELDS: &[&str] = &[
+    "frames",
+    "unpaired-reference",
+    "unpaired-distorted",
+    "backend",
+    "model",
+];
+
+impl SummaryMessage {
+    /// Pooled statistics of metric `name`.
+    pub fn get(&self, name: &str) -> Option<PooledMetric> {
+        self.metrics
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| *p)
+    }
+
+    /// Builds the structure (name [`SUMMARY_MESSAGE_NAME`]); each metric is a nested
+    /// structure with `min`, `max`, `mean`, `harmonic_mean` (all `f64`).
+    pub fn to_structure(&self) -> gst::Structure {
+        let mut s = gst::Structure::builder(SUMMARY_MESSAGE_NAME)
+            .field("frames", self.frames)
+            .field("unpaired-reference", self.unpaired_reference)
+            .field("unpaired-distorted", self.unpaired_distorted)
+            .field("backend", &self.backend)
+            .field("model", &self.model)
+            .build();
+        for (name, p) in &self.metrics {
+            let pooled = gst::Structure::builder("pooled")
+                .field("min", p.min)
+                .field("max", p.max)
+                .field("mean", p.mean)
+                .field("harmonic_mean", p.harmonic_mean)
+                .build();
+            s.set(name.as_str(), pooled);
+        }
+        s
+    }
+}
+
+impl TryFrom<&gst::StructureRef> for SummaryMessage {
+    type Error = glib::BoolError;
+
+    fn try_from(s: &gst::StructureRef) -> Result<Self, Self::Error> {
+        if s.name() != SUMMARY_MESSAGE_NAME {
+            return Err(glib::bool_error!("not a {SUMMARY_MESSAGE_NAME} structure"));
+        }
+        let count = |f: &str| s.get::<u64>(f).unwrap_or(0);
+        let text = |f: &str| s.get::<String>(f).unwrap_or_default();
+        let metrics = s
+            .iter()
+            .filter(|(name, _)| !SUMMARY_FIELDS.contains(&name.as_str()))
+            .filter_map(|(name, v)| {
+                let p = v.get::<gst::Structure>().ok()?;
+                let f = |k: &str| p.get::<f64>(k).ok();
+                Some((
+                    name.to_string(),
+                    PooledMetric {
+                        min: f("min")?,
+                        max: f("max")?,
+                        mean: f("mean")?,
+                        harmonic_mean: f("harmonic_mean")?,
+                    },
+                ))
+            })
+            .collect();
+        Ok(Self {
+            frames: count("frames"),
+            unpaired_reference: count("unpaired-reference"),
+            unpaired_distorted: count("unpaired-distorted"),
+            backend: text("backend"),
+            model: text("model"),
+            metrics,
+        })
+    }
+}
+
+/// Reads the scores attached to an output buffer by `vmafcompare`, if any.
+pub fn frame_meta(buffer: &gst::BufferRef) -> Option<FrameMessage> {
+    let meta = gst::meta::CustomMeta::from_buffer(buffer, META_NAME).ok()?;
+    FrameMessage::try_from(meta.structure()).ok()
+}
