@@ -39,7 +39,9 @@ fn read_luma(path: &PathBuf, w: usize, h: usize, bpc: u32, n: usize) -> Vec<Vec<
             if bps == 1 {
                 y.iter().map(|&v| u16::from(v)).collect()
             } else {
-                y.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+                y.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect()
             }
         })
         .collect()
@@ -59,7 +61,8 @@ fn upscale(src: &[u16], sw: usize, sh: usize, dw: usize, dh: usize) -> Vec<u16> 
             let x1 = (x0 + 1).min(sw - 1);
             let tx = (fx - x0 as f64).clamp(0.0, 1.0);
             let p = |yy: usize, xx: usize| f64::from(src[yy * sw + xx]);
-            let v = (1.0 - ty) * ((1.0 - tx) * p(y0, x0) + tx * p(y0, x1)) + ty * ((1.0 - tx) * p(y1, x0) + tx * p(y1, x1));
+            let v = (1.0 - ty) * ((1.0 - tx) * p(y0, x0) + tx * p(y0, x1))
+                + ty * ((1.0 - tx) * p(y1, x0) + tx * p(y1, x1));
             out[y * dw + x] = v.round() as u16;
         }
     }
@@ -97,9 +100,19 @@ fn ours(refs: &[Vec<u16>], diss: &[Vec<u16>], w: usize, h: usize, bpc: u32, n: u
     n as f64 / start.elapsed().as_secs_f64()
 }
 
-fn libvmaf(refs: &[Vec<u16>], diss: &[Vec<u16>], w: usize, h: usize, bpc: u32, n: usize) -> Option<f64> {
+fn libvmaf(
+    refs: &[Vec<u16>],
+    diss: &[Vec<u16>],
+    w: usize,
+    h: usize,
+    bpc: u32,
+    n: usize,
+) -> Option<f64> {
     let ff = Command::new("python3")
-        .args(["-c", "import imageio_ffmpeg as f; print(f.get_ffmpeg_exe())"])
+        .args([
+            "-c",
+            "import imageio_ffmpeg as f; print(f.get_ffmpeg_exe())",
+        ])
         .output()
         .ok()?;
     let ff = String::from_utf8(ff.stdout).ok()?.trim().to_owned();
@@ -107,18 +120,36 @@ fn libvmaf(refs: &[Vec<u16>], diss: &[Vec<u16>], w: usize, h: usize, bpc: u32, n
         return None;
     }
     let dir = std::env::temp_dir();
-    let (rp, dp, log) = (dir.join("bench_ref.yuv"), dir.join("bench_dis.yuv"), dir.join("bench_libvmaf.json"));
+    let (rp, dp, log) = (
+        dir.join("bench_ref.yuv"),
+        dir.join("bench_dis.yuv"),
+        dir.join("bench_libvmaf.json"),
+    );
     write_yuv(&rp, refs, w, h, bpc, n);
     write_yuv(&dp, diss, w, h, bpc, n);
     let pix = if bpc > 8 { "yuv420p10le" } else { "yuv420p" };
     let size = format!("{w}x{h}");
-    let raw = |p: &PathBuf| vec!["-f".to_owned(), "rawvideo".into(), "-pix_fmt".into(), pix.into(), "-s".into(), size.clone(), "-i".into(), p.display().to_string()];
+    let raw = |p: &PathBuf| {
+        vec![
+            "-f".to_owned(),
+            "rawvideo".into(),
+            "-pix_fmt".into(),
+            pix.into(),
+            "-s".into(),
+            size.clone(),
+            "-i".into(),
+            p.display().to_string(),
+        ]
+    };
     let status = Command::new(&ff)
         .args(["-hide_banner", "-loglevel", "error"])
         .args(raw(&dp))
         .args(raw(&rp))
         .arg("-lavfi")
-        .arg(format!("[0:v][1:v]libvmaf=n_threads=1:log_fmt=json:log_path={}", log.display()))
+        .arg(format!(
+            "[0:v][1:v]libvmaf=n_threads=1:log_fmt=json:log_path={}",
+            log.display()
+        ))
         .args(["-f", "null", "-"])
         .status()
         .ok()?;
@@ -146,9 +177,17 @@ fn main() {
                     diss.iter().map(|p| upscale(p, 576, 324, w, h)).collect(),
                 )
             };
-            let n = if w == 576 { args.frames * 4 } else { args.frames };
+            let n = if w == 576 {
+                args.frames * 4
+            } else {
+                args.frames
+            };
             let fps = ours(&r, &d, w, h, bpc, n);
-            let lib = if args.libvmaf { libvmaf(&r, &d, w, h, bpc, n) } else { None };
+            let lib = if args.libvmaf {
+                libvmaf(&r, &d, w, h, bpc, n)
+            } else {
+                None
+            };
             rows.push((w, h, bpc, n, fps, lib));
         }
     }

@@ -431,7 +431,9 @@ impl VmafCompare {
         } else {
             state.reference.as_ref()
         };
-        if let Some(other) = other {
+        // Before the first pair, a size mismatch is a negotiation error. Once scoring runs,
+        // both pads may switch size one after the other; pairs are checked as they are made.
+        if let Some(other) = other.filter(|_| state.geometry.is_none()) {
             if other.size() != (w, h) {
                 let (ow, oh) = other.size();
                 let (rw, rh, dw, dh) = if pad == &self.reference_pad {
@@ -550,6 +552,16 @@ impl VmafCompare {
             return Err(gst::FlowError::NotNegotiated);
         };
         let (w, h) = d.size();
+        if r.size() != (w, h) {
+            let (rw, rh) = r.size();
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("reference is {}x{} but distorted is {}x{}: both pads must carry the same width and height", rw, rh, w, h),
+                ["Scale one stream (e.g. videoscale) so both have the same size."]
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        }
         let bpc = r.depth.max(d.depth);
         if state.geometry == Some((w, h, bpc)) && state.scorer.is_some() {
             return Ok(Vec::new());
