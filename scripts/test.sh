@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
-cargo test --release --all-targets -- --nocapture 2>&1 | tee target-test.log | grep -vE '^(test .* \.\.\. ok)$' || true
+cargo test --release --no-fail-fast --all-targets -- --nocapture 2>&1 | tee target-test.log | grep -vE '^(test .* \.\.\. ok)$' || true
 status=${PIPESTATUS[0]}
 grep -E '^test result:' target-test.log || true
 rm -f target-test.log

@@ -103,7 +103,9 @@ fn harness_identical_frames_give_perfect_features() {
             let v = m.get(&format!("integer_vif_scale{s}")).unwrap();
             assert!((v - 1.0).abs() < 1e-6, "vif scale {s} {v}");
         }
-        assert_eq!(m.get("integer_adm2"), Some(1.0));
+        // libvmaf's integer ADM of identical planes is 1 up to its fixed-point rounding.
+        let adm2 = m.get("integer_adm2").unwrap();
+        assert!((adm2 - 1.0).abs() < 1e-5, "adm2 {adm2}");
         assert!(m.vmaf > 90.0 && m.vmaf <= 100.0, "vmaf {}", m.vmaf);
         if t == 0 {
             assert_eq!(m.get("integer_motion2"), Some(0.0));
