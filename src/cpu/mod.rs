@@ -5,6 +5,8 @@ pub mod adm;
 pub mod motion;
 pub mod vif;
 
+use std::collections::VecDeque;
+
 use crate::engine::frame::{FeatureError, LumaPlane};
 use crate::engine::scorer::{Backend, EngineError, RawFeatures};
 
@@ -31,6 +33,7 @@ pub struct CpuBackend {
     adm_cfg: adm::AdmConfig,
     prev_ref: Vec<u16>,
     has_prev: bool,
+    done: VecDeque<RawFeatures>,
     width: usize,
     height: usize,
     bpc: u32,
@@ -64,6 +67,7 @@ impl CpuBackend {
             adm_cfg,
             prev_ref: vec![0; width * height],
             has_prev: false,
+            done: VecDeque::with_capacity(2),
             width,
             height,
             bpc,
@@ -76,7 +80,30 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn extract(
+    fn submit(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        let raw = self.extract(reference, distorted, full)?;
+        self.done.push_back(raw);
+        Ok(())
+    }
+
+    fn collect(&mut self, _wait: bool) -> Result<Option<RawFeatures>, EngineError> {
+        Ok(self.done.pop_front())
+    }
+
+    fn reset(&mut self) {
+        self.has_prev = false;
+        self.done.clear();
+    }
+}
+
+impl CpuBackend {
+    /// Computes one frame pair's features at once (the CPU path is synchronous).
+    pub fn extract(
         &mut self,
         reference: &LumaPlane,
         distorted: &LumaPlane,
@@ -119,9 +146,5 @@ impl Backend for CpuBackend {
         }
         self.has_prev = true;
         Ok(raw)
-    }
-
-    fn reset(&mut self) {
-        self.has_prev = false;
     }
 }

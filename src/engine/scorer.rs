@@ -2,6 +2,7 @@
 //! libvmaf 3.x's motion post-processing (which needs the next frame, so each frame's scores
 //! are complete when the following pair arrives or at [`Scorer::finish`]) and the model.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::cpu::adm::AdmScores;
@@ -39,18 +40,32 @@ pub struct RawFeatures {
 }
 
 /// A feature backend: the CPU reference implementation or the GPU.
+///
+/// Work is submitted frame by frame and collected in submission order, so a backend may keep
+/// several frames in flight (upload, kernels and readback of different frames overlapping).
 pub trait Backend: Send {
     /// Short name for logs and messages (`"cpu"`, `"cuda"`).
     fn name(&self) -> &'static str;
-    /// Computes the motion SAD score against the previous reference frame (0 for the first
-    /// frame after creation or [`Backend::reset`]) and, when `full`, VIF and ADM.
-    fn extract(
+    /// Starts the motion SAD score against the previous submitted reference (0 for the first
+    /// frame after creation or [`Backend::reset`]) and, when `full`, VIF and ADM. The planes
+    /// are read only during the call. May block while [`Backend::max_in_flight`] frames are
+    /// in flight.
+    fn submit(
         &mut self,
         reference: &LumaPlane,
         distorted: &LumaPlane,
         full: bool,
-    ) -> Result<RawFeatures, EngineError>;
-    /// Forgets the previous reference frame (after a flush or discontinuity).
+    ) -> Result<(), EngineError>;
+    /// Features of the oldest submitted frame not yet collected. `wait == false`: `None` when
+    /// that frame is not finished yet; `wait == true`: blocks until it is. `None` as well when
+    /// nothing is in flight.
+    fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError>;
+    /// Frames the scorer lets be in flight before it waits for the oldest.
+    fn max_in_flight(&self) -> usize {
+        1
+    }
+    /// Drops in-flight work and forgets the previous reference frame (after a flush or
+    /// discontinuity).
     fn reset(&mut self);
 }
 
@@ -134,12 +149,21 @@ pub struct Scored<T> {
     pub scores: Option<FrameScores>,
 }
 
+/// A submitted frame whose features are not collected yet.
+struct Queued<T> {
+    index: u64,
+    tag: T,
+    full: bool,
+    /// Unpaired tags that arrived after this frame and leave right after it.
+    trailing: Vec<T>,
+}
+
+/// A frame with features, waiting for the next frame's motion SAD.
 struct Pending<T> {
     index: u64,
     tag: T,
     raw: RawFeatures,
     full: bool,
-    /// Unpaired tags that arrived after this frame and leave right after it.
     trailing: Vec<T>,
 }
 
@@ -150,6 +174,7 @@ pub struct Scorer<T> {
     subsample: u64,
     names: Arc<[String]>,
     next_index: u64,
+    queue: VecDeque<Queued<T>>,
     pending: Option<Pending<T>>,
     pool: Pool,
 }
@@ -170,6 +195,7 @@ impl<T> Scorer<T> {
             pool: Pool::new(names.clone()),
             names,
             next_index: 0,
+            queue: VecDeque::new(),
             pending: None,
         }
     }
@@ -194,8 +220,9 @@ impl<T> Scorer<T> {
         self.next_index
     }
 
-    /// Scores the next pair. Returns the previous frame, now complete (its motion2 needed
-    /// this frame), followed by any unpaired tags queued behind it; empty for the first frame.
+    /// Scores the next pair. Returns the frames completed by it, in order (a frame is
+    /// complete when the next frame's features are in, since its motion2 needs them), each
+    /// followed by the unpaired tags queued behind it; empty while the pipeline fills.
     pub fn push(
         &mut self,
         reference: &LumaPlane,
@@ -204,23 +231,57 @@ impl<T> Scorer<T> {
     ) -> Result<Vec<Scored<T>>, EngineError> {
         let index = self.next_index;
         let full = index % self.subsample == 0;
-        let raw = self.backend.extract(reference, distorted, full)?;
+        self.backend.submit(reference, distorted, full)?;
         self.next_index += 1;
-        let done = self.take_pending(Some(raw.motion_sad));
-        self.pending = Some(Pending {
+        self.queue.push_back(Queued {
             index,
             tag,
-            raw,
             full,
             trailing: Vec::new(),
         });
+        let mut done = Vec::new();
+        loop {
+            let must_wait = self.queue.len() > self.backend.max_in_flight().max(1) - 1;
+            if self.queue.is_empty() {
+                break;
+            }
+            match self.backend.collect(must_wait)? {
+                Some(raw) => self.accept(raw, &mut done),
+                None if must_wait => {
+                    return Err(EngineError::Backend {
+                        backend: self.backend.name(),
+                        message: "a submitted frame was lost".into(),
+                    })
+                }
+                None => break,
+            }
+        }
         Ok(done)
     }
 
+    /// A collected frame's features: completes the pending frame and takes its place.
+    fn accept(&mut self, raw: RawFeatures, done: &mut Vec<Scored<T>>) {
+        let Some(q) = self.queue.pop_front() else {
+            return;
+        };
+        done.extend(self.take_pending(Some(raw.motion_sad)));
+        self.pending = Some(Pending {
+            index: q.index,
+            tag: q.tag,
+            raw,
+            full: q.full,
+            trailing: q.trailing,
+        });
+    }
+
     /// Queues a tag that has no partner frame (e.g. a distorted buffer whose reference never
-    /// came) so that it leaves in order, right after the pending frame. Returned at once
-    /// (with `index` = frames pushed so far, no scores) when nothing is pending.
+    /// came) so that it leaves in order, after the frames pushed before it. Returned at once
+    /// (with `index` = frames pushed so far, no scores) when nothing is waiting.
     pub fn push_unpaired(&mut self, tag: T) -> Option<Scored<T>> {
+        if let Some(q) = self.queue.back_mut() {
+            q.trailing.push(tag);
+            return None;
+        }
         match self.pending.as_mut() {
             Some(p) => {
                 p.trailing.push(tag);
@@ -234,15 +295,31 @@ impl<T> Scorer<T> {
         }
     }
 
-    /// Completes the last frame (end of stream, or before a new geometry). Motion history is
+    /// Completes every frame (end of stream, or before a new geometry). Motion history is
     /// kept; call [`Scorer::reset`] to start a new stream.
-    pub fn finish(&mut self) -> Vec<Scored<T>> {
-        self.take_pending(None)
+    pub fn finish(&mut self) -> Result<Vec<Scored<T>>, EngineError> {
+        let mut done = Vec::new();
+        while !self.queue.is_empty() {
+            match self.backend.collect(true)? {
+                Some(raw) => self.accept(raw, &mut done),
+                None => {
+                    return Err(EngineError::Backend {
+                        backend: self.backend.name(),
+                        message: "a submitted frame was lost".into(),
+                    })
+                }
+            }
+        }
+        done.extend(self.take_pending(None));
+        Ok(done)
     }
 
-    /// Replaces the backend (new geometry or a fallback), completing the pending frame first.
+    /// Replaces the backend (new geometry or a fallback), completing every frame first.
     /// Indices and pooling continue.
-    pub fn replace_backend(&mut self, backend: Box<dyn Backend>) -> Vec<Scored<T>> {
+    pub fn replace_backend(
+        &mut self,
+        backend: Box<dyn Backend>,
+    ) -> Result<Vec<Scored<T>>, EngineError> {
         let done = self.finish();
         self.backend = backend;
         done
@@ -266,6 +343,7 @@ impl<T> Scorer<T> {
 
     /// Drops any pending frame and restarts indices, motion history and pooling.
     pub fn reset(&mut self) {
+        self.queue.clear();
         self.pending = None;
         self.next_index = 0;
         self.pool = Pool::new(self.names.clone());

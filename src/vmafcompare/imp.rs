@@ -15,7 +15,8 @@ use gst_video::prelude::*;
 use super::{FrameMessage, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME};
 use crate::cpu::{self, CpuBackend};
 use crate::engine::{
-    model::DEFAULT_MODEL, FrameScores, LogFormat, LogWriter, LumaPlane, Model, Scored, Scorer,
+    model::DEFAULT_MODEL, EngineError, FrameScores, LogFormat, LogWriter, LumaPlane, Model, Scored,
+    Scorer,
 };
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -580,7 +581,9 @@ impl VmafCompare {
         gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
         state.geometry = Some((w, h, bpc));
         let done = match state.scorer.as_mut() {
-            Some(s) => s.replace_backend(backend),
+            Some(s) => s
+                .replace_backend(backend)
+                .map_err(|e| self.engine_failed(e))?,
             None => {
                 let subsample = lock(&self.settings).subsample;
                 state.scorer = Some(Scorer::new(backend, model, subsample));
@@ -588,6 +591,12 @@ impl VmafCompare {
             }
         };
         Ok(done)
+    }
+
+    /// Posts a scoring failure as an element error.
+    fn engine_failed(&self, e: EngineError) -> gst::FlowError {
+        gst::element_imp_error!(self, gst::StreamError::Failed, ("Scoring failed: {}", e));
+        gst::FlowError::Error
     }
 
     /// Attaches meta, posts the frame message, logs, and pushes one completed frame.
@@ -751,12 +760,9 @@ impl VmafCompare {
             return Err(gst::FlowError::Eos);
         }
         state.finished = true;
-        let tail = state
-            .scorer
-            .as_mut()
-            .map(|s| s.finish())
-            .unwrap_or_default();
+        let tail = state.scorer.as_mut().map(|s| s.finish()).transpose();
         drop(state);
+        let tail = tail.map_err(|e| self.engine_failed(e))?.unwrap_or_default();
         self.emit_all(tail)?;
         self.post_summary();
         Err(gst::FlowError::Eos)
