@@ -96,7 +96,7 @@ fn ours(refs: &[Vec<u16>], diss: &[Vec<u16>], w: usize, h: usize, bpc: u32, n: u
         let d = LumaPlane::packed(&diss[i % diss.len()], w, h, bpc).unwrap();
         scorer.push(&r, &d, ()).expect("score");
     }
-    scorer.finish();
+    scorer.finish().expect("finish");
     n as f64 / start.elapsed().as_secs_f64()
 }
 

@@ -4,8 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
-cargo test --release --no-fail-fast --all-targets -- --nocapture 2>&1 | tee target-test.log | grep -vE '^(test .* \.\.\. ok)$' || true
+set +e
+cargo test --release --no-fail-fast --all-targets -- --nocapture 2>&1 | tee target-test.log | grep -vE '^(test .* \.\.\. ok)$'
 status=${PIPESTATUS[0]}
-grep -E '^test result:' target-test.log || true
+set -e
+# One closing line over all test binaries: "N passed, N failed".
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
+     END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' target-test.log
 rm -f target-test.log
 exit "$status"

@@ -77,12 +77,11 @@ const FILTER0: [u16; 17] = [
 const FILTER1: [u16; 9] = [1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244];
 const FILTER2: [u16; 5] = [3571, 16004, 26386, 16004, 3571];
 const FILTER3: [u16; 3] = [10904, 43728, 10904];
-const FILTERS: [&[u16]; 4] = [&FILTER0, &FILTER1, &FILTER2, &FILTER3];
 
 /// Left/right margin of the padded row buffers (largest half filter width).
 const PAD: usize = 8;
 /// Column block processed with accumulators kept in registers.
-const BLOCK: usize = 16;
+const BLOCK: usize = 8;
 /// `sigma_nsq` of libvmaf: the noise variance 2.0 in Q16.
 const SIGMA_NSQ: i32 = 65536 << 1;
 
@@ -101,20 +100,14 @@ pub struct Vif {
     row: RowBuffers,
 }
 
-/// Row scratch shared by the statistic and the subsampling passes.
+/// Row scratch shared by the statistic and the subsampling passes: vertically filtered
+/// means and second moments of one row.
 struct RowBuffers {
     mu1: Vec<u16>,
     mu2: Vec<u16>,
     ref_sq: Vec<u32>,
     dis_sq: Vec<u32>,
     ref_dis: Vec<u32>,
-    /// Horizontally filtered sums of one row (`width` long): means (Q32) and the rounded
-    /// second moments.
-    h_mu1: Vec<u32>,
-    h_mu2: Vec<u32>,
-    h_xx: Vec<u32>,
-    h_yy: Vec<u32>,
-    h_xy: Vec<u32>,
 }
 
 /// One luma plane as the filters see it.
@@ -203,11 +196,6 @@ impl Vif {
                 ref_sq: vec![0; row_len],
                 dis_sq: vec![0; row_len],
                 ref_dis: vec![0; row_len],
-                h_mu1: vec![0; width],
-                h_mu2: vec![0; width],
-                h_xx: vec![0; width],
-                h_yy: vec![0; width],
-                h_xy: vec![0; width],
             },
         })
     }
@@ -318,11 +306,12 @@ fn set_scale(scores: &mut VifScores, s: usize, num: f32, den: f32) {
 enum VpShift {
     /// 8-bit scale 0: means `(sum + 128) >> 8`, second moments unshifted (sums fit `u32`).
     Narrow,
-    /// Everything else: second moments summed in 64 bits, then rounded and shifted.
+    /// Everything else: second moments summed in 64 bits, then rounded and shifted
+    /// (`sq_shift <= 16`, `sq_round = 1 << (sq_shift - 1)`).
     Wide {
         mu_round: u32,
         mu_shift: u32,
-        sq_round: u64,
+        sq_round: u32,
         sq_shift: u32,
     },
 }
@@ -334,17 +323,26 @@ impl VpShift {
         sq_round: 32768,
         sq_shift: 16,
     };
+
+    /// `(mu_round, mu_shift, sq_round, sq_shift)`; the `sq_*` pair is unused for `Narrow`.
+    fn params(self) -> (u32, u32, u32, u32) {
+        match self {
+            Self::Narrow => (128, 8, 0, 0),
+            Self::Wide {
+                mu_round,
+                mu_shift,
+                sq_round,
+                sq_shift,
+            } => (mu_round, mu_shift, sq_round, sq_shift),
+        }
+    }
 }
 
-/// Tap rows for output row `i`: mirrored rows `i - half ..= i + half`.
-#[inline]
-fn gather_rows<'a>(img: Image<'a>, center: usize, filt_len: usize) -> [&'a [u16]; 17] {
-    let mut rows: [&[u16]; 17] = [&[]; 17];
-    let half = (filt_len / 2) as isize;
-    for (k, r) in rows.iter_mut().take(filt_len).enumerate() {
-        *r = img.mirrored_row(center as isize - half + k as isize);
-    }
-    rows
+/// Tap rows for output row `center`: mirrored rows `center - N / 2 ..= center + N / 2`.
+#[inline(always)]
+fn gather_rows<'a, const N: usize>(img: Image<'a>, center: usize) -> [&'a [u16]; N] {
+    let half = (N / 2) as isize;
+    core::array::from_fn(|k| img.mirrored_row(center as isize - half + k as isize))
 }
 
 /// Mirrors `half` samples around both ends of `buf[PAD..PAD + w]` (`-f -> f`,
@@ -393,132 +391,254 @@ macro_rules! blocked {
     }};
 }
 
-/// Vertical means: `out[PAD + j] = (sum_k filt[k] * rows[k][j] + round) >> shift` for
-/// columns `j..j + L`, truncated to 16 bits as libvmaf stores them.
+/// Filter sums of one column block: the means of both planes and the second moments, the
+/// latter as sums over the low (`*_lo`) and high (`*_hi`) 16-bit halves of the products
+/// (with `NARROW` only `*_lo`, holding the whole 32-bit sum). Every sum is taken modulo
+/// 2^32 and its exact value fits 32 bits because the taps sum to 65536, so the order of
+/// accumulation and the folding of symmetric taps do not change any bit.
+struct Sums<const L: usize> {
+    m1: [u32; L],
+    m2: [u32; L],
+    xx_lo: [u32; L],
+    xx_hi: [u32; L],
+    yy_lo: [u32; L],
+    yy_hi: [u32; L],
+    xy_lo: [u32; L],
+    xy_hi: [u32; L],
+}
+
+impl<const L: usize> Sums<L> {
+    const ZERO: Self = Self {
+        m1: [0; L],
+        m2: [0; L],
+        xx_lo: [0; L],
+        xx_hi: [0; L],
+        yy_lo: [0; L],
+        yy_hi: [0; L],
+        xy_lo: [0; L],
+        xy_hi: [0; L],
+    };
+}
+
+/// Adds `f * (x_a + x_b)` to `acc` for each lane, a pair of symmetric taps (`x_b = 0` for the
+/// centre tap).
 #[inline(always)]
-fn v_mean<const L: usize>(
-    rows: &[&[u16]],
-    filt: &[u16],
-    j: usize,
-    round: u32,
-    shift: u32,
-    out: &mut [u16],
+fn add_pair<const L: usize>(acc: &mut [u32; L], f: u32, a: &[u32; L], b: &[u32; L]) {
+    for l in 0..L {
+        acc[l] = acc[l].wrapping_add(f.wrapping_mul(a[l].wrapping_add(b[l])));
+    }
+}
+
+/// Adds `f * (lo16(a) + lo16(b))` to `lo` and `f * (hi16(a) + hi16(b))` to `hi`.
+#[inline(always)]
+fn add_pair_split<const L: usize>(
+    lo: &mut [u32; L],
+    hi: &mut [u32; L],
+    f: u32,
+    a: &[u32; L],
+    b: &[u32; L],
 ) {
-    let mut acc = [0u32; L];
-    for (&f, row) in filt.iter().zip(rows) {
-        if let Some(x) = chunk::<u16, L>(row, j) {
-            let f = u32::from(f);
-            for l in 0..L {
-                acc[l] = acc[l].wrapping_add(f * u32::from(x[l]));
-            }
-        }
-    }
-    if let Some(o) = chunk_mut::<u16, L>(out, PAD + j) {
-        for l in 0..L {
-            o[l] = (acc[l].wrapping_add(round) >> shift) as u16;
-        }
+    for l in 0..L {
+        lo[l] = lo[l].wrapping_add(f.wrapping_mul((a[l] & 0xffff) + (b[l] & 0xffff)));
+        hi[l] = hi[l].wrapping_add(f.wrapping_mul((a[l] >> 16) + (b[l] >> 16)));
     }
 }
 
-/// Vertical second moment of 8-bit samples (products fit 16 bits, sums fit 32 bits, no
-/// rounding): `out[PAD + j] = sum_k filt[k] * a[k][j] * b[k][j]`.
+/// Lane-wise `a * b` of 16-bit samples: the 16-bit (wrapping) product with `NARROW`, else
+/// the full 32-bit product.
 #[inline(always)]
-fn v_moment_narrow<const L: usize>(
-    ra: &[&[u16]],
-    rb: &[&[u16]],
-    filt: &[u16],
+fn products<const L: usize, const NARROW: bool>(a: &[u16; L], b: &[u16; L]) -> [u32; L] {
+    let mut p = [0u32; L];
+    for l in 0..L {
+        p[l] = if NARROW {
+            u32::from(a[l].wrapping_mul(b[l]))
+        } else {
+            u32::from(a[l]) * u32::from(b[l])
+        };
+    }
+    p
+}
+
+#[inline(always)]
+fn widen<const L: usize>(a: &[u16; L]) -> [u32; L] {
+    let mut p = [0u32; L];
+    for l in 0..L {
+        p[l] = u32::from(a[l]);
+    }
+    p
+}
+
+/// Fused vertical pass of the statistic for columns `j..j + L` into the row buffers at
+/// `PAD + j`: means `(sum_k filt[k] * x + mu_round) >> mu_shift` truncated to 16 bits, and the
+/// second moments `sum_k filt[k] * a * b`, with `NARROW` unshifted (8-bit samples, 16-bit
+/// products), else libvmaf's 64-bit sum rounded and shifted by `s = sq_shift <= 16`, built
+/// from the 16-bit halves as `(hi << (16 - s)) + ((lo + sq_round) >> s)` (exact modulo 2^32).
+#[inline(always)]
+fn v_stat_block<const N: usize, const L: usize, const NARROW: bool>(
+    rr: &[&[u16]; N],
+    rd: &[&[u16]; N],
+    filt: &[u16; N],
     j: usize,
-    out: &mut [u32],
+    rnd: (u32, u32, u32, u32),
+    row: &mut RowBuffers,
 ) {
-    let mut acc = [0u32; L];
-    for ((&f, a), b) in filt.iter().zip(ra).zip(rb) {
-        if let (Some(a), Some(b)) = (chunk::<u16, L>(a, j), chunk::<u16, L>(b, j)) {
-            let f = u32::from(f);
+    let (mu_round, mu_shift, sq_round, sq_shift) = rnd;
+    let mut s = Sums::<L>::ZERO;
+    let zero = [0u32; L];
+    let half = N / 2;
+    for k in 0..=half {
+        let m = N - 1 - k;
+        let (Some(&f), Some(ra), Some(rb), Some(da), Some(db)) = (
+            filt.get(k),
+            rr.get(k).and_then(|r| chunk::<u16, L>(r, j)),
+            rr.get(m).and_then(|r| chunk::<u16, L>(r, j)),
+            rd.get(k).and_then(|r| chunk::<u16, L>(r, j)),
+            rd.get(m).and_then(|r| chunk::<u16, L>(r, j)),
+        ) else {
+            continue;
+        };
+        let f = u32::from(f);
+        let (xa, xb, ya, yb) = (widen(ra), widen(rb), widen(da), widen(db));
+        let (pxa, pya, pca) = (
+            products::<L, NARROW>(ra, ra),
+            products::<L, NARROW>(da, da),
+            products::<L, NARROW>(ra, da),
+        );
+        if k == half {
+            add_pair(&mut s.m1, f, &xa, &zero);
+            add_pair(&mut s.m2, f, &ya, &zero);
+            if NARROW {
+                add_pair(&mut s.xx_lo, f, &pxa, &zero);
+                add_pair(&mut s.yy_lo, f, &pya, &zero);
+                add_pair(&mut s.xy_lo, f, &pca, &zero);
+            } else {
+                add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, &pxa, &zero);
+                add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, &pya, &zero);
+                add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, &pca, &zero);
+            }
+            continue;
+        }
+        let (pxb, pyb, pcb) = (
+            products::<L, NARROW>(rb, rb),
+            products::<L, NARROW>(db, db),
+            products::<L, NARROW>(rb, db),
+        );
+        add_pair(&mut s.m1, f, &xa, &xb);
+        add_pair(&mut s.m2, f, &ya, &yb);
+        if NARROW {
+            add_pair(&mut s.xx_lo, f, &pxa, &pxb);
+            add_pair(&mut s.yy_lo, f, &pya, &pyb);
+            add_pair(&mut s.xy_lo, f, &pca, &pcb);
+        } else {
+            add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, &pxa, &pxb);
+            add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, &pya, &pyb);
+            add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, &pca, &pcb);
+        }
+    }
+    let at = PAD + j;
+    for (src, out) in [(&s.m1, &mut row.mu1), (&s.m2, &mut row.mu2)] {
+        if let Some(o) = chunk_mut::<u16, L>(out, at) {
             for l in 0..L {
-                acc[l] = acc[l].wrapping_add(f * u32::from(a[l].wrapping_mul(b[l])));
+                o[l] = (src[l].wrapping_add(mu_round) >> mu_shift) as u16;
             }
         }
     }
-    if let Some(o) = chunk_mut::<u32, L>(out, PAD + j) {
-        *o = acc;
+    let up = 16u32.saturating_sub(sq_shift);
+    for (lo, hi, out) in [
+        (&s.xx_lo, &s.xx_hi, &mut row.ref_sq),
+        (&s.yy_lo, &s.yy_hi, &mut row.dis_sq),
+        (&s.xy_lo, &s.xy_hi, &mut row.ref_dis),
+    ] {
+        if let Some(o) = chunk_mut::<u32, L>(out, at) {
+            for l in 0..L {
+                o[l] = if NARROW {
+                    lo[l]
+                } else {
+                    (hi[l].wrapping_shl(up)).wrapping_add(lo[l].wrapping_add(sq_round) >> sq_shift)
+                };
+            }
+        }
     }
 }
 
-/// Vertical second moment with libvmaf's 64-bit sum, rounded and shifted:
-/// `out[PAD + j] = (sum_k filt[k] * a[k][j] * b[k][j] + round) >> shift` (truncated to 32
-/// bits). The 64-bit sum is assembled from 32-bit sums over the low and high halves of
-/// the 32-bit products; neither overflows because the taps sum to 65536.
+/// Fused horizontal pass of the statistic for output columns `j..j + L` (means in Q32 and
+/// the moments rounded as libvmaf, `hi + ((lo + 32768) >> 16)` of the 64-bit sum), followed
+/// by the variances/covariance and the per-pixel information terms.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn v_moment_wide<const L: usize>(
-    ra: &[&[u16]],
-    rb: &[&[u16]],
-    filt: &[u16],
+fn h_stat_block<const N: usize, const L: usize>(
+    row: &RowBuffers,
+    filt: &[u16; N],
     j: usize,
-    round: u64,
-    shift: u32,
-    out: &mut [u32],
+    acc: &mut Accum,
+    table: &[u16; 65536],
+    limit: f64,
 ) {
-    let mut lo = [0u32; L];
-    let mut hi = [0u32; L];
-    for ((&f, a), b) in filt.iter().zip(ra).zip(rb) {
-        if let (Some(a), Some(b)) = (chunk::<u16, L>(a, j), chunk::<u16, L>(b, j)) {
-            let f = u32::from(f);
-            for l in 0..L {
-                let p = u32::from(a[l]) * u32::from(b[l]);
-                lo[l] = lo[l].wrapping_add(f * (p & 0xffff));
-                hi[l] = hi[l].wrapping_add(f * (p >> 16));
-            }
+    let half = N / 2;
+    let base = PAD + j - half;
+    let span = base..base + N - 1 + L;
+    let (Some(mu1), Some(mu2), Some(xx), Some(yy), Some(xy)) = (
+        row.mu1.get(span.clone()),
+        row.mu2.get(span.clone()),
+        row.ref_sq.get(span.clone()),
+        row.dis_sq.get(span.clone()),
+        row.ref_dis.get(span),
+    ) else {
+        return;
+    };
+    let mut s = Sums::<L>::ZERO;
+    let zero = [0u32; L];
+    for k in 0..=half {
+        let m = N - 1 - k;
+        let (Some(&f), Some(a1), Some(b1), Some(a2), Some(b2)) = (
+            filt.get(k),
+            chunk::<u16, L>(mu1, k),
+            chunk::<u16, L>(mu1, m),
+            chunk::<u16, L>(mu2, k),
+            chunk::<u16, L>(mu2, m),
+        ) else {
+            continue;
+        };
+        let (Some(xa), Some(xb), Some(ya), Some(yb), Some(ca), Some(cb)) = (
+            chunk::<u32, L>(xx, k),
+            chunk::<u32, L>(xx, m),
+            chunk::<u32, L>(yy, k),
+            chunk::<u32, L>(yy, m),
+            chunk::<u32, L>(xy, k),
+            chunk::<u32, L>(xy, m),
+        ) else {
+            continue;
+        };
+        let f = u32::from(f);
+        if k == half {
+            add_pair(&mut s.m1, f, &widen(a1), &zero);
+            add_pair(&mut s.m2, f, &widen(a2), &zero);
+            add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, xa, &zero);
+            add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, ya, &zero);
+            add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, ca, &zero);
+        } else {
+            add_pair(&mut s.m1, f, &widen(a1), &widen(b1));
+            add_pair(&mut s.m2, f, &widen(a2), &widen(b2));
+            add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, xa, xb);
+            add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, ya, yb);
+            add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, ca, cb);
         }
     }
-    if let Some(o) = chunk_mut::<u32, L>(out, PAD + j) {
-        for l in 0..L {
-            let sum = (u64::from(hi[l]) << 16) + u64::from(lo[l]);
-            o[l] = (sum.wrapping_add(round) >> shift) as u32;
-        }
+    let mut s1 = [0i32; L];
+    let mut s2 = [0i32; L];
+    let mut s12 = [0i32; L];
+    for l in 0..L {
+        let xx = s.xx_hi[l].wrapping_add(s.xx_lo[l].wrapping_add(32768) >> 16);
+        let yy = s.yy_hi[l].wrapping_add(s.yy_lo[l].wrapping_add(32768) >> 16);
+        let xy = s.xy_hi[l].wrapping_add(s.xy_lo[l].wrapping_add(32768) >> 16);
+        let (m1, m2) = (u64::from(s.m1[l]), u64::from(s.m2[l]));
+        let mu1_sq = ((m1 * m1).wrapping_add(1 << 31) >> 32) as u32;
+        let mu2_sq = ((m2 * m2).wrapping_add(1 << 31) >> 32) as u32;
+        let mu1_mu2 = ((m1 * m2).wrapping_add(1 << 31) >> 32) as u32;
+        s1[l] = xx.wrapping_sub(mu1_sq) as i32;
+        s2[l] = (yy.wrapping_sub(mu2_sq) as i32).max(0);
+        s12[l] = xy.wrapping_sub(mu1_mu2) as i32;
     }
-}
-
-/// Horizontal filter of a padded 16-bit row: `out[j] = sum_k filt[k] * src[PAD + j - half + k]`.
-#[inline(always)]
-fn h_sum16<const L: usize>(src: &[u16], filt: &[u16], j: usize, out: &mut [u32]) {
-    let mut acc = [0u32; L];
-    let start = PAD + j - filt.len() / 2;
-    for (k, &f) in filt.iter().enumerate() {
-        if let Some(x) = chunk::<u16, L>(src, start + k) {
-            let f = u32::from(f);
-            for l in 0..L {
-                acc[l] = acc[l].wrapping_add(f * u32::from(x[l]));
-            }
-        }
-    }
-    if let Some(o) = chunk_mut::<u32, L>(out, j) {
-        *o = acc;
-    }
-}
-
-/// Horizontal filter of a padded 32-bit moment row with libvmaf's 64-bit sum and Q16
-/// rounding: `out[j] = (sum_k filt[k] * src[PAD + j - half + k] + 32768) >> 16` (truncated
-/// to 32 bits), computed as `hi + ((lo + 32768) >> 16)` from sums over the 16-bit halves.
-#[inline(always)]
-fn h_moment<const L: usize>(src: &[u32], filt: &[u16], j: usize, out: &mut [u32]) {
-    let mut lo = [0u32; L];
-    let mut hi = [0u32; L];
-    let start = PAD + j - filt.len() / 2;
-    for (k, &f) in filt.iter().enumerate() {
-        if let Some(x) = chunk::<u32, L>(src, start + k) {
-            let f = u32::from(f);
-            for l in 0..L {
-                lo[l] = lo[l].wrapping_add(f * (x[l] & 0xffff));
-                hi[l] = hi[l].wrapping_add(f * (x[l] >> 16));
-            }
-        }
-    }
-    if let Some(o) = chunk_mut::<u32, L>(out, j) {
-        for l in 0..L {
-            o[l] = hi[l].wrapping_add(lo[l].wrapping_add(32768) >> 16);
-        }
-    }
+    pixels_block(&s1, &s2, &s12, acc, table, limit);
 }
 
 /// libvmaf's `log2_32`: log2 of `x >= 2^15` in Q11 (2048 per octave) from the top 16 bits.
@@ -537,145 +657,106 @@ fn log2_64(table: &[u16; 65536], x: u64) -> i64 {
     i64::from(table[usize::from(idx)]) + 2048 * i64::from(k)
 }
 
-/// Per-pixel information terms (the body of libvmaf's statistic loops).
+/// Per-pixel information terms of `L` pixels (the body of libvmaf's statistic loops).
+///
+/// The double-precision gain and the two log arguments are first computed for every lane
+/// (branch-free, so it vectorises); the table look-ups and sums then only use the lanes
+/// whose conditions hold, so the result is the same as evaluating them per pixel.
 #[inline(always)]
-fn pixel(
-    sigma1_sq: i32,
-    sigma2_sq: i32,
-    sigma12: i32,
+fn pixels_block<const L: usize>(
+    s1: &[i32; L],
+    s2: &[i32; L],
+    s12: &[i32; L],
     acc: &mut Accum,
     table: &[u16; 65536],
     limit: f64,
 ) {
-    if sigma1_sq >= SIGMA_NSQ {
-        let t = (SIGMA_NSQ as u32).wrapping_add(sigma1_sq as u32);
-        acc.den_log += i64::from(log2_32(table, t) - 2048 * 17);
-        if sigma12 > 0 && sigma2_sq > 0 {
-            const EPS: f64 = 65536.0 * 1.0e-10;
-            let mut g = f64::from(sigma12) / (f64::from(sigma1_sq) + EPS);
-            // C converts the double to int32_t (truncation); out-of-range results are
-            // negative there and here, and both clamp to 0.
-            let sv_sq = ((f64::from(sigma2_sq) - g * f64::from(sigma12)) as i32).max(0);
-            g = if g < limit { g } else { limit };
-            let numer1 = (sv_sq as u32).wrapping_add(SIGMA_NSQ as u32);
-            let numer1_tmp =
-                ((g * g * f64::from(sigma1_sq)) as i64).wrapping_add(i64::from(numer1));
-            acc.num_log += log2_64(table, numer1_tmp as u64) - log2_64(table, u64::from(numer1));
-        }
-    } else {
-        acc.num_non_log += i64::from(sigma2_sq);
-        acc.den_non_log += 1;
+    const EPS: f64 = 65536.0 * 1.0e-10;
+    let mut numer1 = [0u32; L];
+    let mut numer1_tmp = [0u64; L];
+    for l in 0..L {
+        let (sigma1_sq, sigma2_sq, sigma12) =
+            (f64::from(s1[l]), f64::from(s2[l]), f64::from(s12[l]));
+        let g = sigma12 / (sigma1_sq + EPS);
+        // C converts the double to int32_t (truncation); out-of-range results are
+        // negative there and here, and both clamp to 0.
+        let sv_sq = ((sigma2_sq - g * sigma12) as i32).max(0);
+        let g = if g < limit { g } else { limit };
+        let n1 = (sv_sq as u32).wrapping_add(SIGMA_NSQ as u32);
+        numer1[l] = n1;
+        numer1_tmp[l] = ((g * g * sigma1_sq) as i64).wrapping_add(i64::from(n1)) as u64;
     }
+    let (mut num_log, mut den_log, mut num_non_log, mut den_non_log) = (0i64, 0i64, 0i64, 0i64);
+    for l in 0..L {
+        let (sigma1_sq, sigma2_sq, sigma12) = (s1[l], s2[l], s12[l]);
+        let is_log = sigma1_sq >= SIGMA_NSQ;
+        let gain = is_log & (sigma12 > 0) & (sigma2_sq > 0);
+        let t = (SIGMA_NSQ as u32).wrapping_add(sigma1_sq as u32);
+        let d = i64::from(log2_32(table, t) - 2048 * 17);
+        let n = log2_64(table, numer1_tmp[l]) - log2_64(table, u64::from(numer1[l]));
+        den_log += if is_log { d } else { 0 };
+        num_log += if gain { n } else { 0 };
+        num_non_log += if is_log { 0 } else { i64::from(sigma2_sq) };
+        den_non_log += i64::from(!is_log);
+    }
+    acc.num_log += num_log;
+    acc.den_log += den_log;
+    acc.num_non_log += num_non_log;
+    acc.den_non_log += den_non_log;
 }
 
-/// Vertical pass of the statistic for one row into the padded row buffers.
-#[inline(never)]
-fn vertical_stat_row(
-    rows_r: &[&[u16]],
-    rows_d: &[&[u16]],
-    filt: &[u16],
-    w: usize,
+/// Statistic sums of one scale with the `N`-tap filter `filt`.
+#[inline(always)]
+fn stat_scale<const N: usize, const NARROW: bool>(
+    r: Image,
+    d: Image,
+    filt: &[u16; N],
     vp: VpShift,
     row: &mut RowBuffers,
-) {
-    let (mu_round, mu_shift) = match vp {
-        VpShift::Narrow => (128, 8),
-        VpShift::Wide {
-            mu_round, mu_shift, ..
-        } => (mu_round, mu_shift),
-    };
-    blocked!(w, |j, L| v_mean::<L>(
-        rows_r,
-        filt,
-        j,
-        mu_round,
-        mu_shift,
-        &mut row.mu1
-    ));
-    blocked!(w, |j, L| v_mean::<L>(
-        rows_d,
-        filt,
-        j,
-        mu_round,
-        mu_shift,
-        &mut row.mu2
-    ));
-    let pairs: [(&[&[u16]], &[&[u16]], &mut Vec<u32>); 3] = [
-        (rows_r, rows_r, &mut row.ref_sq),
-        (rows_d, rows_d, &mut row.dis_sq),
-        (rows_r, rows_d, &mut row.ref_dis),
-    ];
-    for (a, b, out) in pairs {
-        match vp {
-            VpShift::Narrow => blocked!(w, |j, L| v_moment_narrow::<L>(a, b, filt, j, out)),
-            VpShift::Wide {
-                sq_round, sq_shift, ..
-            } => blocked!(w, |j, L| v_moment_wide::<L>(
-                a, b, filt, j, sq_round, sq_shift, out
-            )),
-        }
+    table: &[u16; 65536],
+    limit: f64,
+) -> Accum {
+    let rnd = vp.params();
+    let half = N / 2;
+    let w = r.width.min(d.width);
+    let h = r.height.min(d.height);
+    let mut acc = Accum::default();
+    for i in 0..h {
+        let rr = gather_rows::<N>(r, i);
+        let rd = gather_rows::<N>(d, i);
+        blocked!(w, |j, L| v_stat_block::<N, L, NARROW>(
+            &rr, &rd, filt, j, rnd, row
+        ));
+        mirror_pad(&mut row.mu1, w, half);
+        mirror_pad(&mut row.mu2, w, half);
+        mirror_pad(&mut row.ref_sq, w, half);
+        mirror_pad(&mut row.dis_sq, w, half);
+        mirror_pad(&mut row.ref_dis, w, half);
+        blocked!(w, |j, L| h_stat_block::<N, L>(
+            row, filt, j, &mut acc, table, limit
+        ));
     }
+    acc
 }
 
-/// Horizontal pass of the statistic for one row plus the per-pixel terms.
-#[inline(never)]
-fn horizontal_stat_row(
+/// Statistic sums of one scale, compiled for several x86-64 feature levels and picked at
+/// run time. `VpShift::Narrow` is only used at scale 0.
+#[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+fn stat_sums(
+    r: Image,
+    d: Image,
+    scale: usize,
+    vp: VpShift,
     row: &mut RowBuffers,
-    filt: &[u16],
-    w: usize,
-    acc: &mut Accum,
-    log2_table: &[u16; 65536],
+    table: &[u16; 65536],
     limit: f64,
-) {
-    let RowBuffers {
-        mu1,
-        mu2,
-        ref_sq,
-        dis_sq,
-        ref_dis,
-        h_mu1,
-        h_mu2,
-        h_xx,
-        h_yy,
-        h_xy,
-        ..
-    } = row;
-    blocked!(w, |j, L| h_sum16::<L>(mu1, filt, j, h_mu1));
-    blocked!(w, |j, L| h_sum16::<L>(mu2, filt, j, h_mu2));
-    blocked!(w, |j, L| h_moment::<L>(ref_sq, filt, j, h_xx));
-    blocked!(w, |j, L| h_moment::<L>(dis_sq, filt, j, h_yy));
-    blocked!(w, |j, L| h_moment::<L>(ref_dis, filt, j, h_xy));
-    pixels_row(h_mu1, h_mu2, h_xx, h_yy, h_xy, w, acc, log2_table, limit);
-}
-
-/// Per-pixel terms of one row from the filtered means and moments.
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn pixels_row(
-    h_mu1: &[u32],
-    h_mu2: &[u32],
-    h_xx: &[u32],
-    h_yy: &[u32],
-    h_xy: &[u32],
-    w: usize,
-    acc: &mut Accum,
-    log2_table: &[u16; 65536],
-    limit: f64,
-) {
-    let it = h_mu1
-        .iter()
-        .zip(h_mu2.iter())
-        .zip(h_xx.iter().zip(h_yy.iter()).zip(h_xy.iter()))
-        .take(w);
-    for ((&m1, &m2), ((&xx, &yy), &xy)) in it {
-        let (m1, m2) = (u64::from(m1), u64::from(m2));
-        let mu1_sq = ((m1 * m1).wrapping_add(1 << 31) >> 32) as u32;
-        let mu2_sq = ((m2 * m2).wrapping_add(1 << 31) >> 32) as u32;
-        let mu1_mu2 = ((m1 * m2).wrapping_add(1 << 31) >> 32) as u32;
-        let sigma1_sq = xx.wrapping_sub(mu1_sq) as i32;
-        let sigma2_sq = (yy.wrapping_sub(mu2_sq) as i32).max(0);
-        let sigma12 = xy.wrapping_sub(mu1_mu2) as i32;
-        pixel(sigma1_sq, sigma2_sq, sigma12, acc, log2_table, limit);
+) -> Accum {
+    match (scale, vp) {
+        (0, VpShift::Narrow) => stat_scale::<17, true>(r, d, &FILTER0, vp, row, table, limit),
+        (0, _) => stat_scale::<17, false>(r, d, &FILTER0, vp, row, table, limit),
+        (1, _) => stat_scale::<9, false>(r, d, &FILTER1, vp, row, table, limit),
+        (2, _) => stat_scale::<5, false>(r, d, &FILTER2, vp, row, table, limit),
+        _ => stat_scale::<3, false>(r, d, &FILTER3, vp, row, table, limit),
     }
 }
 
@@ -689,27 +770,144 @@ fn statistic(
     log2_table: &[u16; 65536],
     limit: f64,
 ) -> (f32, f32) {
-    let filt = FILTERS.get(scale).copied().unwrap_or(&FILTER3);
-    let half = filt.len() / 2;
-    let w = r.width.min(d.width);
-    let h = r.height.min(d.height);
-    let mut acc = Accum::default();
-    for i in 0..h {
-        let rows_r = gather_rows(r, i, filt.len());
-        let rows_d = gather_rows(d, i, filt.len());
-        let (rows_r, rows_d) = (&rows_r[..filt.len()], &rows_d[..filt.len()]);
-        vertical_stat_row(rows_r, rows_d, filt, w, vp, row);
-        mirror_pad(&mut row.mu1, w, half);
-        mirror_pad(&mut row.mu2, w, half);
-        mirror_pad(&mut row.ref_sq, w, half);
-        mirror_pad(&mut row.dis_sq, w, half);
-        mirror_pad(&mut row.ref_dis, w, half);
-        horizontal_stat_row(row, filt, w, &mut acc, log2_table, limit);
-    }
+    let acc = stat_sums(r, d, scale, vp, row, log2_table, limit);
     let num = acc.num_log as f64 / 2048.0
         + (acc.den_non_log as f64 - (acc.num_non_log as f64 / 16384.0) / 65025.0);
     let den = acc.den_log as f64 / 2048.0 + acc.den_non_log as f64;
     (num as f32, den as f32)
+}
+
+/// Vertical means `(sum_k filt[k] * rows[k][j] + round) >> shift` (16-bit) of columns
+/// `j..j + L` into `out[PAD + j..]`, symmetric taps folded.
+#[inline(always)]
+fn v_mean_block<const N: usize, const L: usize>(
+    rows: &[&[u16]; N],
+    filt: &[u16; N],
+    j: usize,
+    round: u32,
+    shift: u32,
+    out: &mut [u16],
+) {
+    let mut m = [0u32; L];
+    let zero = [0u32; L];
+    let half = N / 2;
+    for k in 0..=half {
+        let (Some(&f), Some(a), Some(b)) = (
+            filt.get(k),
+            rows.get(k).and_then(|r| chunk::<u16, L>(r, j)),
+            rows.get(N - 1 - k).and_then(|r| chunk::<u16, L>(r, j)),
+        ) else {
+            continue;
+        };
+        let f = u32::from(f);
+        if k == half {
+            add_pair(&mut m, f, &widen(a), &zero);
+        } else {
+            add_pair(&mut m, f, &widen(a), &widen(b));
+        }
+    }
+    if let Some(o) = chunk_mut::<u16, L>(out, PAD + j) {
+        for l in 0..L {
+            o[l] = (m[l].wrapping_add(round) >> shift) as u16;
+        }
+    }
+}
+
+/// Horizontal filter of the padded row `src` for columns `j..j + L`, rounded to 16 bits
+/// (`(sum + 32768) >> 16`); the even columns `c` go to `out[c / 2]`.
+#[inline(always)]
+fn h_decimate_block<const N: usize, const L: usize>(
+    src: &[u16],
+    filt: &[u16; N],
+    j: usize,
+    out: &mut [u16],
+) {
+    let half = N / 2;
+    let base = PAD + j - half;
+    let Some(win) = src.get(base..base + N - 1 + L) else {
+        return;
+    };
+    let mut m = [0u32; L];
+    let zero = [0u32; L];
+    for k in 0..=half {
+        let (Some(&f), Some(a), Some(b)) = (
+            filt.get(k),
+            chunk::<u16, L>(win, k),
+            chunk::<u16, L>(win, N - 1 - k),
+        ) else {
+            continue;
+        };
+        let f = u32::from(f);
+        if k == half {
+            add_pair(&mut m, f, &widen(a), &zero);
+        } else {
+            add_pair(&mut m, f, &widen(a), &widen(b));
+        }
+    }
+    let first = j.div_ceil(2);
+    let skip = j % 2;
+    if let Some(o) = out.get_mut(first..) {
+        for (o, &s) in o.iter_mut().zip(m.iter().skip(skip).step_by(2)) {
+            *o = (s.wrapping_add(32768) >> 16) as u16;
+        }
+    }
+}
+
+/// Decimation of one scale with the `N`-tap filter (see [`subsample`]).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn subsample_scale<const N: usize>(
+    r: Image,
+    d: Image,
+    filt: &[u16; N],
+    round: u32,
+    shift: u32,
+    row: &mut RowBuffers,
+    out_r: &mut [u16],
+    out_d: &mut [u16],
+) {
+    let half = N / 2;
+    let w = r.width.min(d.width);
+    let h = r.height.min(d.height);
+    let (w2, h2) = (w / 2, h / 2);
+    let rows_out = out_r
+        .chunks_exact_mut(w2.max(1))
+        .zip(out_d.chunks_exact_mut(w2.max(1)));
+    for (i2, (or, od)) in (0..h2).zip(rows_out) {
+        let rr = gather_rows::<N>(r, 2 * i2);
+        let rd = gather_rows::<N>(d, 2 * i2);
+        let RowBuffers { mu1, mu2, .. } = &mut *row;
+        blocked!(w, |j, L| v_mean_block::<N, L>(
+            &rr, filt, j, round, shift, mu1
+        ));
+        blocked!(w, |j, L| v_mean_block::<N, L>(
+            &rd, filt, j, round, shift, mu2
+        ));
+        mirror_pad(mu1, w, half);
+        mirror_pad(mu2, w, half);
+        blocked!(w, |j, L| h_decimate_block::<N, L>(mu1, filt, j, or));
+        blocked!(w, |j, L| h_decimate_block::<N, L>(mu2, filt, j, od));
+    }
+}
+
+/// [`subsample`]'s filtering, compiled for several x86-64 feature levels.
+#[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+#[allow(clippy::too_many_arguments)]
+fn subsample_planes(
+    r: Image,
+    d: Image,
+    next_scale: usize,
+    round: u32,
+    shift: u32,
+    row: &mut RowBuffers,
+    out_r: &mut [u16],
+    out_d: &mut [u16],
+) {
+    match next_scale {
+        1 => subsample_scale::<9>(r, d, &FILTER1, round, shift, row, out_r, out_d),
+        2 => subsample_scale::<5>(r, d, &FILTER2, round, shift, row, out_r, out_d),
+        _ => subsample_scale::<3>(r, d, &FILTER3, round, shift, row, out_r, out_d),
+    }
 }
 
 /// Low-pass filters `r`/`d` with the filter of `next_scale` and keeps every second row and
@@ -727,38 +925,10 @@ fn subsample<'o>(
     out_r: &'o mut [u16],
     out_d: &'o mut [u16],
 ) -> (Image<'o>, Image<'o>) {
-    let filt = FILTERS.get(next_scale).copied().unwrap_or(&FILTER3);
-    let half = filt.len() / 2;
     let w = r.width.min(d.width);
     let h = r.height.min(d.height);
     let (w2, h2) = (w / 2, h / 2);
-    let rows_out = out_r
-        .chunks_exact_mut(w2.max(1))
-        .zip(out_d.chunks_exact_mut(w2.max(1)));
-    for (i2, (or, od)) in (0..h2).zip(rows_out) {
-        let rows_r = gather_rows(r, 2 * i2, filt.len());
-        let rows_d = gather_rows(d, 2 * i2, filt.len());
-        let (rows_r, rows_d) = (&rows_r[..filt.len()], &rows_d[..filt.len()]);
-        let RowBuffers {
-            mu1,
-            mu2,
-            h_mu1,
-            h_mu2,
-            ..
-        } = &mut *row;
-        blocked!(w, |j, L| v_mean::<L>(rows_r, filt, j, round, shift, mu1));
-        blocked!(w, |j, L| v_mean::<L>(rows_d, filt, j, round, shift, mu2));
-        mirror_pad(mu1, w, half);
-        mirror_pad(mu2, w, half);
-        blocked!(w, |j, L| h_sum16::<L>(mu1, filt, j, h_mu1));
-        blocked!(w, |j, L| h_sum16::<L>(mu2, filt, j, h_mu2));
-        for (o, &s) in or.iter_mut().zip(h_mu1.iter().step_by(2)) {
-            *o = (s.wrapping_add(32768) >> 16) as u16;
-        }
-        for (o, &s) in od.iter_mut().zip(h_mu2.iter().step_by(2)) {
-            *o = (s.wrapping_add(32768) >> 16) as u16;
-        }
-    }
+    subsample_planes(r, d, next_scale, round, shift, row, out_r, out_d);
     let img = |data: &'o [u16]| Image {
         data,
         stride: w2,
@@ -766,276 +936,4 @@ fn subsample<'o>(
         height: h2,
     };
     (img(out_r), img(out_d))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vmaf-reference");
-
-    /// Luma planes of every frame of a raw I420 / I420_10LE file.
-    fn read_luma(path: &str, w: usize, h: usize, bpc: u32) -> Vec<Vec<u16>> {
-        let bytes = std::fs::read(path).expect("read yuv");
-        let bps = if bpc > 8 { 2 } else { 1 };
-        let chroma = w.div_ceil(2) * h.div_ceil(2);
-        let frame = (w * h + 2 * chroma) * bps;
-        assert_eq!(bytes.len() % frame, 0);
-        bytes
-            .chunks_exact(frame)
-            .map(|f| {
-                let y = &f[..w * h * bps];
-                if bps == 1 {
-                    y.iter().map(|&b| u16::from(b)).collect()
-                } else {
-                    y.chunks_exact(2)
-                        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                        .collect()
-                }
-            })
-            .collect()
-    }
-
-    fn json_scales(path: &str) -> Vec<[f64; 4]> {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        v["frames"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| {
-                let m = &f["metrics"];
-                std::array::from_fn(|i| m[format!("integer_vif_scale{i}")].as_f64().unwrap())
-            })
-            .collect()
-    }
-
-    /// Returns per-frame scores and the max |diff| against the JSON.
-    fn run_pair(
-        size: &str,
-        fmt: &str,
-        n: usize,
-        w: usize,
-        h: usize,
-        bpc: u32,
-    ) -> (Vec<VifScores>, f64) {
-        let r = read_luma(&format!("{DIR}/src01_ref_{size}_{fmt}_{n}f.yuv"), w, h, bpc);
-        let d = read_luma(&format!("{DIR}/src01_dis_{size}_{fmt}_{n}f.yuv"), w, h, bpc);
-        let expected = json_scales(&format!("{DIR}/libvmaf-3.2.0_src01_{size}_{fmt}_{n}f.json"));
-        assert_eq!(r.len(), n);
-        assert_eq!(expected.len(), n);
-        let mut vif = Vif::new(w, h, bpc).unwrap();
-        let cfg = VifConfig::default();
-        let mut max_diff = 0.0f64;
-        let mut out = Vec::new();
-        for (fi, ((rf, df), exp)) in r.iter().zip(&d).zip(&expected).enumerate() {
-            let rp = LumaPlane::packed(rf, w, h, bpc).unwrap();
-            let dp = LumaPlane::packed(df, w, h, bpc).unwrap();
-            let s = vif.compute(&rp, &dp, &cfg).unwrap();
-            for i in 0..4 {
-                let diff = (s.scale[i] - exp[i]).abs();
-                max_diff = max_diff.max(diff);
-                assert!(
-                    diff <= 1e-6,
-                    "{size} {fmt} frame {fi} scale {i}: ours {} libvmaf {}",
-                    s.scale[i],
-                    exp[i]
-                );
-            }
-            out.push(s);
-        }
-        eprintln!("{size} {fmt}: max |diff| = {max_diff:e}");
-        (out, max_diff)
-    }
-
-    fn mean0(s: &[VifScores]) -> f64 {
-        s.iter().map(|x| x.scale[0]).sum::<f64>() / s.len() as f64
-    }
-
-    #[test]
-    fn matches_libvmaf_160x90_8bit() {
-        let (s, _) = run_pair("160x90", "420p8", 48, 160, 90, 8);
-        // golden.md: quality_runner_test.py:1291, places=4.
-        assert!(
-            (mean0(&s) - 0.6895391472210215).abs() < 5e-5,
-            "{}",
-            mean0(&s)
-        );
-    }
-
-    #[test]
-    fn matches_libvmaf_576x324_10bit() {
-        let (s, _) = run_pair("576x324", "420p10", 3, 576, 324, 10);
-        // golden.md: vmafexec_test.py:429, places=4.
-        assert!(
-            (mean0(&s) - 0.4330893333333334).abs() < 5e-5,
-            "{}",
-            mean0(&s)
-        );
-    }
-
-    #[test]
-    fn matches_libvmaf_576x324_8bit() {
-        let (s8, _) = run_pair("576x324", "420p8", 3, 576, 324, 8);
-        assert!(
-            (mean0(&s8) - 0.4330893333333334).abs() < 5e-5,
-            "{}",
-            mean0(&s8)
-        );
-    }
-
-    #[test]
-    fn sizes_around_minimum() {
-        let cfg = VifConfig::default();
-        for bpc in [8u32, 10] {
-            let max = (1u32 << bpc) - 1;
-            for h in 1..=40usize {
-                for w in 1..=40usize {
-                    let mut seed = (w * 131 + h * 7) as u32;
-                    let mut next = || {
-                        seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
-                        ((seed >> 8) % (max + 1)) as u16
-                    };
-                    let r: Vec<u16> = (0..w * h).map(|_| next()).collect();
-                    let d: Vec<u16> = r.iter().map(|&x| x / 2 + next() / 4).collect();
-                    let made = Vif::new(w, h, bpc);
-                    if w < MIN_WIDTH || h < MIN_HEIGHT {
-                        assert!(
-                            matches!(made, Err(FeatureError::FrameTooSmall { .. })),
-                            "{w}x{h}"
-                        );
-                        continue;
-                    }
-                    let mut vif = made.unwrap();
-                    let rp = LumaPlane::packed(&r, w, h, bpc).unwrap();
-                    let dp = LumaPlane::packed(&d, w, h, bpc).unwrap();
-                    let s = vif.compute(&rp, &dp, &cfg).unwrap();
-                    for i in 0..4 {
-                        assert!(
-                            s.scale[i].is_finite() && s.num[i].is_finite() && s.den[i] > 0.0,
-                            "{w}x{h} {s:?}"
-                        );
-                    }
-                    // Identical planes: VIF is 1 at every scale, up to the fixed-point
-                    // rounding of libvmaf's arithmetic.
-                    let same = vif.compute(&rp, &rp, &cfg).unwrap();
-                    for i in 0..4 {
-                        assert!((same.scale[i] - 1.0).abs() < 1e-4, "{w}x{h} {same:?}");
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn wrong_geometry_is_rejected() {
-        let mut vif = Vif::new(32, 32, 10).unwrap();
-        let a = vec![0u16; 32 * 32];
-        let good = LumaPlane::packed(&a, 32, 32, 10).unwrap();
-        let bad_bpc = LumaPlane::packed(&a, 32, 32, 8).unwrap();
-        let bad_w = LumaPlane::packed(&a, 31, 32, 10).unwrap();
-        let cfg = VifConfig::default();
-        assert!(matches!(
-            vif.compute(&good, &bad_bpc, &cfg),
-            Err(FeatureError::WrongGeometry { .. })
-        ));
-        assert!(matches!(
-            vif.compute(&bad_w, &good, &cfg),
-            Err(FeatureError::WrongGeometry { .. })
-        ));
-        let short = LumaPlane {
-            data: &a[..100],
-            width: 32,
-            height: 32,
-            stride: 32,
-            bpc: 10,
-        };
-        assert!(matches!(
-            vif.compute(&short, &good, &cfg),
-            Err(FeatureError::WrongGeometry { .. })
-        ));
-        assert!(vif.compute(&good, &good, &cfg).is_ok());
-    }
-
-    #[test]
-    fn strided_planes_match_packed() {
-        let (w, h, stride) = (50usize, 37usize, 64usize);
-        let mut seed = 12345u32;
-        let mut next = || {
-            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
-            ((seed >> 10) & 1023) as u16
-        };
-        let r: Vec<u16> = (0..w * h).map(|_| next()).collect();
-        let d: Vec<u16> = r.iter().map(|&x| (x + next() / 8).min(1023)).collect();
-        let pad = |p: &[u16]| {
-            let mut v = vec![999u16; stride * h];
-            for y in 0..h {
-                v[y * stride..y * stride + w].copy_from_slice(&p[y * w..(y + 1) * w]);
-            }
-            v
-        };
-        let (rs, ds) = (pad(&r), pad(&d));
-        let mut vif = Vif::new(w, h, 10).unwrap();
-        let cfg = VifConfig::default();
-        let a = vif
-            .compute(
-                &LumaPlane::packed(&r, w, h, 10).unwrap(),
-                &LumaPlane::packed(&d, w, h, 10).unwrap(),
-                &cfg,
-            )
-            .unwrap();
-        let b = vif
-            .compute(
-                &LumaPlane::new(&rs, w, h, stride, 10).unwrap(),
-                &LumaPlane::new(&ds, w, h, stride, 10).unwrap(),
-                &cfg,
-            )
-            .unwrap();
-        assert_eq!(a, b);
-    }
-
-    #[test]
-    fn gain_limit_one_never_exceeds_default() {
-        let w = 160;
-        let h = 90;
-        let r = read_luma(&format!("{DIR}/src01_ref_160x90_420p8_48f.yuv"), w, h, 8);
-        let d = read_luma(&format!("{DIR}/src01_dis_160x90_420p8_48f.yuv"), w, h, 8);
-        let mut vif = Vif::new(w, h, 8).unwrap();
-        let lim = VifConfig {
-            enhn_gain_limit: 1.0,
-        };
-        let def = VifConfig::default();
-        for (rf, df) in r.iter().zip(&d).take(8) {
-            let rp = LumaPlane::packed(rf, w, h, 8).unwrap();
-            let dp = LumaPlane::packed(df, w, h, 8).unwrap();
-            let a = vif.compute(&rp, &dp, &def).unwrap();
-            let b = vif.compute(&rp, &dp, &lim).unwrap();
-            for i in 0..4 {
-                assert!(b.scale[i] <= a.scale[i], "{a:?} {b:?}");
-                assert_eq!(a.den[i], b.den[i]);
-            }
-        }
-        // Enhancement: the distorted plane is a contrast-stretched reference, so g > 1 and
-        // the limit must lower the score.
-        let rf = &r[0];
-        let enh: Vec<u16> = rf
-            .iter()
-            .map(|&x| ((i32::from(x) - 128) * 3 / 2 + 128).clamp(0, 255) as u16)
-            .collect();
-        let rp = LumaPlane::packed(rf, w, h, 8).unwrap();
-        let ep = LumaPlane::packed(&enh, w, h, 8).unwrap();
-        let a = vif.compute(&rp, &ep, &def).unwrap();
-        let b = vif.compute(&rp, &ep, &lim).unwrap();
-        for i in 0..4 {
-            assert!(b.scale[i] <= a.scale[i], "{a:?} {b:?}");
-            if a.scale[i] > 1.0 {
-                assert!(b.scale[i] < a.scale[i], "{a:?} {b:?}");
-            }
-        }
-        assert!(a.scale[3] > 1.0, "{a:?}");
-        // No enhancement (identical planes: g == 1 up to rounding): equal.
-        let a = vif.compute(&rp, &rp, &def).unwrap();
-        let b = vif.compute(&rp, &rp, &lim).unwrap();
-        assert_eq!(a, b);
-    }
 }

@@ -110,8 +110,9 @@ mod tests {
         for v in [1.0, 3.0] {
             p.add(&[v]);
         }
-        let a = p.get("a").unwrap();
-        assert_eq!((a.min, a.max, a.mean), (1.0, 3.0, 2.0));
-        assert!((a.harmonic_mean - (2.0 / (0.5 + 0.25) - 1.0)).abs() < 1e-15);
+        let a = p.get("a");
+        assert_eq!(a.map(|a| (a.min, a.max, a.mean)), Some((1.0, 3.0, 2.0)));
+        let h = a.map_or(f64::NAN, |a| a.harmonic_mean);
+        assert!((h - (2.0 / (0.5 + 0.25) - 1.0)).abs() < 1e-15);
     }
 }
