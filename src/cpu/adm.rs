@@ -18,6 +18,13 @@
 //! reproduced by explicit wrapping to `i16`. The stages are shared functions parameterised by a
 //! `const S0: bool` (scale-0 precision) and the scale index.
 //!
+//! The hot stages (DWT, decouple, denominator, CSF, CM) are compiled several times through
+//! `multiversion` (AVX-512, AVX2+FMA, SSE4.1, generic) and picked at run time; the code is plain
+//! Rust written so that the compiler vectorises it, with no fused multiply-add (Rust never
+//! contracts `a * b + c`). The decouple step runs its integer arithmetic in exact `f64` lanes
+//! (see [`restore_f64`]), falling back to the scalar integer form for rows of very large
+//! coefficients.
+//!
 //! The arithmetic is that of libvmaf's portable C functions (bit-identical results, checked
 //! against a build of them). libvmaf's x86 AVX2 variants give the same results on ordinary
 //! content, but differ in corner cases: they do not wrap the scale-0 CM centre tap and CSF output
@@ -680,6 +687,11 @@ fn horizontal<const S0: bool>(
 /// Taps outside the input are mirrored as libvmaf does: index -1 reads 1, index `n + m` reads
 /// `n - 1 - m`. `param` is `bpc` at scale 0 and the scale index otherwise.
 #[allow(clippy::too_many_arguments)]
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "x86_64+sse4.1"
+))]
 fn dwt2<const S0: bool, S: DwtSource>(
     src: &S,
     w: usize,
@@ -810,10 +822,136 @@ fn restore<const S0: bool, const INT_GAIN: bool>(
     }
 }
 
+/// Largest magnitude (exclusive) of the h/v coefficients for which [`decouple_row_f64`] is exact:
+/// products stay below 2^52 and the sums of two below 2^53.
+const F64_EXACT_LIMIT: i32 = 1 << 26;
+
+/// Whether every h/v coefficient of a row is below [`F64_EXACT_LIMIT`] in magnitude.
+#[inline(always)]
+fn row_fits_f64(oh: &[i32], ov: &[i32], th: &[i32], tv: &[i32]) -> bool {
+    let m = |s: &[i32]| s.iter().fold(0u32, |m, &x| m.max(x.unsigned_abs()));
+    m(oh).max(m(ov)).max(m(th)).max(m(tv)) < F64_EXACT_LIMIT as u32
+}
+
+/// `2^e` for `e` in `-1022..=1023`, built from the exponent bits.
+#[inline(always)]
+fn pow2(e: i64) -> f64 {
+    f64::from_bits(((e + 1023) as u64) << 52)
+}
+
+/// Restored coefficient of one orientation, evaluated in `f64` lanes (vectorisable).
+///
+/// Gives exactly [`restore`]'s result: the reciprocal `2^30 / msb` (`msb <= 2^15`) is truncated
+/// from a correctly rounded `f64` quotient, which cannot cross an integer; all other products and
+/// sums are integers below 2^53, hence exact, except `r * t` when `|r * t| >= 2^53`, where both the
+/// exact and the rounded ratio lie far outside the clamp range `[0, 2^15]`. Power-of-two scalings
+/// followed by `floor` are the arithmetic shifts.
+#[inline(always)]
+fn restore_f64<const S0: bool>(o: i32, t: i32, angle_flag: bool, gain: f64) -> i32 {
+    let of = o as f64;
+    let tf = t as f64;
+    let a = of.abs();
+    // Scales 1..3 round |o| >= 2^15 to its 15 leading bits: shift = bit length - 15.
+    let shift = if S0 {
+        0
+    } else {
+        (((a.to_bits() >> 52) as i64) - 1023 - 14).max(0)
+    };
+    let down = pow2(-shift);
+    let msb = (a * down + 0.5).floor();
+    let r = (1073741824.0 / msb).trunc();
+    let prod = if o < 0 { -(r * tf) } else { r * tf };
+    let k = ((prod + pow2(14 + shift)) * pow2(-15 - shift)).floor();
+    let k = if o == 0 { 32768.0 } else { k };
+    let k = k.clamp(0.0, 32768.0);
+    let rst = ((k * of + 16384.0) * (1.0 / 32768.0)).floor();
+    let scaled = rst * gain;
+    let lo = if scaled < tf { scaled } else { tf };
+    let hi = if scaled > tf { scaled } else { tf };
+    let enh = if o > 0 { lo } else { hi };
+    (if angle_flag & (k > 0.0) & (o != 0) {
+        enh
+    } else {
+        rst
+    }) as i32
+}
+
+/// One row of [`decouple`] in `f64` lanes; every slice has the same length. Exact when the h/v
+/// coefficients are below [`F64_EXACT_LIMIT`] (always true at scale 0, whose bands are 16-bit).
+#[inline(always)]
+fn decouple_row_f64<const S0: bool>(
+    o: [&[i32]; 3],
+    t: [&[i32]; 3],
+    r: [&mut [i32]; 3],
+    a: [&mut [i32]; 3],
+    cos_sq: f64,
+    gain: f64,
+) {
+    let [oh, ov, od] = o;
+    let [th, tv, td] = t;
+    let [rh, rv, rd] = r;
+    let [ah, av, ad] = a;
+    let n = oh.len();
+    let (Some(ov), Some(od), Some(th), Some(tv), Some(td)) = (
+        ov.get(..n),
+        od.get(..n),
+        th.get(..n),
+        tv.get(..n),
+        td.get(..n),
+    ) else {
+        return;
+    };
+    let (Some(rh), Some(rv), Some(rd), Some(ah), Some(av), Some(ad)) = (
+        rh.get_mut(..n),
+        rv.get_mut(..n),
+        rd.get_mut(..n),
+        ah.get_mut(..n),
+        av.get_mut(..n),
+        ad.get_mut(..n),
+    ) else {
+        return;
+    };
+    for j in 0..n {
+        let (o_h, o_v, o_d) = (oh[j], ov[j], od[j]);
+        let (t_h, t_v, t_d) = (th[j], tv[j], td[j]);
+        let (fo_h, fo_v, ft_h, ft_v) = (o_h as f64, o_v as f64, t_h as f64, t_v as f64);
+        let ot_dp = fo_h * ft_h + fo_v * ft_v;
+        let o_mag_sq = fo_h * fo_h + fo_v * fo_v;
+        let t_mag_sq = ft_h * ft_h + ft_v * ft_v;
+        let dp = ot_dp as f32 as f64 / 4096.0;
+        let angle_flag = (dp >= 0.0)
+            & (dp * dp
+                >= cos_sq * (o_mag_sq as f32 as f64 / 4096.0) * (t_mag_sq as f32 as f64 / 4096.0));
+        let r_h = restore_f64::<S0>(o_h, t_h, angle_flag, gain);
+        let r_v = restore_f64::<S0>(o_v, t_v, angle_flag, gain);
+        let r_d = restore_f64::<S0>(o_d, t_d, angle_flag, gain);
+        if S0 {
+            rh[j] = wrap16(r_h);
+            rv[j] = wrap16(r_v);
+            rd[j] = wrap16(r_d);
+            ah[j] = wrap16(t_h.wrapping_sub(wrap16(r_h)));
+            av[j] = wrap16(t_v.wrapping_sub(wrap16(r_v)));
+            ad[j] = wrap16(t_d.wrapping_sub(wrap16(r_d)));
+        } else {
+            rh[j] = r_h;
+            rv[j] = r_v;
+            rd[j] = r_d;
+            ah[j] = t_h.wrapping_sub(r_h);
+            av[j] = t_v.wrapping_sub(r_v);
+            ad[j] = t_d.wrapping_sub(r_d);
+        }
+    }
+}
+
 /// Splits the distorted detail bands into restored (`rst = k * ref`, `k = clamp(dis/ref, 0, 1)`,
 /// with enhancement allowed up to the gain limit where ref and dis point within 1 degree) and
 /// additive (`dis - rst`) parts over `reg` (`adm_decouple` at scale 0, `adm_decouple_s123`
 /// otherwise). Bands are `[h, v, d]` with row stride `w`.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "x86_64+sse4.1"
+))]
 fn decouple<const S0: bool, const INT_GAIN: bool>(
     ctx: &DecoupleCtx,
     refb: &[Vec<i32>; 3],
@@ -861,6 +999,17 @@ fn decouple<const S0: bool, const INT_GAIN: bool>(
         ) else {
             return;
         };
+        if S0 || row_fits_f64(oh, ov, th, tv) {
+            decouple_row_f64::<S0>(
+                [oh, ov, od],
+                [th, tv, td],
+                [rh, rv, rd],
+                [ah, av, ad],
+                cos_sq,
+                gain,
+            );
+            continue;
+        }
         for j in 0..len {
             let (o_h, o_v, o_d) = (oh[j], ov[j], od[j]);
             let (t_h, t_v, t_d) = (th[j], tv[j], td[j]);
@@ -898,6 +1047,11 @@ fn decouple<const S0: bool, const INT_GAIN: bool>(
 /// Denominator of one scale from the reference detail bands `[h, v, d]` (`adm_csf_den_scale`
 /// at scale 0, `adm_csf_den_s123` otherwise): per band the cube root of the CSF-weighted sum of
 /// cubed magnitudes over `reg`, plus the noise floor term. Returns the `f32` sum of the three.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "x86_64+sse4.1"
+))]
 fn csf_den<const S0: bool>(
     refb: &[Vec<i32>; 3],
     w: usize,
@@ -981,6 +1135,11 @@ fn i_rfactor<const S0: bool>(t: usize, rf: f32) -> i64 {
 /// CSF weighting of one band over `reg` (`adm_csf` / `i4_adm_csf`): `dst = rf * src` and
 /// `flt = |dst| / 30`, each rounded as libvmaf does.
 #[allow(clippy::too_many_arguments)]
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "x86_64+sse4.1"
+))]
 fn csf<const S0: bool>(
     src: &[i32],
     dst: &mut [i32],
@@ -1076,6 +1235,11 @@ fn centre_term<const S0: bool>(x: i32) -> i32 {
 /// threshold from (`dst`, `flt`), plus the noise floor term `noise_weight * area`.
 /// Rows and columns outside the band read mirrored neighbours (-1 reads 1, `n` reads `n - 1`).
 #[allow(clippy::too_many_arguments)]
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "x86_64+sse4.1"
+))]
 fn cm<const S0: bool>(
     masked: &[Vec<i32>; 3],
     dst: &[Vec<i32>; 3],
