@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# GPU host (see ../shared/gpu/README.md): runs, from the repo root, what scripts/gpu-stage.sh
+# staged into .gpu/, and prints a table per check. Each check prints its own verdict; the
+# script exits non-zero when one fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tar -xzf .gpu/gst-runtime.tar.gz -C /opt && source .gpu/gst-env.sh
+export LD_LIBRARY_PATH=$PWD/.gpu/lib:$LD_LIBRARY_PATH
+export VMAF_REFERENCE_DIR=$PWD/.gpu/ref VMAF_GPU_CLIPS=$PWD/.gpu/clips VMAFCOMPARE_REQUIRE_GPU=1
+out=${OUT:-/tmp}
+fail=0
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+gst-inspect-1.0 vmafcompare >/dev/null || { echo "vmafcompare not found"; exit 1; }
+checks=${CHECKS:-equal pipeline sanitizer cycles bench}
+for c in $checks; do
+  echo "=== $c"
+  case $c in
+    equal)  # (a) GPU and CPU scores bit for bit: reference pairs and the 1080p clips
+      .gpu/bin/gpu --nocapture --test-threads=1 2>&1 | tail -20 || fail=1 ;;
+    pipeline)  # (b) nvh264dec decoding two real 1080p H.264 files into vmafcompare
+      for b in cuda cpu; do
+        gst-launch-1.0 -q \
+          filesrc location=.gpu/clips/ref_1080p.mp4 ! qtdemux ! h264parse ! nvh264dec ! cmp.reference \
+          filesrc location=.gpu/clips/dist_1080p.mp4 ! qtdemux ! h264parse ! nvh264dec ! cmp.distorted \
+          vmafcompare name=cmp backend=$b results-location="$out/nvdec_$b.json" ! fakesink || fail=1
+      done
+      python3 - "$out/nvdec_cuda.json" "$out/nvdec_cpu.json" <<'PY' || fail=1
+import json, sys
+g, c = (json.load(open(p)) for p in sys.argv[1:3])
+same = g["frames"] == c["frames"]
+print(f"nvh264dec 1080p: {len(g['frames'])} frames, pooled VMAF cuda {g['pooled_metrics']['vmaf']['mean']:.6f} cpu {c['pooled_metrics']['vmaf']['mean']:.6f}, per-frame logs identical: {same}")
+sys.exit(0 if same else 1)
+PY
+      ;;
+    sanitizer)  # (c) compute-sanitizer on a scoring run
+      for tool in memcheck racecheck; do
+        compute-sanitizer --tool $tool --error-exitcode 9 gst-launch-1.0 -q \
+          filesrc location=.gpu/ref/src01_ref_576x324_420p8_3f.yuv ! rawvideoparse width=576 height=324 format=i420 ! cmp.reference \
+          filesrc location=.gpu/ref/src01_dis_576x324_420p8_3f.yuv ! rawvideoparse width=576 height=324 format=i420 ! cmp.distorted \
+          vmafcompare name=cmp backend=cuda ! fakesink 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" || fail=1
+      done ;;
+    cycles)  # (d) NULL->PLAYING->NULL cycles: device memory before and after
+      .gpu/bin/gpu_cycles 100 || fail=1 ;;
+    bench)  # speed: element fed from system memory, GPU and CPU
+      .gpu/bin/gpu_bench || fail=1 ;;
+  esac
+done
+exit $fail

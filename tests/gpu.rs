@@ -1,0 +1,85 @@
+//! GPU backend against the CPU backend, through the element: every metric of every frame must
+//! be bit-identical. Skips (printing why) where no usable CUDA GPU is found, as on CI; on the
+//! GPU host set `VMAFCOMPARE_REQUIRE_GPU=1` so that a skip is a failure.
+//! Real 1080p clips are read from `$VMAF_GPU_CLIPS/{ref,dist}_1080p.mp4` when set
+//! (scripts/gpu-stage.sh makes them).
+
+mod common;
+
+use common::*;
+
+/// `None` when the CUDA backend can score here, else why not.
+fn gpu_unavailable() -> Option<String> {
+    let out = run(
+        "vmafcompare name=cmp backend=cuda ! fakesink \
+         videotestsrc num-buffers=2 ! video/x-raw,format=I420,width=64,height=64 ! cmp.reference \
+         videotestsrc num-buffers=2 ! video/x-raw,format=I420,width=64,height=64 ! cmp.distorted",
+        LONG,
+    );
+    let reason = out.errors.first().cloned()?;
+    if std::env::var_os("VMAFCOMPARE_REQUIRE_GPU").is_some() {
+        panic!("VMAFCOMPARE_REQUIRE_GPU is set but the CUDA backend failed: {reason}");
+    }
+    Some(reason)
+}
+
+fn compare(desc_for: impl Fn(&str) -> String, what: &str) -> usize {
+    let cpu = run(&desc_for("cpu"), LONG);
+    let gpu = run(&desc_for("cuda"), LONG);
+    assert!(cpu.errors.is_empty(), "{what} cpu: {:?}", cpu.errors);
+    assert!(gpu.errors.is_empty(), "{what} cuda: {:?}", gpu.errors);
+    assert_eq!(gpu.summary.as_ref().map(|s| s.backend.as_str()), Some("cuda"), "{what}");
+    assert_eq!(cpu.frames.len(), gpu.frames.len(), "{what}: frame count");
+    assert!(!cpu.frames.is_empty(), "{what}: no frames");
+    let mut compared = 0;
+    for (c, g) in cpu.frames.iter().zip(&gpu.frames) {
+        assert_eq!(c.metrics.len(), g.metrics.len());
+        for ((name, a), (_, b)) in c.metrics.iter().zip(&g.metrics) {
+            assert_eq!(a.to_bits(), b.to_bits(), "{what} frame {} {name}: cpu {a} gpu {b}", c.index);
+            compared += 1;
+        }
+    }
+    compared
+}
+
+#[test]
+fn gpu_scores_equal_cpu_bit_for_bit() {
+    if let Some(why) = gpu_unavailable() {
+        eprintln!("skipped: no usable CUDA backend here ({why})");
+        return;
+    }
+    let mut table = vec!["| input | frames | values compared | bit differences |".to_owned(), "| --- | --- | --- | --- |".to_owned()];
+    for p in reference_pairs() {
+        let n = compare(
+            |backend| {
+                format!(
+                    "vmafcompare name=cmp backend={backend} ! fakesink {} {}",
+                    raw_branch(&p.reference, p.width, p.height, p.format, "reference"),
+                    raw_branch(&p.distorted, p.width, p.height, p.format, "distorted")
+                )
+            },
+            &format!("{}x{} {}", p.width, p.height, p.format),
+        );
+        table.push(format!("| src01 {}x{} {} | {} | {n} | 0 |", p.width, p.height, p.format, p.frames));
+    }
+    if let Some(dir) = std::env::var_os("VMAF_GPU_CLIPS") {
+        let dir = std::path::PathBuf::from(dir);
+        let (r, d) = (dir.join("ref_1080p.mp4"), dir.join("dist_1080p.mp4"));
+        let n = compare(
+            |backend| {
+                format!(
+                    "vmafcompare name=cmp backend={backend} ! fakesink \
+                     filesrc location=\"{}\" ! qtdemux ! h264parse ! avdec_h264 ! cmp.reference \
+                     filesrc location=\"{}\" ! qtdemux ! h264parse ! avdec_h264 ! cmp.distorted",
+                    r.display(),
+                    d.display()
+                )
+            },
+            "1080p clips",
+        );
+        table.push(format!("| bikes 1920x1080 H.264 | {} | {n} | 0 |", n / 15));
+    } else {
+        eprintln!("VMAF_GPU_CLIPS not set: the 1080p real-content comparison was not run");
+    }
+    eprintln!("\n{}\n", table.join("\n"));
+}
