@@ -11,6 +11,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
+
+#[path = "bench_data/mod.rs"]
+mod bench_data;
+use bench_data::{read_luma, upscale};
 use gstvmafcompare::cpu::CpuBackend;
 use gstvmafcompare::engine::{LumaPlane, Model, Scorer};
 
@@ -26,47 +30,6 @@ struct Args {
     /// Reference data folder.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vmaf-reference"))]
     data: PathBuf,
-}
-
-/// Luma planes of `n` frames of a raw 4:2:0 file at `bpc` bits.
-fn read_luma(path: &PathBuf, w: usize, h: usize, bpc: u32, n: usize) -> Vec<Vec<u16>> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let bps = if bpc > 8 { 2 } else { 1 };
-    let frame = (w * h + 2 * w.div_ceil(2) * h.div_ceil(2)) * bps;
-    (0..n)
-        .map(|i| {
-            let y = &bytes[i * frame..i * frame + w * h * bps];
-            if bps == 1 {
-                y.iter().map(|&v| u16::from(v)).collect()
-            } else {
-                y.chunks_exact(2)
-                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                    .collect()
-            }
-        })
-        .collect()
-}
-
-/// Bilinear upscale of a plane (content for the 1080p rows).
-fn upscale(src: &[u16], sw: usize, sh: usize, dw: usize, dh: usize) -> Vec<u16> {
-    let mut out = vec![0u16; dw * dh];
-    for y in 0..dh {
-        let fy = (y as f64 + 0.5) * sh as f64 / dh as f64 - 0.5;
-        let y0 = fy.floor().clamp(0.0, (sh - 1) as f64) as usize;
-        let y1 = (y0 + 1).min(sh - 1);
-        let ty = (fy - y0 as f64).clamp(0.0, 1.0);
-        for x in 0..dw {
-            let fx = (x as f64 + 0.5) * sw as f64 / dw as f64 - 0.5;
-            let x0 = fx.floor().clamp(0.0, (sw - 1) as f64) as usize;
-            let x1 = (x0 + 1).min(sw - 1);
-            let tx = (fx - x0 as f64).clamp(0.0, 1.0);
-            let p = |yy: usize, xx: usize| f64::from(src[yy * sw + xx]);
-            let v = (1.0 - ty) * ((1.0 - tx) * p(y0, x0) + tx * p(y0, x1))
-                + ty * ((1.0 - tx) * p(y1, x0) + tx * p(y1, x1));
-            out[y * dw + x] = v.round() as u16;
-        }
-    }
-    out
 }
 
 fn write_yuv(path: &PathBuf, planes: &[Vec<u16>], w: usize, h: usize, bpc: u32, n: usize) {

@@ -28,14 +28,23 @@ fn compare(desc_for: impl Fn(&str) -> String, what: &str) -> usize {
     let gpu = run(&desc_for("cuda"), LONG);
     assert!(cpu.errors.is_empty(), "{what} cpu: {:?}", cpu.errors);
     assert!(gpu.errors.is_empty(), "{what} cuda: {:?}", gpu.errors);
-    assert_eq!(gpu.summary.as_ref().map(|s| s.backend.as_str()), Some("cuda"), "{what}");
+    assert_eq!(
+        gpu.summary.as_ref().map(|s| s.backend.as_str()),
+        Some("cuda"),
+        "{what}"
+    );
     assert_eq!(cpu.frames.len(), gpu.frames.len(), "{what}: frame count");
     assert!(!cpu.frames.is_empty(), "{what}: no frames");
     let mut compared = 0;
     for (c, g) in cpu.frames.iter().zip(&gpu.frames) {
         assert_eq!(c.metrics.len(), g.metrics.len());
         for ((name, a), (_, b)) in c.metrics.iter().zip(&g.metrics) {
-            assert_eq!(a.to_bits(), b.to_bits(), "{what} frame {} {name}: cpu {a} gpu {b}", c.index);
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "{what} frame {} {name}: cpu {a} gpu {b}",
+                c.index
+            );
             compared += 1;
         }
     }
@@ -48,7 +57,10 @@ fn gpu_scores_equal_cpu_bit_for_bit() {
         eprintln!("skipped: no usable CUDA backend here ({why})");
         return;
     }
-    let mut table = vec!["| input | frames | values compared | bit differences |".to_owned(), "| --- | --- | --- | --- |".to_owned()];
+    let mut table = vec![
+        "| input | frames | values compared | bit differences |".to_owned(),
+        "| --- | --- | --- | --- |".to_owned(),
+    ];
     for p in reference_pairs() {
         let n = compare(
             |backend| {
@@ -60,7 +72,10 @@ fn gpu_scores_equal_cpu_bit_for_bit() {
             },
             &format!("{}x{} {}", p.width, p.height, p.format),
         );
-        table.push(format!("| src01 {}x{} {} | {} | {n} | 0 |", p.width, p.height, p.format, p.frames));
+        table.push(format!(
+            "| src01 {}x{} {} | {} | {n} | 0 |",
+            p.width, p.height, p.format, p.frames
+        ));
     }
     if let Some(dir) = std::env::var_os("VMAF_GPU_CLIPS") {
         let dir = std::path::PathBuf::from(dir);
