@@ -325,6 +325,29 @@ impl<T> Scorer<T> {
         done
     }
 
+    /// Switches to `backend` after the current one failed: the frame whose features are in
+    /// is completed (its motion2 from its own motion, as at end of stream), frames still in
+    /// flight leave unscored, in order, and the new backend starts without motion history.
+    /// Returns those frames and how many of them lost their scores.
+    pub fn fail_over(&mut self, backend: Box<dyn Backend>) -> (Vec<Scored<T>>, usize) {
+        let mut done = self.take_pending(None);
+        let lost = self.queue.len();
+        for q in self.queue.drain(..) {
+            done.push(Scored {
+                index: q.index,
+                tag: q.tag,
+                scores: None,
+            });
+            done.extend(q.trailing.into_iter().map(|tag| Scored {
+                index: q.index,
+                tag,
+                scores: None,
+            }));
+        }
+        self.backend = backend;
+        (done, lost)
+    }
+
     fn take_pending(&mut self, next_sad: Option<f64>) -> Vec<Scored<T>> {
         let Some(mut p) = self.pending.take() else {
             return Vec::new();

@@ -1,0 +1,190 @@
+//! The scorer's frame bookkeeping with pipelined backends: order, libvmaf 3.x motion2 /
+//! motion3, subsampling, unpaired tags and fail-over, independent of any real backend.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use gstvmafcompare::engine::{Backend, EngineError, LumaPlane, Model, RawFeatures, Scorer};
+
+/// A backend whose features of frame i are known functions of i; results become ready
+/// `delay` submissions later (or when waited for); fails at submission `fail_at`.
+struct Fake {
+    delay: usize,
+    in_flight: VecDeque<RawFeatures>,
+    since: usize,
+    n: u64,
+    fail_at: Option<u64>,
+}
+
+fn features(i: u64) -> RawFeatures {
+    let mut r = RawFeatures::default();
+    r.motion_sad = if i == 0 {
+        0.0
+    } else {
+        (i * 7 % 5) as f64 + 0.5
+    };
+    r.vif.scale = [0.5, 0.9, 0.95, 0.97];
+    r.adm.adm2 = 0.9 + i as f64 * 1e-3;
+    r
+}
+
+impl Backend for Fake {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+    fn submit(&mut self, _r: &LumaPlane, _d: &LumaPlane, _full: bool) -> Result<(), EngineError> {
+        if Some(self.n) == self.fail_at {
+            return Err(EngineError::Backend {
+                backend: "fake",
+                message: "device lost".into(),
+            });
+        }
+        self.in_flight.push_back(features(self.n));
+        self.n += 1;
+        self.since += 1;
+        Ok(())
+    }
+    fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
+        if wait || self.since > self.delay {
+            self.since = self.since.saturating_sub(1);
+            Ok(self.in_flight.pop_front())
+        } else {
+            Ok(None)
+        }
+    }
+    fn max_in_flight(&self) -> usize {
+        self.delay + 1
+    }
+    fn reset(&mut self) {
+        self.in_flight.clear();
+    }
+}
+
+fn fake(delay: usize, fail_at: Option<u64>) -> Box<dyn Backend> {
+    Box::new(Fake {
+        delay,
+        in_flight: VecDeque::new(),
+        since: 0,
+        n: 0,
+        fail_at,
+    })
+}
+
+fn run(delay: usize, n: u64, subsample: u32) -> Vec<(u64, Option<Vec<f64>>)> {
+    let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
+    let mut s: Scorer<u64> = Scorer::new(fake(delay, None), model, subsample);
+    let plane = vec![0u16; 64 * 64];
+    let p = LumaPlane::packed(&plane, 64, 64, 8).expect("plane");
+    let mut out = Vec::new();
+    for i in 0..n {
+        for d in s.push(&p, &p, i).expect("push") {
+            out.push((d.tag, d.scores.map(|s| s.values)));
+        }
+    }
+    for d in s.finish().expect("finish") {
+        out.push((d.tag, d.scores.map(|s| s.values)));
+    }
+    out
+}
+
+#[test]
+fn pipelined_backends_give_the_same_frames_in_order() {
+    let sync = run(0, 9, 1);
+    assert_eq!(sync.len(), 9);
+    for delay in [1, 2, 4] {
+        assert_eq!(run(delay, 9, 1), sync, "delay {delay}");
+    }
+    // Order and libvmaf 3.x motion: motion2[0] = 0, motion2[i] = min(sad[i], sad[i+1]),
+    // the last keeps sad[i]; motion3[0] = sad[1].
+    let sad = |i: u64| features(i).motion_sad;
+    for (i, (tag, values)) in sync.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(*tag, i);
+        let v = values.as_ref().expect("scored");
+        let motion2 = v[12];
+        let want = if i == 0 {
+            0.0
+        } else if i == 8 {
+            sad(8)
+        } else {
+            sad(i).min(sad(i + 1))
+        };
+        assert_eq!(motion2, want, "frame {i}");
+        if i == 0 {
+            assert_eq!(v[13], sad(1));
+        }
+    }
+}
+
+#[test]
+fn subsampling_scores_every_nth_frame_only() {
+    let all = run(2, 10, 1);
+    let sub = run(2, 10, 4);
+    for (i, (tag, v)) in sub.iter().enumerate() {
+        assert_eq!(*tag, i as u64);
+        assert_eq!(v.is_some(), i % 4 == 0);
+        if let Some(v) = v {
+            assert_eq!(Some(v), all[i].1.as_ref());
+        }
+    }
+}
+
+#[test]
+fn fail_over_keeps_order_and_scores_the_rest() {
+    let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
+    let mut s: Scorer<u64> = Scorer::new(fake(2, Some(5)), model, 1);
+    let plane = vec![0u16; 64 * 64];
+    let p = LumaPlane::packed(&plane, 64, 64, 8).expect("plane");
+    let mut out = Vec::new();
+    for i in 0..10 {
+        match s.push(&p, &p, i) {
+            Ok(done) => out.extend(done.into_iter().map(|d| (d.tag, d.scores.is_some()))),
+            Err(_) => {
+                let (done, lost) = s.fail_over(fake(0, None));
+                assert_eq!(lost, 2, "frames 3 and 4 were in flight");
+                out.extend(done.into_iter().map(|d| (d.tag, d.scores.is_some())));
+                out.extend(
+                    s.push(&p, &p, i)
+                        .expect("retry")
+                        .into_iter()
+                        .map(|d| (d.tag, d.scores.is_some())),
+                );
+            }
+        }
+    }
+    out.extend(
+        s.finish()
+            .expect("finish")
+            .into_iter()
+            .map(|d| (d.tag, d.scores.is_some())),
+    );
+    let tags: Vec<u64> = out.iter().map(|(t, _)| *t).collect();
+    assert_eq!(tags, (0..10).collect::<Vec<_>>());
+    let scored: Vec<bool> = out.iter().map(|(_, s)| *s).collect();
+    assert_eq!(
+        scored,
+        [true, true, true, false, false, true, true, true, true, true]
+    );
+}
+
+#[test]
+fn unpaired_tags_leave_after_the_frames_pushed_before_them() {
+    let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
+    let mut s: Scorer<u64> = Scorer::new(fake(2, None), model, 1);
+    let plane = vec![0u16; 64 * 64];
+    let p = LumaPlane::packed(&plane, 64, 64, 8).expect("plane");
+    let mut out = Vec::new();
+    assert_eq!(
+        s.push_unpaired(100).map(|d| d.tag),
+        Some(100),
+        "nothing waiting: leaves at once"
+    );
+    for i in 0..4 {
+        out.extend(s.push(&p, &p, i).expect("push").into_iter().map(|d| d.tag));
+        if i == 1 {
+            assert!(s.push_unpaired(101).is_none());
+        }
+    }
+    out.extend(s.finish().expect("finish").into_iter().map(|d| d.tag));
+    assert_eq!(out, [0, 1, 101, 2, 3]);
+}
