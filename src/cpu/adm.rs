@@ -265,26 +265,7 @@ impl Adm {
     /// Errors: [`FeatureError::FrameTooSmall`] below [`MIN_WIDTH`] x [`MIN_HEIGHT`];
     /// [`FeatureError::WrongGeometry`] for a `bpc` outside `8..=16`.
     pub fn new(width: usize, height: usize, bpc: u32) -> Result<Self, FeatureError> {
-        if width < MIN_WIDTH || height < MIN_HEIGHT {
-            return Err(FeatureError::FrameTooSmall {
-                feature: FEATURE,
-                width,
-                height,
-                min_width: MIN_WIDTH,
-                min_height: MIN_HEIGHT,
-            });
-        }
-        if !(8..=16).contains(&bpc) {
-            return Err(FeatureError::WrongGeometry {
-                feature: FEATURE,
-                expected_width: width,
-                expected_height: height,
-                expected_bpc: 8,
-                width,
-                height,
-                bpc,
-            });
-        }
+        FeatureError::check_new(FEATURE, (width, height, bpc), (MIN_WIDTH, MIN_HEIGHT))?;
         let mut dims = [(width, height); 5];
         for s in 1..5 {
             let (w, h) = dims[s - 1];
@@ -342,23 +323,7 @@ impl Adm {
         cfg: &AdmConfig,
     ) -> Result<AdmScores, FeatureError> {
         for p in [reference, distorted] {
-            let fits = p.stride >= p.width
-                && p.height >= 1
-                && (p.height - 1)
-                    .checked_mul(p.stride)
-                    .and_then(|n| n.checked_add(p.width))
-                    .is_some_and(|n| n <= p.data.len());
-            if p.width != self.width || p.height != self.height || p.bpc != self.bpc || !fits {
-                return Err(FeatureError::WrongGeometry {
-                    feature: FEATURE,
-                    expected_width: self.width,
-                    expected_height: self.height,
-                    expected_bpc: self.bpc,
-                    width: p.width,
-                    height: p.height,
-                    bpc: p.bpc,
-                });
-            }
+            FeatureError::check_plane(FEATURE, (self.width, self.height, self.bpc), p)?;
         }
 
         let mut num = 0.0f64;

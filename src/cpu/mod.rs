@@ -50,15 +50,7 @@ impl CpuBackend {
         vif_cfg: vif::VifConfig,
         adm_cfg: adm::AdmConfig,
     ) -> Result<Self, FeatureError> {
-        if width < MIN_WIDTH || height < MIN_HEIGHT {
-            return Err(FeatureError::FrameTooSmall {
-                feature: "vmaf",
-                width,
-                height,
-                min_width: MIN_WIDTH,
-                min_height: MIN_HEIGHT,
-            });
-        }
+        FeatureError::check_new("vmaf", (width, height, bpc), (MIN_WIDTH, MIN_HEIGHT))?;
         Ok(Self {
             vif: vif::Vif::new(width, height, bpc)?,
             adm: adm::Adm::new(width, height, bpc)?,
@@ -109,32 +101,16 @@ impl CpuBackend {
         distorted: &LumaPlane,
         full: bool,
     ) -> Result<RawFeatures, EngineError> {
+        let geometry = (self.width, self.height, self.bpc);
+        FeatureError::check_plane("vmaf", geometry, reference)?;
+        FeatureError::check_plane("vmaf", geometry, distorted)?;
         let mut raw = RawFeatures::default();
         if self.has_prev {
-            let prev = LumaPlane::packed(&self.prev_ref, self.width, self.height, self.bpc).ok_or(
-                FeatureError::WrongGeometry {
-                    feature: "motion",
-                    expected_width: self.width,
-                    expected_height: self.height,
-                    expected_bpc: self.bpc,
-                    width: reference.width,
-                    height: reference.height,
-                    bpc: reference.bpc,
-                },
-            )?;
-            let sad = self.motion.sad(&prev, reference)?;
-            raw.motion_sad = self.motion.score(sad);
-        } else if reference.width != self.width || reference.height != self.height {
-            return Err(FeatureError::WrongGeometry {
-                feature: "motion",
-                expected_width: self.width,
-                expected_height: self.height,
-                expected_bpc: self.bpc,
-                width: reference.width,
-                height: reference.height,
-                bpc: reference.bpc,
+            if let Some(prev) = LumaPlane::packed(&self.prev_ref, self.width, self.height, self.bpc)
+            {
+                let sad = self.motion.sad(&prev, reference)?;
+                raw.motion_sad = self.motion.score(sad);
             }
-            .into());
         }
         if full {
             raw.vif = self.vif.compute(reference, distorted, &self.vif_cfg)?;

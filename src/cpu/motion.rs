@@ -46,15 +46,7 @@ impl Motion {
     ///
     /// Errors: [`FeatureError::FrameTooSmall`] below [`MIN_WIDTH`] x [`MIN_HEIGHT`].
     pub fn new(width: usize, height: usize, bpc: u32) -> Result<Self, FeatureError> {
-        if width < MIN_WIDTH || height < MIN_HEIGHT {
-            return Err(FeatureError::FrameTooSmall {
-                feature: "motion",
-                width,
-                height,
-                min_width: MIN_WIDTH,
-                min_height: MIN_HEIGHT,
-            });
-        }
+        FeatureError::check_new("motion", (width, height, bpc), (MIN_WIDTH, MIN_HEIGHT))?;
         Ok(Self {
             width,
             height,
@@ -70,17 +62,7 @@ impl Motion {
     /// Errors: [`FeatureError::WrongGeometry`] when a plane differs from `new()`'s geometry.
     pub fn sad(&mut self, prev: &LumaPlane, cur: &LumaPlane) -> Result<u64, FeatureError> {
         for p in [prev, cur] {
-            if p.width != self.width || p.height != self.height || p.bpc != self.bpc {
-                return Err(FeatureError::WrongGeometry {
-                    feature: "motion",
-                    expected_width: self.width,
-                    expected_height: self.height,
-                    expected_bpc: self.bpc,
-                    width: p.width,
-                    height: p.height,
-                    bpc: p.bpc,
-                });
-            }
+            FeatureError::check_plane("motion", (self.width, self.height, self.bpc), p)?;
         }
         let (w, h) = (self.width, self.height);
         let (round, shift) = if self.bpc == 8 {

@@ -154,26 +154,7 @@ impl Vif {
     /// A `bpc` outside `8..=16` is rejected as [`FeatureError::WrongGeometry`] (no plane
     /// can match it).
     pub fn new(width: usize, height: usize, bpc: u32) -> Result<Self, FeatureError> {
-        if width < MIN_WIDTH || height < MIN_HEIGHT {
-            return Err(FeatureError::FrameTooSmall {
-                feature: FEATURE,
-                width,
-                height,
-                min_width: MIN_WIDTH,
-                min_height: MIN_HEIGHT,
-            });
-        }
-        if !(8..=16).contains(&bpc) {
-            return Err(FeatureError::WrongGeometry {
-                feature: FEATURE,
-                expected_width: width,
-                expected_height: height,
-                expected_bpc: 8,
-                width,
-                height,
-                bpc,
-            });
-        }
+        FeatureError::check_new(FEATURE, (width, height, bpc), (MIN_WIDTH, MIN_HEIGHT))?;
         let mut log2_table = Box::new([0u16; 65536]);
         for (i, v) in log2_table.iter_mut().enumerate().skip(32767) {
             // libvmaf: (uint16_t)round(log2f((float)i) * 2048). log2f is correctly rounded
@@ -262,23 +243,7 @@ impl Vif {
 
     /// Validates one plane against the extractor's geometry.
     fn check<'a>(&self, p: &LumaPlane<'a>) -> Result<Image<'a>, FeatureError> {
-        let fits = p.stride >= p.width
-            && p.height >= 1
-            && (p.height - 1)
-                .checked_mul(p.stride)
-                .and_then(|n| n.checked_add(p.width))
-                .is_some_and(|n| n <= p.data.len());
-        if p.width != self.width || p.height != self.height || p.bpc != self.bpc || !fits {
-            return Err(FeatureError::WrongGeometry {
-                feature: FEATURE,
-                expected_width: self.width,
-                expected_height: self.height,
-                expected_bpc: self.bpc,
-                width: p.width,
-                height: p.height,
-                bpc: p.bpc,
-            });
-        }
+        FeatureError::check_plane(FEATURE, (self.width, self.height, self.bpc), p)?;
         Ok(Image {
             data: p.data,
             stride: p.stride,

@@ -101,3 +101,64 @@ pub enum FeatureError {
         bpc: u32,
     },
 }
+
+impl FeatureError {
+    /// Checks the size and bit depth an extractor is made for: `FrameTooSmall` below
+    /// `min_width` x `min_height`, `WrongGeometry` for a `bpc` outside `8..=16` (no plane can
+    /// match it).
+    pub fn check_new(
+        feature: &'static str,
+        (width, height, bpc): (usize, usize, u32),
+        (min_width, min_height): (usize, usize),
+    ) -> Result<(), Self> {
+        if width < min_width || height < min_height {
+            return Err(Self::FrameTooSmall {
+                feature,
+                width,
+                height,
+                min_width,
+                min_height,
+            });
+        }
+        if !(8..=16).contains(&bpc) {
+            return Err(Self::WrongGeometry {
+                feature,
+                expected_width: width,
+                expected_height: height,
+                expected_bpc: 8,
+                width,
+                height,
+                bpc,
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks that `plane` is `width` x `height` at `bpc` bits and that its `data` and
+    /// `stride` hold that geometry (the fields are public, so a plane may be inconsistent).
+    pub fn check_plane(
+        feature: &'static str,
+        (width, height, bpc): (usize, usize, u32),
+        plane: &LumaPlane,
+    ) -> Result<(), Self> {
+        let p = plane;
+        let fits = p.stride >= p.width
+            && p.height >= 1
+            && (p.height - 1)
+                .checked_mul(p.stride)
+                .and_then(|n| n.checked_add(p.width))
+                .is_some_and(|n| n <= p.data.len());
+        if p.width != width || p.height != height || p.bpc != bpc || !fits {
+            return Err(Self::WrongGeometry {
+                feature,
+                expected_width: width,
+                expected_height: height,
+                expected_bpc: bpc,
+                width: p.width,
+                height: p.height,
+                bpc: p.bpc,
+            });
+        }
+        Ok(())
+    }
+}
