@@ -1,3 +1,121 @@
+//! Build script: plugin version info, and the CUDA kernels in `kernels/*.cu` turned into PTX.
+//!
+//! With an `nvcc` (the `NVCC` variable, else `$CUDA_PATH/bin/nvcc`, else `nvcc` on `PATH`) each
+//! kernel is compiled to `$OUT_DIR/<name>.ptx`; without one the committed `kernels/ptx/<name>.ptx`
+//! (made by `scripts/build-ptx.sh` with the pinned nvcc, checked by `tests/ptx_fresh.rs`) is
+//! copied there. Emits the cfg `has_adm_ptx` when `adm.ptx` exists, and `has_adm_gpu` when the
+//! ADM host code `src/cuda/adm.rs` exists too (unless `VMAFCOMPARE_CPU_ADM` is set).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The nvcc this build uses, if any: `NVCC`, `$CUDA_PATH/bin/nvcc`, `nvcc` on `PATH`.
+fn find_nvcc() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("NVCC").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(root) = std::env::var_os("CUDA_PATH").filter(|p| !p.is_empty()) {
+        let p = Path::new(&root).join("bin").join("nvcc");
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("nvcc"))
+        .find(|p| p.is_file())
+}
+
 fn main() {
-    gst_plugin_version_helper::info()
+    gst_plugin_version_helper::info();
+
+    println!("cargo::rerun-if-env-changed=NVCC");
+    println!("cargo::rerun-if-env-changed=CUDA_PATH");
+    println!("cargo::rerun-if-env-changed=VMAFCOMPARE_CPU_ADM");
+    println!("cargo::rerun-if-changed=kernels");
+    println!("cargo::rerun-if-changed=src/cuda");
+    println!("cargo::rustc-check-cfg=cfg(has_adm_ptx)");
+    println!("cargo::rustc-check-cfg=cfg(has_adm_gpu)");
+
+    let Some(out_dir) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
+        println!("cargo::error=OUT_DIR is not set (build.rs must run under cargo)");
+        return;
+    };
+    let mut kernels: Vec<PathBuf> = match std::fs::read_dir("kernels") {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "cu"))
+            .collect(),
+        Err(e) => {
+            println!("cargo::error=cannot read kernels/: {e}");
+            return;
+        }
+    };
+    kernels.sort();
+    let nvcc = find_nvcc();
+    let mut have_adm = false;
+    for cu in &kernels {
+        let Some(stem) = cu.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        let out = out_dir.join(format!("{stem}.ptx"));
+        let committed = Path::new("kernels").join("ptx").join(format!("{stem}.ptx"));
+        let ok = if let Some(nvcc) = &nvcc {
+            let status = Command::new(nvcc)
+                .args([
+                    "-ptx",
+                    "-arch=compute_75",
+                    "-O3",
+                    "--std=c++17",
+                    "-I",
+                    "kernels",
+                ])
+                .arg(cu)
+                .arg("-o")
+                .arg(&out)
+                .status();
+            match status {
+                Ok(s) if s.success() => true,
+                Ok(s) => {
+                    println!(
+                        "cargo::error={} failed on {}: {s}",
+                        nvcc.display(),
+                        cu.display()
+                    );
+                    false
+                }
+                Err(e) => {
+                    println!("cargo::error=cannot run {}: {e}", nvcc.display());
+                    false
+                }
+            }
+        } else if committed.is_file() {
+            match std::fs::copy(&committed, &out) {
+                Ok(_) => true,
+                Err(e) => {
+                    println!("cargo::error=cannot copy {}: {e}", committed.display());
+                    false
+                }
+            }
+        } else {
+            println!(
+                "cargo::error=no nvcc found and no committed {}: install the CUDA toolkit's nvcc \
+                 (>= 12; or `pip install nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 \
+                 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96`) and set NVCC or \
+                 CUDA_PATH, or run scripts/build-ptx.sh",
+                committed.display()
+            );
+            false
+        };
+        if ok && stem == "adm" {
+            have_adm = true;
+        }
+    }
+    if have_adm {
+        println!("cargo::rustc-cfg=has_adm_ptx");
+        let cpu_adm = std::env::var_os("VMAFCOMPARE_CPU_ADM").is_some_and(|v| !v.is_empty());
+        if Path::new("src/cuda/adm.rs").is_file() && !cpu_adm {
+            println!("cargo::rustc-cfg=has_adm_gpu");
+        }
+    }
 }

@@ -8,6 +8,7 @@
 use gst::glib;
 
 pub mod cpu;
+pub mod cuda;
 pub mod engine;
 pub mod vmafcompare;
 

@@ -1,0 +1,334 @@
+// Integer VIF (visual information fidelity): per-scale statistic and the low-pass + decimate
+// step between scales, bit-exact to libvmaf's integer path.
+//
+// The statistic kernels add four 64-bit integer sums per scale (num_log, den_log,
+// num_non_log, den_non_log, in that order) to `acc[0..4)`; integer sums do not depend on the
+// order of the additions, and the host combines them into libvmaf's float numerator and
+// denominator exactly as the CPU does (src/cuda/vif.rs). The per-pixel gain uses double
+// precision with explicitly rounded operations (no fused multiply-add), as libvmaf's C does.
+//
+// Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_vif.c (vif_statistic_8/16,
+// vif_subsample_rd_8/16, log2_32/log2_64); oracle: src/cpu/vif.rs.
+
+#include "common.cuh"
+
+using namespace vmafcmp;
+
+namespace vif_detail {
+
+constexpr int TW = 32;  // output columns per block
+constexpr int TH = 16;  // output rows per block
+
+__constant__ uint16_t VIF_FILTER0[17] = {489,  935,  1640, 2640, 3896, 5274, 6547, 7455, 7784,
+                                         7455, 6547, 5274, 3896, 2640, 1640, 935,  489};
+__constant__ uint16_t VIF_FILTER1[9] = {1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244};
+__constant__ uint16_t VIF_FILTER2[5] = {3571, 16004, 26386, 16004, 3571};
+__constant__ uint16_t VIF_FILTER3[3] = {10904, 43728, 10904};
+
+template <int SCALE>
+struct Filter;
+template <>
+struct Filter<0> {
+    static constexpr int LEN = 17;
+    __device__ static __forceinline__ uint32_t tap(int k) { return VIF_FILTER0[k]; }
+};
+template <>
+struct Filter<1> {
+    static constexpr int LEN = 9;
+    __device__ static __forceinline__ uint32_t tap(int k) { return VIF_FILTER1[k]; }
+};
+template <>
+struct Filter<2> {
+    static constexpr int LEN = 5;
+    __device__ static __forceinline__ uint32_t tap(int k) { return VIF_FILTER2[k]; }
+};
+template <>
+struct Filter<3> {
+    static constexpr int LEN = 3;
+    __device__ static __forceinline__ uint32_t tap(int k) { return VIF_FILTER3[k]; }
+};
+
+// libvmaf's sigma_nsq: noise variance 2.0 in Q16.
+constexpr int32_t SIGMA_NSQ = 65536 << 1;
+
+// log2 of x >= 2^15 in Q11 from the top 16 bits (libvmaf log2_32).
+__device__ __forceinline__ int32_t log2_32(const uint16_t *__restrict__ tab, uint32_t x) {
+    const int k = 16 - __clz(x);
+    const uint32_t idx = (k >= 0 && k < 32) ? (x >> k) : 0u;
+    return (int32_t)__ldg(tab + (uint16_t)idx) + 2048 * k;
+}
+
+// log2 of x >= 2^17 in Q11 (libvmaf log2_64).
+__device__ __forceinline__ int64_t log2_64(const uint16_t *__restrict__ tab, uint64_t x) {
+    const int k = 48 - __clzll(x);
+    const uint64_t idx = (k >= 0 && k < 64) ? (x >> k) : 0ull;
+    return (int64_t)__ldg(tab + (uint16_t)idx) + 2048 * (int64_t)k;
+}
+
+struct Accum {
+    int64_t num_log = 0;
+    int64_t den_log = 0;
+    int64_t num_non_log = 0;
+    int64_t den_non_log = 0;
+};
+
+// The per-pixel information terms (body of libvmaf's statistic loop).
+__device__ __forceinline__ void pixel(int32_t sigma1_sq, int32_t sigma2_sq, int32_t sigma12,
+                                      Accum &acc, const uint16_t *__restrict__ tab,
+                                      double limit) {
+    if (sigma1_sq >= SIGMA_NSQ) {
+        const uint32_t t = (uint32_t)SIGMA_NSQ + (uint32_t)sigma1_sq;
+        acc.den_log += (int64_t)(log2_32(tab, t) - 2048 * 17);
+        if (sigma12 > 0 && sigma2_sq > 0) {
+            const double eps = 65536.0 * 1.0e-10;
+            double g = __ddiv_rn((double)sigma12, __dadd_rn((double)sigma1_sq, eps));
+            // Truncating, saturating conversion (NaN -> 0), as Rust's `as i32`.
+            int32_t sv_sq =
+                __double2int_rz(__dsub_rn((double)sigma2_sq, __dmul_rn(g, (double)sigma12)));
+            sv_sq = sv_sq < 0 ? 0 : sv_sq;
+            g = g < limit ? g : limit;
+            const uint32_t numer1 = (uint32_t)sv_sq + (uint32_t)SIGMA_NSQ;
+            const int64_t gg = __double2ll_rz(__dmul_rn(__dmul_rn(g, g), (double)sigma1_sq));
+            const uint64_t numer1_tmp = (uint64_t)gg + (uint64_t)numer1;
+            acc.num_log += log2_64(tab, numer1_tmp) - log2_64(tab, (uint64_t)numer1);
+        }
+    } else {
+        acc.num_non_log += sigma2_sq;
+        acc.den_non_log += 1;
+    }
+}
+
+// One scale's statistic over a TW x TH output tile. NARROW: 8-bit scale 0 (means rounded
+// with 128 >> 8, second moments of 16-bit products summed in 32 bits, unshifted).
+template <int SCALE, bool NARROW>
+__device__ __forceinline__ void stat_tile(const uint16_t *__restrict__ ref,
+                                          const uint16_t *__restrict__ dis, int32_t w, int32_t h,
+                                          const uint16_t *__restrict__ tab, double limit,
+                                          uint32_t mu_round, uint32_t mu_shift,
+                                          uint64_t sq_round, uint32_t sq_shift,
+                                          unsigned long long *__restrict__ acc_out) {
+    using F = Filter<SCALE>;
+    constexpr int LEN = F::LEN;
+    constexpr int HALF = LEN / 2;
+    constexpr int IW = TW + 2 * HALF;
+    constexpr int IH = TH + 2 * HALF;
+    __shared__ uint16_t s_ref[IH][IW];
+    __shared__ uint16_t s_dis[IH][IW];
+    __shared__ uint16_t s_mu1[TH][IW];
+    __shared__ uint16_t s_mu2[TH][IW];
+    __shared__ uint32_t s_xx[TH][IW];
+    __shared__ uint32_t s_yy[TH][IW];
+    __shared__ uint32_t s_xy[TH][IW];
+    __shared__ uint64_t scratch[(BLOCK_THREADS / 32) * 4];
+
+    const int x0 = blockIdx.x * TW;
+    const int y0 = blockIdx.y * TH;
+    const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
+
+    for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
+        const int r = i / IW;
+        const int c = i % IW;
+        const int64_t idx = (int64_t)reflect(y0 - HALF + r, h) * w + reflect(x0 - HALF + c, w);
+        s_ref[r][c] = ref[idx];
+        s_dis[r][c] = dis[idx];
+    }
+    __syncthreads();
+
+    // Vertical pass: TH rows x IW columns.
+    for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
+        const int r = i / IW;
+        const int c = i % IW;
+        uint32_t m1 = 0, m2 = 0;
+        if (NARROW) {
+            uint32_t xx = 0, yy = 0, xy = 0;
+#pragma unroll
+            for (int k = 0; k < LEN; ++k) {
+                const uint32_t f = F::tap(k);
+                const uint32_t a = s_ref[r + k][c];
+                const uint32_t b = s_dis[r + k][c];
+                m1 += f * a;
+                m2 += f * b;
+                xx += f * (uint32_t)(uint16_t)(a * a);
+                yy += f * (uint32_t)(uint16_t)(b * b);
+                xy += f * (uint32_t)(uint16_t)(a * b);
+            }
+            s_mu1[r][c] = (uint16_t)((m1 + 128u) >> 8);
+            s_mu2[r][c] = (uint16_t)((m2 + 128u) >> 8);
+            s_xx[r][c] = xx;
+            s_yy[r][c] = yy;
+            s_xy[r][c] = xy;
+        } else {
+            uint32_t xx_lo = 0, xx_hi = 0, yy_lo = 0, yy_hi = 0, xy_lo = 0, xy_hi = 0;
+#pragma unroll
+            for (int k = 0; k < LEN; ++k) {
+                const uint32_t f = F::tap(k);
+                const uint32_t a = s_ref[r + k][c];
+                const uint32_t b = s_dis[r + k][c];
+                m1 += f * a;
+                m2 += f * b;
+                const uint32_t paa = a * a, pbb = b * b, pab = a * b;
+                xx_lo += f * (paa & 0xffffu);
+                xx_hi += f * (paa >> 16);
+                yy_lo += f * (pbb & 0xffffu);
+                yy_hi += f * (pbb >> 16);
+                xy_lo += f * (pab & 0xffffu);
+                xy_hi += f * (pab >> 16);
+            }
+            s_mu1[r][c] = (uint16_t)((m1 + mu_round) >> mu_shift);
+            s_mu2[r][c] = (uint16_t)((m2 + mu_round) >> mu_shift);
+            s_xx[r][c] = (uint32_t)(((((uint64_t)xx_hi) << 16) + xx_lo + sq_round) >> sq_shift);
+            s_yy[r][c] = (uint32_t)(((((uint64_t)yy_hi) << 16) + yy_lo + sq_round) >> sq_shift);
+            s_xy[r][c] = (uint32_t)(((((uint64_t)xy_hi) << 16) + xy_lo + sq_round) >> sq_shift);
+        }
+    }
+    __syncthreads();
+
+    // Horizontal pass and per-pixel terms: TH x TW outputs.
+    Accum acc;
+    for (int i = tid; i < TH * TW; i += BLOCK_THREADS) {
+        const int r = i / TW;
+        const int c = i % TW;
+        if (x0 + c >= w || y0 + r >= h) {
+            continue;
+        }
+        uint32_t m1 = 0, m2 = 0;
+        uint32_t xx_lo = 0, xx_hi = 0, yy_lo = 0, yy_hi = 0, xy_lo = 0, xy_hi = 0;
+#pragma unroll
+        for (int k = 0; k < LEN; ++k) {
+            const uint32_t f = F::tap(k);
+            m1 += f * (uint32_t)s_mu1[r][c + k];
+            m2 += f * (uint32_t)s_mu2[r][c + k];
+            const uint32_t xx = s_xx[r][c + k], yy = s_yy[r][c + k], xy = s_xy[r][c + k];
+            xx_lo += f * (xx & 0xffffu);
+            xx_hi += f * (xx >> 16);
+            yy_lo += f * (yy & 0xffffu);
+            yy_hi += f * (yy >> 16);
+            xy_lo += f * (xy & 0xffffu);
+            xy_hi += f * (xy >> 16);
+        }
+        const uint32_t xx = xx_hi + ((xx_lo + 32768u) >> 16);
+        const uint32_t yy = yy_hi + ((yy_lo + 32768u) >> 16);
+        const uint32_t xy = xy_hi + ((xy_lo + 32768u) >> 16);
+        const uint64_t a = m1, b = m2;
+        const uint32_t mu1_sq = (uint32_t)((a * a + (1ull << 31)) >> 32);
+        const uint32_t mu2_sq = (uint32_t)((b * b + (1ull << 31)) >> 32);
+        const uint32_t mu1_mu2 = (uint32_t)((a * b + (1ull << 31)) >> 32);
+        const int32_t sigma1_sq = (int32_t)(xx - mu1_sq);
+        int32_t sigma2_sq = (int32_t)(yy - mu2_sq);
+        sigma2_sq = sigma2_sq < 0 ? 0 : sigma2_sq;
+        const int32_t sigma12 = (int32_t)(xy - mu1_mu2);
+        pixel(sigma1_sq, sigma2_sq, sigma12, acc, tab, limit);
+    }
+    uint64_t v[4] = {(uint64_t)acc.num_log, (uint64_t)acc.den_log, (uint64_t)acc.num_non_log,
+                     (uint64_t)acc.den_non_log};
+    block_add_u64<4>(v, scratch, acc_out);
+}
+
+// Low-pass with the filter of SCALE and keep every second row and column: a TW x TH tile of
+// the `w / 2` x `h / 2` output planes.
+template <int SCALE>
+__device__ __forceinline__ void subsample_tile(const uint16_t *__restrict__ ref,
+                                               const uint16_t *__restrict__ dis, int32_t w,
+                                               int32_t h, uint32_t round, uint32_t shift,
+                                               uint16_t *__restrict__ out_ref,
+                                               uint16_t *__restrict__ out_dis) {
+    using F = Filter<SCALE>;
+    constexpr int LEN = F::LEN;
+    constexpr int HALF = LEN / 2;
+    constexpr int IW = 2 * TW - 1 + 2 * HALF;
+    constexpr int IH = 2 * TH - 1 + 2 * HALF;
+    __shared__ uint16_t s_ref[IH][IW];
+    __shared__ uint16_t s_dis[IH][IW];
+    __shared__ uint16_t s_mu1[TH][IW];
+    __shared__ uint16_t s_mu2[TH][IW];
+
+    const int w2 = w / 2;
+    const int h2 = h / 2;
+    const int x0 = blockIdx.x * TW;
+    const int y0 = blockIdx.y * TH;
+    const int sx0 = 2 * x0 - HALF;
+    const int sy0 = 2 * y0 - HALF;
+    const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
+
+    for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
+        const int r = i / IW;
+        const int c = i % IW;
+        const int64_t idx = (int64_t)reflect(sy0 + r, h) * w + reflect(sx0 + c, w);
+        s_ref[r][c] = ref[idx];
+        s_dis[r][c] = dis[idx];
+    }
+    __syncthreads();
+    for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
+        const int r = i / IW;
+        const int c = i % IW;
+        uint32_t m1 = 0, m2 = 0;
+#pragma unroll
+        for (int k = 0; k < LEN; ++k) {
+            const uint32_t f = F::tap(k);
+            m1 += f * (uint32_t)s_ref[2 * r + k][c];
+            m2 += f * (uint32_t)s_dis[2 * r + k][c];
+        }
+        s_mu1[r][c] = (uint16_t)((m1 + round) >> shift);
+        s_mu2[r][c] = (uint16_t)((m2 + round) >> shift);
+    }
+    __syncthreads();
+    for (int i = tid; i < TH * TW; i += BLOCK_THREADS) {
+        const int r = i / TW;
+        const int c = i % TW;
+        if (x0 + c >= w2 || y0 + r >= h2) {
+            continue;
+        }
+        uint32_t m1 = 0, m2 = 0;
+#pragma unroll
+        for (int k = 0; k < LEN; ++k) {
+            const uint32_t f = F::tap(k);
+            m1 += f * (uint32_t)s_mu1[r][2 * c + k];
+            m2 += f * (uint32_t)s_mu2[r][2 * c + k];
+        }
+        const int64_t o = (int64_t)(y0 + r) * w2 + (x0 + c);
+        out_ref[o] = (uint16_t)((m1 + 32768u) >> 16);
+        out_dis[o] = (uint16_t)((m2 + 32768u) >> 16);
+    }
+}
+
+}  // namespace vif_detail
+
+using namespace vif_detail;
+
+// Statistic of scale 0 for 8-bit planes. `ref`, `dis`: packed `w * h` planes; `tab`: the
+// 65536-entry log2 table; `acc`: 4 words to add num_log, den_log, num_non_log, den_non_log to.
+// Grid: ceil(w / 32) x ceil(h / 16) blocks of 32 x 8 threads.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+vif_stat0_narrow(const uint16_t *ref, const uint16_t *dis, int32_t w, int32_t h,
+                 const uint16_t *tab, double limit, unsigned long long *acc) {
+    stat_tile<0, true>(ref, dis, w, h, tab, limit, 128u, 8u, 0ull, 0u, acc);
+}
+
+// Statistic of scale 0..3 with 64-bit second moments rounded by `sq_round >> sq_shift` and
+// means by `mu_round >> mu_shift` (scale 0 above 8 bits; every scale >= 1). Same layout as
+// vif_stat0_narrow.
+#define VIF_STAT_WIDE(S)                                                                      \
+    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_stat##S(                 \
+        const uint16_t *ref, const uint16_t *dis, int32_t w, int32_t h, const uint16_t *tab, \
+        double limit, uint32_t mu_round, uint32_t mu_shift, unsigned long long sq_round,     \
+        uint32_t sq_shift, unsigned long long *acc) {                                        \
+        stat_tile<S, false>(ref, dis, w, h, tab, limit, mu_round, mu_shift, sq_round,        \
+                            sq_shift, acc);                                                  \
+    }
+VIF_STAT_WIDE(0)
+VIF_STAT_WIDE(1)
+VIF_STAT_WIDE(2)
+VIF_STAT_WIDE(3)
+
+// Subsampling into scale S (filter of scale S): `w * h` planes in, `(w / 2) * (h / 2)` out.
+// Vertical rounding `round >> shift`. Grid: ceil((w / 2) / 32) x ceil((h / 2) / 16) blocks of
+// 32 x 8 threads.
+#define VIF_SUB(S)                                                                            \
+    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_sub##S(                  \
+        const uint16_t *ref, const uint16_t *dis, int32_t w, int32_t h, uint32_t round,      \
+        uint32_t shift, uint16_t *out_ref, uint16_t *out_dis) {                              \
+        subsample_tile<S>(ref, dis, w, h, round, shift, out_ref, out_dis);                   \
+    }
+VIF_SUB(1)
+VIF_SUB(2)
+VIF_SUB(3)

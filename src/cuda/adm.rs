@@ -1,0 +1,655 @@
+//! Integer ADM on the GPU: host side of `kernels/adm.cu`.
+//!
+//! Bit-identical to [`crate::cpu::adm::Adm`] (itself bit-exact to Netflix/vmaf v3.2.0,
+//! `libvmaf/src/feature/integer_adm.c`): the device computes every integer stage (DWT,
+//! decouple, CSF, contrast masking, denominator) and reduces each scale to nine wrapping 64-bit
+//! integer sums, which no reduction order can change; [`AdmGpu::scores`] then does the
+//! floating-point finish (per-band cube roots, per-scale and total ratios) on the host in the
+//! CPU's order and precision.
+//!
+//! Per frame: one memset and, for each of the four scales, three kernels (`adm_dwt_*`,
+//! `adm_decouple_*`, `adm_cm_*`) on the caller's stream; no host allocation, no
+//! synchronisation.
+
+use std::sync::Arc;
+
+use cudarc::driver::{
+    CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig,
+    PushKernelArg,
+};
+
+use super::error::{CudaError, DriverResultExt};
+use crate::cpu::adm::{AdmConfig, AdmScores, MIN_HEIGHT, MIN_WIDTH};
+
+/// libvmaf's `DEFAULT_ADM_NOISE_WEIGHT`.
+const NOISE_WEIGHT: f64 = 0.03125;
+/// Default `adm_dlm_weight`.
+const DLM_WEIGHT: f64 = 0.5;
+/// Default `adm_min_val`.
+const MIN_VAL: f64 = 0.0;
+/// libvmaf's `ADM_BORDER_FACTOR`.
+const BORDER_FACTOR: f64 = 0.1;
+/// Default `adm_norm_view_dist`.
+const NORM_VIEW_DIST: f64 = 3.0;
+/// Default `adm_ref_display_height`.
+const REF_DISPLAY_HEIGHT: f64 = 1080.0;
+/// Scale-0 CSF factors in Q21/Q21/Q23 (`kernels/adm.cu` uses the same values).
+const S0_RFACTOR: [i64; 3] = [36453, 36453, 49417];
+
+/// Number of scales.
+const SCALES: usize = 4;
+/// Result words per scale: `[den h, v, d, dlm h, v, d, aim h, v, d]`.
+const WORDS_PER_SCALE: usize = 9;
+/// `i64` entries per scale in the device parameter table (layout: `P_*` in `kernels/adm.cu`).
+const PARAMS: usize = 32;
+const P_W: usize = 0;
+const P_H: usize = 1;
+const P_IN_W: usize = 2;
+const P_IN_H: usize = 3;
+const P_EXT: usize = 4; // top, bottom, left, right
+const P_REG: usize = 8; // top, bottom, left, right
+const P_IRF: usize = 12;
+const P_SUB: usize = 15;
+const P_SQ: usize = 18;
+const P_CUB: usize = 21;
+const P_SHIFT_INNER: usize = 24;
+const P_DEN_SHIFT_SQ: usize = 25;
+const P_DEN_SHIFT_CUB: usize = 26;
+const P_DEN_SHIFT_ROW: usize = 27;
+const P_SCALE: usize = 28;
+const P_BPC: usize = 29;
+
+/// Threads of a block in the per-row kernel (`ADM_ROW_THREADS` in `kernels/adm.cu`).
+const ROW_THREADS: u32 = 256;
+/// 2-D block of the per-coefficient kernels.
+const TILE: (u32, u32) = (32, 8);
+
+/// Rectangle `[top, bottom) x [left, right)` of a band.
+#[derive(Debug, Clone, Copy, Default)]
+struct Region {
+    top: usize,
+    bottom: usize,
+    left: usize,
+    right: usize,
+}
+
+impl Region {
+    /// The region scored by CM and the denominator (`ADM_BORDER_FACTOR` cropped).
+    fn scored(w: usize, h: usize) -> Self {
+        let left = (w as f64 * BORDER_FACTOR - 0.5) as i64;
+        let top = (h as f64 * BORDER_FACTOR - 0.5) as i64;
+        let left = left.clamp(0, w as i64) as usize;
+        let top = top.clamp(0, h as i64) as usize;
+        Self {
+            top,
+            bottom: h.saturating_sub(top).max(top),
+            left,
+            right: w.saturating_sub(left).max(left),
+        }
+    }
+
+    /// The scored region grown by one filter tap (decouple and CSF outputs).
+    fn extended(w: usize, h: usize) -> Self {
+        let left = (w as f64 * BORDER_FACTOR - 0.5 - 1.0) as i64;
+        let top = (h as f64 * BORDER_FACTOR - 0.5 - 1.0) as i64;
+        let right = (w as i64 - left + 2).clamp(0, w as i64) as usize;
+        let bottom = (h as i64 - top + 2).clamp(0, h as i64) as usize;
+        let left = left.clamp(0, right as i64) as usize;
+        let top = top.clamp(0, bottom as i64) as usize;
+        Self {
+            top,
+            bottom,
+            left,
+            right,
+        }
+    }
+
+    fn width(&self) -> usize {
+        self.right - self.left
+    }
+
+    fn height(&self) -> usize {
+        self.bottom - self.top
+    }
+
+    fn area(&self) -> i64 {
+        (self.height() * self.width()) as i64
+    }
+}
+
+/// `dwt_quant_step` of the Watson model for the luma channel, in libvmaf's mixture of `f32`
+/// and `f64` (the same expression as `crate::cpu::adm`).
+fn dwt_quant_step(lambda: usize, theta: usize) -> f32 {
+    const A: f32 = 0.495;
+    const K: f32 = 0.466;
+    const F0: f32 = 0.401;
+    const G: [f32; 4] = [1.501, 1.0, 0.534, 1.0];
+    const AMP: [[f32; 4]; 4] = [
+        [0.62171, 0.67234, 0.72709, 0.67234],
+        [0.34537, 0.41317, 0.49428, 0.41317],
+        [0.18004, 0.22727, 0.28688, 0.22727],
+        [0.091401, 0.11792, 0.15214, 0.11792],
+    ];
+    let g = G.get(theta).copied().unwrap_or(1.0);
+    let amp = AMP
+        .get(lambda)
+        .and_then(|r| r.get(theta))
+        .copied()
+        .unwrap_or(1.0);
+    let r = (NORM_VIEW_DIST * REF_DISPLAY_HEIGHT * std::f64::consts::PI / 180.0) as f32;
+    let temp = (2.0f64.powf((lambda + 1) as f64) * F0 as f64 * g as f64 / r as f64).log10() as f32;
+    (2.0 * A as f64 * 10.0f64.powf((K * temp * temp) as f64) / amp as f64) as f32
+}
+
+/// `(uint32_t)ceil(x)` for the non-negative log values used as shifts.
+fn ceil_u32(x: f64) -> u32 {
+    x.ceil().max(0.0) as u32
+}
+
+/// Everything the host finish of one scale needs.
+#[derive(Debug, Clone, Copy, Default)]
+struct ScaleConsts {
+    /// CSF factors (`1 / dwt_quant_step`) of bands h, v, d.
+    rf: [f32; 3],
+    /// Area of the scored region, in coefficients.
+    area: i64,
+    /// Divisor of the denominator's integer sums (`2^(18 - shift)` or `2^e`).
+    den_div: f64,
+    /// CM cube shifts of bands h, v, d and the per-row shift.
+    cub: [u32; 3],
+    shift_inner: u32,
+}
+
+/// Final floating-point part of the denominator (`adm_csf_den_scale` / `adm_csf_den_s123`).
+fn den_finish(accum: [u64; 3], shift_csf: f64, rf: [f32; 3], area: i64) -> f32 {
+    let powf_add = ((area as f64 * NOISE_WEIGHT) as f32).powf(1.0f32 / 3.0);
+    let mut d = [0.0f32; 3];
+    for ((out, &acc), &r) in d.iter_mut().zip(accum.iter()).zip(rf.iter()) {
+        let csf = (acc as f64 / shift_csf) * (r as f64).powf(3.0);
+        *out = (csf as f32).powf(1.0f32 / 3.0) + powf_add;
+    }
+    d[0] + d[1] + d[2]
+}
+
+/// Final floating-point part of a CM numerator (`adm_cm` / `i4_adm_cm`).
+fn cm_finish(accum: [i64; 3], scale: usize, c: &ScaleConsts, noise_weight: f64) -> f32 {
+    let f_accum: [f32; 3] = if scale == 0 {
+        let e = |cub: u32, base: u32| {
+            2.0f64.powf(base.wrapping_sub(cub).wrapping_sub(c.shift_inner) as f64)
+        };
+        [
+            (accum[0] as f64 / e(c.cub[0], 52)) as f32,
+            (accum[1] as f64 / e(c.cub[1], 52)) as f32,
+            (accum[2] as f64 / e(c.cub[2], 57)) as f32,
+        ]
+    } else {
+        let base = [45u32, 39, 36]
+            .get(scale.wrapping_sub(1))
+            .copied()
+            .unwrap_or(36);
+        let fs = 2.0f64.powf(base.wrapping_sub(c.cub[0]).wrapping_sub(c.shift_inner) as f64) as f32;
+        [
+            accum[0] as f32 / fs,
+            accum[1] as f32 / fs,
+            accum[2] as f32 / fs,
+        ]
+    };
+    let noise = ((c.area as f64 * noise_weight) as f32).powf(1.0f32 / 3.0);
+    let n = f_accum.map(|a| a.powf(1.0f32 / 3.0) + noise);
+    n[0] + n[1] + n[2]
+}
+
+/// An invalid argument, reported as `CUDA_ERROR_INVALID_VALUE` of `call`.
+fn invalid(call: &'static str) -> CudaError {
+    CudaError::Driver {
+        call,
+        code: "CUDA_ERROR_INVALID_VALUE".to_owned(),
+    }
+}
+
+/// `u32` of a launch dimension (sizes here are far below `u32::MAX`).
+fn dim(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Integer ADM on the GPU for one frame geometry: kernel handles and all device scratch.
+///
+/// Source: Netflix/vmaf v3.2.0, `libvmaf/src/feature/integer_adm.c` (`integer_compute_adm`),
+/// through the CPU reference `crate::cpu::adm`.
+pub struct AdmGpu {
+    width: usize,
+    height: usize,
+    /// `dims[s]`: (width, height) of the DWT input at scale `s`; `dims[s + 1]` its bands.
+    dims: [(usize, usize); 5],
+    /// Coefficients of one scale-0 band (`dims[1].0 * dims[1].1`); the stride between the
+    /// h, v, d bands of the multi-band buffers at every scale.
+    band_len: usize,
+    /// `f32` value of cos(1 degree)^2 as libvmaf computes it.
+    cos_1deg_sq: f32,
+    consts: [ScaleConsts; SCALES],
+    dwt_s0: CudaFunction,
+    dwt_s123: CudaFunction,
+    decouple_s0: CudaFunction,
+    decouple_s123: CudaFunction,
+    cm_s0: CudaFunction,
+    cm_s123: CudaFunction,
+    /// Per-scale parameter table, `SCALES * PARAMS` `i64`.
+    params: CudaSlice<i64>,
+    /// Approximation bands, ping-pong between scales (scale `s` writes `[s % 2]`).
+    a_ref: [CudaSlice<i32>; 2],
+    a_dis: [CudaSlice<i32>; 2],
+    /// Detail bands h, v, d (`3 * band_len`).
+    hvd_ref: CudaSlice<i32>,
+    hvd_dis: CudaSlice<i32>,
+    /// Restored and additive parts (`3 * band_len` each).
+    dec_r: CudaSlice<i32>,
+    dec_a: CudaSlice<i32>,
+    /// Per-coefficient masking sums `F_dlm, C_dlm, F_aim, C_aim` (`4 * band_len`).
+    fc: CudaSlice<i32>,
+}
+
+impl AdmGpu {
+    /// `u64` words written per frame into `out` by [`AdmGpu::enqueue`]: for each of the four
+    /// scales, the denominator sums of bands h, v, d, then the DLM and the AIM contrast-masking
+    /// sums of h, v, d (wrapping two's-complement integers).
+    pub const RESULT_WORDS: usize = SCALES * WORDS_PER_SCALE;
+
+    /// Loads the kernel handles from `module` (the PTX of `kernels/adm.cu`) and allocates all
+    /// scratch for `width` x `height` luma planes of `bpc` bits (about 20 scale-0 bands of
+    /// `ceil(width/2) * ceil(height/2)` `i32`, 42 MB at 1920x1080), on `stream`.
+    ///
+    /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for a frame below 33x33 or a `bpc` outside
+    /// `8..=16`; `Driver` naming the kernel when the module lacks it; `OutOfMemory` / `Driver`
+    /// for a failed allocation or parameter upload.
+    pub fn new(
+        module: &Arc<CudaModule>,
+        stream: &Arc<CudaStream>,
+        width: usize,
+        height: usize,
+        bpc: u32,
+    ) -> Result<Self, CudaError> {
+        if width < MIN_WIDTH || height < MIN_HEIGHT {
+            return Err(invalid("AdmGpu::new (frame smaller than 33x33)"));
+        }
+        if !(8..=16).contains(&bpc) {
+            return Err(invalid("AdmGpu::new (bpc outside 8..=16)"));
+        }
+        let mut dims = [(width, height); 5];
+        for s in 1..5 {
+            let (w, h) = dims[s - 1];
+            dims[s] = (w.div_ceil(2), h.div_ceil(2));
+        }
+        let band_len = dims[1].0 * dims[1].1;
+        let c = (1.0f64 * std::f64::consts::PI / 180.0).cos();
+        let cos_1deg_sq = (c * c) as f32;
+
+        let mut table = [0i64; SCALES * PARAMS];
+        let mut consts = [ScaleConsts::default(); SCALES];
+        for (s, (p, k)) in table
+            .chunks_exact_mut(PARAMS)
+            .zip(consts.iter_mut())
+            .enumerate()
+        {
+            Self::scale_params(s, dims[s], dims[s + 1], bpc, p, k);
+        }
+
+        let load = |name: &'static str| module.load_function(name).during(name);
+        let dwt_s0 = load("adm_dwt_s0")?;
+        let dwt_s123 = load("adm_dwt_s123")?;
+        let decouple_s0 = load("adm_decouple_s0")?;
+        let decouple_s123 = load("adm_decouple_s123")?;
+        let cm_s0 = load("adm_cm_s0")?;
+        let cm_s123 = load("adm_cm_s123")?;
+
+        let params = stream
+            .clone_htod(&table[..])
+            .allocating("AdmGpu params", std::mem::size_of_val(&table))?;
+        let alloc = |n: usize, what: &'static str| {
+            stream
+                .alloc_zeros::<i32>(n)
+                .allocating(what, n * std::mem::size_of::<i32>())
+        };
+        let a_ref = [
+            alloc(band_len, "AdmGpu approximation band")?,
+            alloc(band_len, "AdmGpu approximation band")?,
+        ];
+        let a_dis = [
+            alloc(band_len, "AdmGpu approximation band")?,
+            alloc(band_len, "AdmGpu approximation band")?,
+        ];
+        let hvd_ref = alloc(3 * band_len, "AdmGpu detail bands")?;
+        let hvd_dis = alloc(3 * band_len, "AdmGpu detail bands")?;
+        let dec_r = alloc(3 * band_len, "AdmGpu restored bands")?;
+        let dec_a = alloc(3 * band_len, "AdmGpu additive bands")?;
+        let fc = alloc(4 * band_len, "AdmGpu masking sums")?;
+        Ok(Self {
+            width,
+            height,
+            dims,
+            band_len,
+            cos_1deg_sq,
+            consts,
+            dwt_s0,
+            dwt_s123,
+            decouple_s0,
+            decouple_s123,
+            cm_s0,
+            cm_s123,
+            params,
+            a_ref,
+            a_dis,
+            hvd_ref,
+            hvd_dis,
+            dec_r,
+            dec_a,
+            fc,
+        })
+    }
+
+    /// Fills the device parameters `p` and host constants `k` of scale `s`, whose DWT input is
+    /// `input` and whose bands are `band` (width, height).
+    fn scale_params(
+        s: usize,
+        input: (usize, usize),
+        band: (usize, usize),
+        bpc: u32,
+        p: &mut [i64],
+        k: &mut ScaleConsts,
+    ) {
+        let (w, h) = band;
+        let ext = Region::extended(w, h);
+        let reg = Region::scored(w, h);
+        let f1 = 1.0f32 / dwt_quant_step(s, 1);
+        let f2 = 1.0f32 / dwt_quant_step(s, 2);
+        let rf = [f1, f1, f2];
+        let log2w = (w as f64).log2();
+        let (sub, sq, cub): ([u32; 3], [u32; 3], [u32; 3]) = if s == 0 {
+            let c_hv = ceil_u32(log2w - 4.0);
+            let c_d = ceil_u32(log2w - 3.0);
+            ([10, 10, 12], [29, 29, 30], [c_hv, c_hv, c_d])
+        } else {
+            let c = ceil_u32(log2w);
+            ([0; 3], [30; 3], [c; 3])
+        };
+        let irf: [i64; 3] = if s == 0 {
+            S0_RFACTOR
+        } else {
+            rf.map(|r| (r as f64 * 4294967296.0) as u32 as i64)
+        };
+        let shift_inner = ceil_u32((h as f64).log2());
+        let area = reg.area();
+        let (den_sq, den_cub, den_row, den_div) = if s == 0 {
+            let shift = ((area as f64).log2() - 20.0).ceil().max(0.0) as u32;
+            (0, 0, shift, 2.0f64.powf((18 - shift as i32) as f64))
+        } else {
+            let shift_sq = [31u32, 30, 31].get(s - 1).copied().unwrap_or(31);
+            let shift_cub = ceil_u32((reg.width() as f64).log2());
+            let shift_acc = ceil_u32((reg.height() as f64).log2());
+            let conv = [32u32, 27, 23].get(s - 1).copied().unwrap_or(23);
+            let e = conv.wrapping_sub(shift_acc).wrapping_sub(shift_cub);
+            (shift_sq, shift_cub, shift_acc, 2.0f64.powf(e as f64))
+        };
+        let vals: [(usize, i64); 10] = [
+            (P_W, w as i64),
+            (P_H, h as i64),
+            (P_IN_W, input.0 as i64),
+            (P_IN_H, input.1 as i64),
+            (P_SHIFT_INNER, shift_inner as i64),
+            (P_DEN_SHIFT_SQ, den_sq as i64),
+            (P_DEN_SHIFT_CUB, den_cub as i64),
+            (P_DEN_SHIFT_ROW, den_row as i64),
+            (P_SCALE, s as i64),
+            (P_BPC, bpc as i64),
+        ];
+        let rects = [(P_EXT, ext), (P_REG, reg)];
+        for (i, v) in vals {
+            if let Some(x) = p.get_mut(i) {
+                *x = v;
+            }
+        }
+        for (base, r) in rects {
+            for (o, v) in [r.top, r.bottom, r.left, r.right].into_iter().enumerate() {
+                if let Some(x) = p.get_mut(base + o) {
+                    *x = v as i64;
+                }
+            }
+        }
+        for b in 0..3 {
+            for (base, v) in [
+                (P_IRF, irf[b]),
+                (P_SUB, sub[b] as i64),
+                (P_SQ, sq[b] as i64),
+                (P_CUB, cub[b] as i64),
+            ] {
+                if let Some(x) = p.get_mut(base + b) {
+                    *x = v;
+                }
+            }
+        }
+        *k = ScaleConsts {
+            rf,
+            area,
+            den_div,
+            cub,
+            shift_inner,
+        };
+    }
+
+    /// Enqueues ADM of one frame pair on `stream`.
+    ///
+    /// `reference`, `distorted`: packed luma planes, `width * height` right-aligned `bpc`-bit
+    /// `u16` samples (the geometry given to [`AdmGpu::new`]). Writes the first
+    /// [`AdmGpu::RESULT_WORDS`] words of `out` (integer sums; see [`AdmGpu::scores`]); the rest
+    /// of `out` is untouched. No host allocation, no synchronisation: read `out` back after the
+    /// stream has passed this point.
+    ///
+    /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for a plane shorter than `width * height`
+    /// or an `out` shorter than `RESULT_WORDS`; `Driver` naming the kernel for a failed launch.
+    pub fn enqueue(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: &CudaView<u16>,
+        distorted: &CudaView<u16>,
+        cfg: &AdmConfig,
+        out: &mut CudaViewMut<u64>,
+    ) -> Result<(), CudaError> {
+        let n = self.width * self.height;
+        if reference.len() < n || distorted.len() < n {
+            return Err(invalid(
+                "AdmGpu::enqueue (plane shorter than width * height)",
+            ));
+        }
+        let mut out = out
+            .try_slice_mut(..Self::RESULT_WORDS)
+            .ok_or_else(|| invalid("AdmGpu::enqueue (out shorter than RESULT_WORDS)"))?;
+        stream
+            .memset_zeros(&mut out)
+            .during("cuMemsetD8Async(adm results)")?;
+
+        let gain = cfg.enhn_gain_limit;
+        let int_gain: i32 = (gain.fract() == 0.0 && (1.0..=1048576.0).contains(&gain)).into();
+        let gain_i = gain as i64;
+        let cos_sq = self.cos_1deg_sq as f64;
+        let band_len = self.band_len as i64;
+
+        for s in 0..SCALES {
+            let (w, h) = self.dims[s + 1];
+            let params = self
+                .params
+                .try_slice(s * PARAMS..(s + 1) * PARAMS)
+                .ok_or_else(|| invalid("AdmGpu::enqueue (parameter table)"))?;
+            let mut acc = out
+                .try_slice_mut(s * WORDS_PER_SCALE..(s + 1) * WORDS_PER_SCALE)
+                .ok_or_else(|| invalid("AdmGpu::enqueue (out shorter than RESULT_WORDS)"))?;
+
+            // 1. DWT of reference and distorted (grid z = 0, 1).
+            let grid = LaunchConfig {
+                grid_dim: (dim(w).div_ceil(TILE.0), dim(h).div_ceil(TILE.1), 2),
+                block_dim: (TILE.0, TILE.1, 1),
+                shared_mem_bytes: 0,
+            };
+            let [a_ref0, a_ref1] = &mut self.a_ref;
+            let [a_dis0, a_dis1] = &mut self.a_dis;
+            let (src_ref, dst_ref, src_dis, dst_dis) = if s % 2 == 1 {
+                (&*a_ref0, a_ref1, &*a_dis0, a_dis1)
+            } else {
+                (&*a_ref1, a_ref0, &*a_dis1, a_dis0)
+            };
+            if s == 0 {
+                let mut b = stream.launch_builder(&self.dwt_s0);
+                b.arg(reference)
+                    .arg(distorted)
+                    .arg(dst_ref)
+                    .arg(dst_dis)
+                    .arg(&mut self.hvd_ref)
+                    .arg(&mut self.hvd_dis)
+                    .arg(&band_len)
+                    .arg(&params);
+                // SAFETY: adm_dwt_s0(const uint16_t* ref, const uint16_t* dis, int32_t* a_ref,
+                // int32_t* a_dis, int32_t* hvd_ref, int32_t* hvd_dis, int64_t band_len,
+                // const int64_t* params): planes hold width*height samples (checked above),
+                // a_* hold band_len and hvd_* 3*band_len i32, params PARAMS i64; the kernel
+                // writes only coefficients below dims[1].
+                unsafe { b.launch(grid) }.during("cuLaunchKernel(adm_dwt_s0)")?;
+            } else {
+                let mut b = stream.launch_builder(&self.dwt_s123);
+                b.arg(src_ref)
+                    .arg(src_dis)
+                    .arg(dst_ref)
+                    .arg(dst_dis)
+                    .arg(&mut self.hvd_ref)
+                    .arg(&mut self.hvd_dis)
+                    .arg(&band_len)
+                    .arg(&params);
+                // SAFETY: adm_dwt_s123(const int32_t* src_ref, const int32_t* src_dis,
+                // int32_t* a_ref, int32_t* a_dis, int32_t* hvd_ref, int32_t* hvd_dis,
+                // int64_t band_len, const int64_t* params): src_* are the previous scale's
+                // approximation bands (dims[s] <= dims[1] coefficients of band_len), the rest
+                // as for adm_dwt_s0; source and destination are different buffers.
+                unsafe { b.launch(grid) }.during("cuLaunchKernel(adm_dwt_s123)")?;
+            }
+
+            // 2. Decouple and CSF over the extended region.
+            let ext = Region::extended(w, h);
+            if ext.width() > 0 && ext.height() > 0 {
+                let grid = LaunchConfig {
+                    grid_dim: (
+                        dim(ext.width()).div_ceil(TILE.0),
+                        dim(ext.height()).div_ceil(TILE.1),
+                        1,
+                    ),
+                    block_dim: (TILE.0, TILE.1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let f = if s == 0 {
+                    &self.decouple_s0
+                } else {
+                    &self.decouple_s123
+                };
+                let mut b = stream.launch_builder(f);
+                b.arg(&self.hvd_ref)
+                    .arg(&self.hvd_dis)
+                    .arg(&mut self.dec_r)
+                    .arg(&mut self.dec_a)
+                    .arg(&mut self.fc)
+                    .arg(&band_len)
+                    .arg(&params)
+                    .arg(&cos_sq)
+                    .arg(&gain)
+                    .arg(&gain_i)
+                    .arg(&int_gain);
+                // SAFETY: adm_decouple_s0/_s123(const int32_t* hvd_ref, const int32_t* hvd_dis,
+                // int32_t* dec_r, int32_t* dec_a, int32_t* fc, int64_t band_len,
+                // const int64_t* params, double cos_sq, double gain, int64_t gain_i,
+                // int32_t int_gain): hvd_*, dec_* hold 3*band_len and fc 4*band_len i32; the
+                // kernel touches only the extended region of this scale's w x h bands.
+                unsafe { b.launch(grid) }.during("cuLaunchKernel(adm_decouple)")?;
+            }
+
+            // 3. CM numerators and denominator, one block per scored row.
+            let reg = Region::scored(w, h);
+            if reg.width() > 0 && reg.height() > 0 {
+                let threads = dim(reg.width()).div_ceil(32).clamp(1, ROW_THREADS / 32) * 32;
+                let grid = LaunchConfig {
+                    grid_dim: (dim(reg.height()), 1, 1),
+                    block_dim: (threads, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let f = if s == 0 { &self.cm_s0 } else { &self.cm_s123 };
+                let mut b = stream.launch_builder(f);
+                b.arg(&self.hvd_ref)
+                    .arg(&self.dec_r)
+                    .arg(&self.dec_a)
+                    .arg(&self.fc)
+                    .arg(&band_len)
+                    .arg(&params)
+                    .arg(&mut acc);
+                // SAFETY: adm_cm_s0/_s123(const int32_t* hvd_ref, const int32_t* dec_r,
+                // const int32_t* dec_a, const int32_t* fc, int64_t band_len,
+                // const int64_t* params, unsigned long long* acc): buffers as above, acc is
+                // the 9 u64 words of this scale; blockDim.x is a multiple of 32 <= 256.
+                unsafe { b.launch(grid) }.during("cuLaunchKernel(adm_cm)")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Host-side finish from the [`AdmGpu::RESULT_WORDS`] words read back from `out`:
+    /// bit-identical to `crate::cpu::adm::Adm::compute` for the same frame pair and `cfg`.
+    ///
+    /// Returns all-zero scores if `words` is shorter than `RESULT_WORDS`.
+    pub fn scores(&self, words: &[u64], _cfg: &AdmConfig) -> AdmScores {
+        let Some(words) = words.get(..Self::RESULT_WORDS) else {
+            return AdmScores::default();
+        };
+        let mut num = 0.0f64;
+        let mut den = 0.0f64;
+        let mut aim_num = 0.0f64;
+        let mut scale_num = [0.0f32; 4];
+        let mut scale_den = [0.0f32; 4];
+        for (s, (w, c)) in words
+            .chunks_exact(WORDS_PER_SCALE)
+            .zip(self.consts.iter())
+            .enumerate()
+        {
+            let den_acc = [w[0], w[1], w[2]];
+            let dlm_acc = [w[3] as i64, w[4] as i64, w[5] as i64];
+            let aim_acc = [w[6] as i64, w[7] as i64, w[8] as i64];
+            let d = den_finish(den_acc, c.den_div, c.rf, c.area);
+            let n = cm_finish(dlm_acc, s, c, NOISE_WEIGHT);
+            let a = cm_finish(aim_acc, s, c, 0.0);
+            num += n as f64;
+            den += d as f64;
+            aim_num += a as f64;
+            if let (Some(sn), Some(sd)) = (scale_num.get_mut(s), scale_den.get_mut(s)) {
+                *sn = n;
+                *sd = d;
+            }
+        }
+
+        let numden_limit = 1e-10 * (self.width * self.height) as f64 / (1920.0 * 1080.0);
+        let num = if num < numden_limit { 0.0 } else { num };
+        let den = if den < numden_limit { 0.0 } else { den };
+        let (adm2, aim) = if den == 0.0 {
+            (1.0, 0.0)
+        } else {
+            (num / den, aim_num / den)
+        };
+        let adm3 = f64::max(
+            adm2 * DLM_WEIGHT + (1.0 - aim) * (1.0 - DLM_WEIGHT),
+            MIN_VAL,
+        );
+        let mut scale = [0.0f64; 4];
+        for (s, out) in scale.iter_mut().enumerate() {
+            *out = scale_num[s] as f64 / scale_den[s] as f64;
+        }
+        AdmScores {
+            adm2,
+            aim,
+            adm3,
+            scale,
+            num,
+            den,
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! The CUDA backend (cudarc): context, streams, modules, device buffers and pinned staging,
+//! CUresult -> typed error mapping, and the host side of the kernels in `kernels/*.cu`.
+//!
+//! [`GpuDevice`] is opened once per element (NULL -> READY); a [`CudaBackend`] is made per
+//! geometry (caps) and implements [`crate::engine::scorer::Backend`].
+
+#[cfg(has_adm_gpu)]
+pub mod adm;
+pub mod backend;
+pub mod context;
+pub mod error;
+pub mod motion;
+pub mod vif;
+
+pub use backend::CudaBackend;
+pub use context::GpuDevice;
+pub use error::CudaError;

@@ -1,0 +1,139 @@
+//! Host side of `kernels/motion.cu`: the integer motion SAD of two consecutive reference
+//! planes on the GPU.
+//!
+//! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_motion.c; oracle:
+//! [`crate::cpu::motion`].
+
+use std::sync::Arc;
+
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
+};
+
+use super::context::{function, launch, param, GpuDevice};
+use super::error::{CudaError, DriverResultExt};
+use crate::cpu::motion::MOTION_MAX_VAL;
+
+/// Output tile of `motion_rows` (columns x rows).
+const TILE: (usize, usize) = (64, 16);
+const BLOCK: (u32, u32, u32) = (32, 8, 1);
+
+/// The motion kernels and their per-row scratch for one geometry.
+pub struct MotionGpu {
+    rows: CudaFunction,
+    total: CudaFunction,
+    /// Per-row sums modulo 2^32 (libvmaf's `uint32_t` row accumulator), `height` words.
+    row_sums: CudaSlice<u32>,
+    width: usize,
+    height: usize,
+    bpc: u32,
+}
+
+impl MotionGpu {
+    /// `u64` words [`MotionGpu::enqueue`] writes per frame: the SAD.
+    pub const RESULT_WORDS: usize = 1;
+
+    /// Loads the kernels and allocates the scratch (on `stream`) for `width` x `height`
+    /// planes of `bpc` bits (`8..=16`; the caller checks the geometry, e.g. with
+    /// [`crate::cpu::motion::Motion::new`]).
+    ///
+    /// Errors: [`CudaError::Driver`] (kernel lookup), [`CudaError::OutOfMemory`].
+    pub fn new(
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        width: usize,
+        height: usize,
+        bpc: u32,
+    ) -> Result<Self, CudaError> {
+        let m = &dev.modules().motion;
+        let rows = function(m, "motion_rows", "cuModuleGetFunction(motion_rows)")?;
+        let total = function(m, "motion_total", "cuModuleGetFunction(motion_total)")?;
+        let row_sums = stream
+            .alloc_zeros::<u32>(height.max(1))
+            .allocating("cuMemAlloc(motion row sums)", height.max(1) * 4)?;
+        Ok(Self {
+            rows,
+            total,
+            row_sums,
+            width,
+            height,
+            bpc,
+        })
+    }
+
+    /// Enqueues on `stream` the SAD of `prev_ref` against `cur_ref` (packed `width * height`
+    /// planes) into `out[0]` (overwritten, no zeroing needed). Bit-identical to
+    /// [`crate::cpu::motion::Motion::sad`].
+    ///
+    /// Errors: [`CudaError::Driver`] for a failed memset or launch.
+    pub fn enqueue(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        prev_ref: &CudaView<u16>,
+        cur_ref: &CudaView<u16>,
+        out: &mut CudaViewMut<u64>,
+    ) -> Result<(), CudaError> {
+        stream
+            .memset_zeros(&mut self.row_sums)
+            .during("cuMemsetD8Async(motion row sums)")?;
+        let (round, shift) = if self.bpc == 8 {
+            (1i32 << 7, 8i32)
+        } else {
+            (1i32 << (self.bpc - 1), self.bpc as i32)
+        };
+        let mut w = self.width as i32;
+        let mut h = self.height as i32;
+        let (mut round, mut shift) = (round, shift);
+        let mut p_prev = prev_ref.device_ptr(stream).0;
+        let mut p_cur = cur_ref.device_ptr(stream).0;
+        let mut p_rows = self.row_sums.device_ptr_mut(stream).0;
+        let mut p_out = out.device_ptr_mut(stream).0;
+        let grid = (
+            self.width.div_ceil(TILE.0) as u32,
+            self.height.div_ceil(TILE.1) as u32,
+            1,
+        );
+        // SAFETY: parameters match motion_rows(const u16*, const u16*, i32, i32, i32, i32,
+        // u32*); the planes hold w * h samples and row_sums h words, all live until the
+        // stream has run the kernel (the caller keeps them; we synchronise before freeing).
+        unsafe {
+            launch(
+                stream,
+                &self.rows,
+                grid,
+                BLOCK,
+                &mut [
+                    param(&mut p_prev),
+                    param(&mut p_cur),
+                    param(&mut w),
+                    param(&mut h),
+                    param(&mut round),
+                    param(&mut shift),
+                    param(&mut p_rows),
+                ],
+                "cuLaunchKernel(motion_rows)",
+            )?;
+            // SAFETY: motion_total(const u32*, i32, u64*); out holds >= 1 word.
+            launch(
+                stream,
+                &self.total,
+                (1, 1, 1),
+                BLOCK,
+                &mut [param(&mut p_rows), param(&mut h), param(&mut p_out)],
+                "cuLaunchKernel(motion_total)",
+            )
+        }
+    }
+
+    /// The motion score of a SAD read back from [`MotionGpu::enqueue`]'s `words[0]`:
+    /// `min(sad / 256 / (w * h), 10000)`, equal to [`crate::cpu::motion::Motion::score`].
+    /// Returns 0.0 for an empty `words`.
+    pub fn score(&self, words: &[u64]) -> f64 {
+        let Some(&sad) = words.first() else {
+            return 0.0;
+        };
+        let pixels = (self.width as u32).wrapping_mul(self.height as u32);
+        let s = sad as f64 / 256.0 / f64::from(pixels);
+        s.min(MOTION_MAX_VAL)
+    }
+}
