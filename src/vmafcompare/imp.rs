@@ -14,9 +14,10 @@ use gst_video::prelude::*;
 
 use super::{FrameMessage, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME};
 use crate::cpu::{self, CpuBackend};
+use crate::cuda::{CudaBackend, GpuDevice};
 use crate::engine::{
-    model::DEFAULT_MODEL, EngineError, FrameScores, LogFormat, LogWriter, LumaPlane, Model, Scored,
-    Scorer,
+    model::DEFAULT_MODEL, Backend, EngineError, FrameScores, LogFormat, LogWriter, LumaPlane,
+    Model, Scored, Scorer,
 };
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -49,6 +50,7 @@ const FORMATS: &[gst_video::VideoFormat] = &[
 ];
 
 const DEFAULT_SUBSAMPLE: u32 = 1;
+const DEFAULT_DEVICE_ID: u32 = 0;
 const MAX_SUBSAMPLE: u32 = 1_000_000;
 
 #[derive(Debug, Clone)]
@@ -59,6 +61,7 @@ struct Settings {
     results_location: Option<String>,
     results_format: ResultsFormat,
     frame_message: bool,
+    device_id: u32,
 }
 
 impl Default for Settings {
@@ -70,11 +73,13 @@ impl Default for Settings {
             results_location: None,
             results_format: ResultsFormat::Json,
             frame_message: true,
+            device_id: DEFAULT_DEVICE_ID,
         }
     }
 }
 
 /// What leaves with each distorted buffer.
+#[derive(Clone)]
 struct Tag {
     buffer: gst::Buffer,
     running_time: Option<gst::ClockTime>,
@@ -123,9 +128,11 @@ struct State {
     finished: bool,
 }
 
-/// Loaded at NULL->READY, dropped at READY->NULL.
+/// Loaded at NULL->READY, dropped at READY->NULL: the model and, for the CUDA backend, the
+/// device with its context and kernel modules.
 struct Prepared {
     model: Arc<Model>,
+    gpu: Option<Arc<GpuDevice>>,
 }
 
 pub struct VmafCompare {
@@ -213,6 +220,12 @@ impl ObjectImpl for VmafCompare {
                     .blurb("Format of the results-location log: json, xml or csv (libvmaf layouts)")
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecUInt::builder("device-id")
+                    .nick("Device ID")
+                    .blurb("CUDA device ordinal used by the cuda (and auto) backend")
+                    .default_value(DEFAULT_DEVICE_ID)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecBoolean::builder("frame-message")
                     .nick("Frame message")
                     .blurb(
@@ -248,6 +261,7 @@ impl ObjectImpl for VmafCompare {
             }
             "results-format" => s.results_format = value.get().unwrap_or_default(),
             "frame-message" => s.frame_message = value.get().unwrap_or(true),
+            "device-id" => s.device_id = value.get().unwrap_or(DEFAULT_DEVICE_ID),
             other => gst::warning!(CAT, imp = self, "unknown property {other}"),
         }
     }
@@ -261,6 +275,7 @@ impl ObjectImpl for VmafCompare {
             "results-location" => s.results_location.to_value(),
             "results-format" => s.results_format.to_value(),
             "frame-message" => s.frame_message.to_value(),
+            "device-id" => s.device_id.to_value(),
             _ => glib::Value::from_type(pspec.value_type()),
         }
     }
@@ -344,26 +359,39 @@ impl VmafCompare {
     /// NULL->READY: load the model and choose the backend.
     fn prepare(&self) -> Result<(), gst::StateChangeError> {
         let settings = lock(&self.settings).clone();
-        match settings.backend {
-            VmafBackend::Cuda => {
-                gst::element_imp_error!(
-                    self,
-                    gst::LibraryError::Init,
-                    ("backend=cuda is not available: this build has no CUDA backend yet"),
-                    ["Use backend=cpu (or backend=auto, which falls back to the CPU)."]
-                );
-                return Err(gst::StateChangeError);
-            }
-            VmafBackend::Auto => {
-                gst::element_imp_warning!(
-                    self,
-                    gst::LibraryError::Init,
-                    ("No usable CUDA backend: scoring on the CPU"),
-                    ["This build has no CUDA backend yet; set backend=cpu to silence this warning."]
-                );
-            }
-            VmafBackend::Cpu => {}
-        }
+        let gpu = match settings.backend {
+            VmafBackend::Cpu => None,
+            backend => match GpuDevice::open(settings.device_id as usize) {
+                Ok(dev) => {
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "CUDA device {}: {}",
+                        settings.device_id,
+                        dev.name()
+                    );
+                    Some(Arc::new(dev))
+                }
+                Err(e) if backend == VmafBackend::Cuda => {
+                    gst::element_imp_error!(
+                        self,
+                        gst::LibraryError::Init,
+                        ("backend=cuda: no usable GPU: {}", e),
+                        ["Use backend=cpu, or backend=auto to fall back to the CPU."]
+                    );
+                    return Err(gst::StateChangeError);
+                }
+                Err(e) => {
+                    gst::element_imp_warning!(
+                        self,
+                        gst::LibraryError::Init,
+                        ("No usable GPU ({}): scoring on the CPU", e),
+                        ["Set backend=cpu to silence this warning."]
+                    );
+                    None
+                }
+            },
+        };
         let model = match Model::load(&settings.model) {
             Ok(m) => m,
             Err(e) => {
@@ -385,6 +413,7 @@ impl VmafCompare {
         );
         *lock(&self.prepared) = Some(Prepared {
             model: Arc::new(model),
+            gpu,
         });
         Ok(())
     }
@@ -567,18 +596,14 @@ impl VmafCompare {
         if state.geometry == Some((w, h, bpc)) && state.scorer.is_some() {
             return Ok(Vec::new());
         }
-        let Some(model) = lock(&self.prepared).as_ref().map(|p| p.model.clone()) else {
+        let Some((model, gpu)) = lock(&self.prepared)
+            .as_ref()
+            .map(|p| (p.model.clone(), p.gpu.clone()))
+        else {
             gst::element_imp_error!(self, gst::CoreError::StateChange, ("no model loaded"));
             return Err(gst::FlowError::Error);
         };
-        let backend = match CpuBackend::new(w as usize, h as usize, bpc, model.vif, model.adm) {
-            Ok(b) => Box::new(b),
-            Err(e) => {
-                gst::element_imp_error!(self, gst::StreamError::Format, ("{}", e));
-                return Err(gst::FlowError::NotNegotiated);
-            }
-        };
-        gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
+        let backend = self.make_backend(gpu.as_deref(), &model, (w, h, bpc))?;
         state.geometry = Some((w, h, bpc));
         let done = match state.scorer.as_mut() {
             Some(s) => s
@@ -591,6 +616,48 @@ impl VmafCompare {
             }
         };
         Ok(done)
+    }
+
+    /// The backend for one geometry: the GPU when the element holds one (with
+    /// `backend=auto`, a GPU failure falls back to the CPU with a warning), else the CPU.
+    fn make_backend(
+        &self,
+        gpu: Option<&GpuDevice>,
+        model: &Model,
+        (w, h, bpc): (u32, u32, u32),
+    ) -> Result<Box<dyn Backend>, gst::FlowError> {
+        let (wu, hu) = (w as usize, h as usize);
+        if let Some(dev) = gpu {
+            match CudaBackend::new(dev, wu, hu, bpc, model.vif, model.adm) {
+                Ok(b) => {
+                    gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the GPU");
+                    return Ok(Box::new(b));
+                }
+                Err(e) if lock(&self.settings).backend == VmafBackend::Cuda => {
+                    gst::element_imp_error!(
+                        self,
+                        gst::ResourceError::Failed,
+                        ("CUDA backend: {}", e)
+                    );
+                    return Err(gst::FlowError::Error);
+                }
+                Err(e) => gst::element_imp_warning!(
+                    self,
+                    gst::ResourceError::Failed,
+                    ("CUDA backend failed ({}): scoring on the CPU", e)
+                ),
+            }
+        }
+        match CpuBackend::new(wu, hu, bpc, model.vif, model.adm) {
+            Ok(b) => {
+                gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
+                Ok(Box::new(b))
+            }
+            Err(e) => {
+                gst::element_imp_error!(self, gst::StreamError::Format, ("{}", e));
+                Err(gst::FlowError::NotNegotiated)
+            }
+        }
     }
 
     /// Posts a scoring failure as an element error.
@@ -702,12 +769,36 @@ impl VmafCompare {
             buffer: distorted,
             running_time,
         };
+        let retry = tag.clone();
+        let mut failed_over = Vec::new();
         let result = match (
             LumaPlane::packed(&ref_luma, w, h, bpc),
             LumaPlane::packed(&dis_luma, w, h, bpc),
             state.scorer.as_mut(),
         ) {
-            (Some(r), Some(d), Some(scorer)) => scorer.push(&r, &d, tag).map_err(|e| e.to_string()),
+            (Some(r), Some(d), Some(scorer)) => match scorer.push(&r, &d, tag) {
+                Err(e)
+                    if scorer.backend_name() != "cpu"
+                        && lock(&self.settings).backend == VmafBackend::Auto =>
+                {
+                    // The GPU failed mid-stream: finish the stream on the CPU.
+                    let prepared = lock(&self.prepared).as_ref().map(|p| p.model.clone());
+                    match prepared.map(|m| CpuBackend::new(w, h, bpc, m.vif, m.adm)) {
+                        Some(Ok(cpu)) => {
+                            let (done, lost) = scorer.fail_over(Box::new(cpu));
+                            gst::element_imp_warning!(
+                                self,
+                                gst::ResourceError::Failed,
+                                ("GPU scoring failed ({}): continuing on the CPU; {} frames in flight were not scored", e, lost)
+                            );
+                            failed_over = done;
+                            scorer.push(&r, &d, retry).map_err(|e| e.to_string())
+                        }
+                        _ => Err(e.to_string()),
+                    }
+                }
+                other => other.map_err(|e| e.to_string()),
+            },
             _ => Err("internal: luma planes or scorer missing".to_owned()),
         };
         state.ref_luma = ref_luma;
@@ -724,6 +815,7 @@ impl VmafCompare {
             }
         };
         self.emit_all(switched)?;
+        self.emit_all(failed_over)?;
         self.emit_all(done)
     }
 
