@@ -15,8 +15,10 @@ checks=${CHECKS:-equal pipeline sanitizer cycles bench}
 for c in $checks; do
   echo "=== $c"
   case $c in
-    equal)  # (a) GPU and CPU scores bit for bit: reference pairs and the 1080p clips
-      .gpu/bin/gpu --nocapture --test-threads=1 2>&1 | tail -20 || fail=1 ;;
+    equal)  # (a) GPU and CPU scores bit for bit: backend level (every feature word, gains,
+            # bit depths) and element level (reference pairs, the 1080p clips)
+      .gpu/bin/gpu_check .gpu/ref 2>&1 | tail -16 || fail=1
+      .gpu/bin/gpu --nocapture --test-threads=1 2>&1 | grep -E '^\||test result|panicked' || fail=1 ;;
     pipeline)  # (b) nvh264dec decoding two real 1080p H.264 files into vmafcompare
       for b in cuda cpu; do
         gst-launch-1.0 -q \

@@ -18,11 +18,11 @@ for l in sys.stdin:
     except ValueError: continue
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["target"]["name"], m["executable"])' \
-  | while read -r name exe; do cp "$exe" "$out/bin/$name"; done
-cargo build --release --examples
-for ex in target/release/examples/*; do
-  [[ -f $ex && -x $ex && $ex != *.d && $(basename "$ex") != *-* ]] && cp "$ex" "$out/bin/"
-done
+  | while read -r name exe; do
+      case $name in gpu|cuda_backend) cp "$exe" "$out/bin/$name" ;; esac
+    done
+cargo build --release --example gpu_check --example gpu_cycles --example gpu_bench
+for ex in gpu_check gpu_cycles gpu_bench; do cp "target/release/examples/$ex" "$out/bin/"; done
 strip "$out"/bin/* 2>/dev/null || true
 cp -L /usr/lib/x86_64-linux-gnu/libgstcheck-1.0.so.0 "$out/lib/" 2>/dev/null || true
 bash "$shared/gpu/stage-runtime.sh" "$out" target/release/libgstvmafcompare.so

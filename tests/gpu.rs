@@ -80,12 +80,16 @@ fn gpu_scores_equal_cpu_bit_for_bit() {
     if let Some(dir) = std::env::var_os("VMAF_GPU_CLIPS") {
         let dir = std::path::PathBuf::from(dir);
         let (r, d) = (dir.join("ref_1080p.mp4"), dir.join("dist_1080p.mp4"));
+        let dec = ["avdec_h264", "openh264dec", "nvh264dec"]
+            .into_iter()
+            .find(|d| gst::ElementFactory::find(d).is_some())
+            .expect("an H.264 decoder (gstreamer1.0-libav, openh264 or nvcodec)");
         let n = compare(
             |backend| {
                 format!(
                     "vmafcompare name=cmp backend={backend} ! fakesink \
-                     filesrc location=\"{}\" ! qtdemux ! h264parse ! avdec_h264 ! cmp.reference \
-                     filesrc location=\"{}\" ! qtdemux ! h264parse ! avdec_h264 ! cmp.distorted",
+                     filesrc location=\"{}\" ! qtdemux ! h264parse ! {dec} ! cmp.reference \
+                     filesrc location=\"{}\" ! qtdemux ! h264parse ! {dec} ! cmp.distorted",
                     r.display(),
                     d.display()
                 )
