@@ -49,17 +49,17 @@ pub const MIN_HEIGHT: usize = 33;
 /// libvmaf's `DEFAULT_ADM_ENHN_GAIN_LIMIT`.
 const DEFAULT_ENHN_GAIN_LIMIT: f64 = 100.0;
 /// libvmaf's `DEFAULT_ADM_NOISE_WEIGHT`.
-const NOISE_WEIGHT: f64 = 0.03125;
+pub(crate) const NOISE_WEIGHT: f64 = 0.03125;
 /// Default `adm_dlm_weight` (weight of DLM against AIM in `adm3`).
-const DLM_WEIGHT: f64 = 0.5;
+pub(crate) const DLM_WEIGHT: f64 = 0.5;
 /// Default `adm_min_val` (lower clip of `adm3`).
-const MIN_VAL: f64 = 0.0;
+pub(crate) const MIN_VAL: f64 = 0.0;
 /// libvmaf's `ADM_BORDER_FACTOR`.
-const BORDER_FACTOR: f64 = 0.1;
+pub(crate) const BORDER_FACTOR: f64 = 0.1;
 /// Default `adm_norm_view_dist`.
-const NORM_VIEW_DIST: f64 = 3.0;
+pub(crate) const NORM_VIEW_DIST: f64 = 3.0;
 /// Default `adm_ref_display_height`.
-const REF_DISPLAY_HEIGHT: f64 = 1080.0;
+pub(crate) const REF_DISPLAY_HEIGHT: f64 = 1080.0;
 
 /// Daubechies-2 analysis filters in Q15 (`dwt2_db2_coeffs_lo/hi`).
 const FILTER_LO: [i32; 4] = [15826, 27411, 7345, -4240];
@@ -158,17 +158,17 @@ pub struct Adm {
 }
 
 /// Rectangle `[top, bottom) x [left, right)` of a band.
-#[derive(Debug, Clone, Copy)]
-struct Region {
-    top: usize,
-    bottom: usize,
-    left: usize,
-    right: usize,
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Region {
+    pub(crate) top: usize,
+    pub(crate) bottom: usize,
+    pub(crate) left: usize,
+    pub(crate) right: usize,
 }
 
 impl Region {
     /// The region scored by CM and the denominator (`ADM_BORDER_FACTOR` cropped).
-    fn scored(w: usize, h: usize) -> Self {
+    pub(crate) fn scored(w: usize, h: usize) -> Self {
         let left = (w as f64 * BORDER_FACTOR - 0.5) as i64;
         let top = (h as f64 * BORDER_FACTOR - 0.5) as i64;
         let left = left.clamp(0, w as i64) as usize;
@@ -182,7 +182,7 @@ impl Region {
     }
 
     /// The scored region grown by one filter tap (decouple and CSF outputs).
-    fn extended(w: usize, h: usize) -> Self {
+    pub(crate) fn extended(w: usize, h: usize) -> Self {
         let left = (w as f64 * BORDER_FACTOR - 0.5 - 1.0) as i64;
         let top = (h as f64 * BORDER_FACTOR - 0.5 - 1.0) as i64;
         let right = (w as i64 - left + 2).clamp(0, w as i64) as usize;
@@ -197,8 +197,16 @@ impl Region {
         }
     }
 
-    fn area(&self) -> i64 {
-        ((self.bottom - self.top) * (self.right - self.left)) as i64
+    pub(crate) fn width(&self) -> usize {
+        self.right - self.left
+    }
+
+    pub(crate) fn height(&self) -> usize {
+        self.bottom - self.top
+    }
+
+    pub(crate) fn area(&self) -> i64 {
+        (self.height() * self.width()) as i64
     }
 }
 
@@ -221,7 +229,7 @@ fn dwt_mirror(k: isize, n: usize) -> usize {
 
 /// `dwt_quant_step` of the Watson model for the luma channel, evaluated in libvmaf's mixture of
 /// `f32` and `f64`.
-fn dwt_quant_step(lambda: usize, theta: usize) -> f32 {
+pub(crate) fn dwt_quant_step(lambda: usize, theta: usize) -> f32 {
     const A: f32 = 0.495;
     const K: f32 = 0.466;
     const F0: f32 = 0.401;
@@ -255,7 +263,7 @@ fn round_add(shift: u32) -> u64 {
 
 /// `(uint32_t)ceil(x)` for the non-negative log values used as shifts.
 #[inline]
-fn ceil_u32(x: f64) -> u32 {
+pub(crate) fn ceil_u32(x: f64) -> u32 {
     x.ceil().max(0.0) as u32
 }
 
@@ -1076,7 +1084,7 @@ fn csf_den<const S0: bool>(
 }
 
 /// Final floating-point part of the denominator, in libvmaf's precision.
-fn den_finish(accum: [u64; 3], shift_csf: f64, rf: [f32; 3], area: i64) -> f32 {
+pub(crate) fn den_finish(accum: [u64; 3], shift_csf: f64, rf: [f32; 3], area: i64) -> f32 {
     let powf_add = ((area as f64 * NOISE_WEIGHT) as f32).powf(1.0f32 / 3.0);
     let mut d = [0.0f32; 3];
     for ((out, &acc), &r) in d.iter_mut().zip(accum.iter()).zip(rf.iter()) {

@@ -19,20 +19,11 @@ use cudarc::driver::{
 };
 
 use super::error::{CudaError, DriverResultExt};
-use crate::cpu::adm::{AdmConfig, AdmScores, MIN_HEIGHT, MIN_WIDTH};
+use crate::cpu::adm::{
+    ceil_u32, den_finish, dwt_quant_step, AdmConfig, AdmScores, Region, DLM_WEIGHT, MIN_HEIGHT,
+    MIN_VAL, MIN_WIDTH, NOISE_WEIGHT,
+};
 
-/// libvmaf's `DEFAULT_ADM_NOISE_WEIGHT`.
-const NOISE_WEIGHT: f64 = 0.03125;
-/// Default `adm_dlm_weight`.
-const DLM_WEIGHT: f64 = 0.5;
-/// Default `adm_min_val`.
-const MIN_VAL: f64 = 0.0;
-/// libvmaf's `ADM_BORDER_FACTOR`.
-const BORDER_FACTOR: f64 = 0.1;
-/// Default `adm_norm_view_dist`.
-const NORM_VIEW_DIST: f64 = 3.0;
-/// Default `adm_ref_display_height`.
-const REF_DISPLAY_HEIGHT: f64 = 1080.0;
 /// Scale-0 CSF factors in Q21/Q21/Q23 (`kernels/adm.cu` uses the same values).
 const S0_RFACTOR: [i64; 3] = [36453, 36453, 49417];
 
@@ -64,88 +55,6 @@ const ROW_THREADS: u32 = 256;
 /// 2-D block of the per-coefficient kernels.
 const TILE: (u32, u32) = (32, 8);
 
-/// Rectangle `[top, bottom) x [left, right)` of a band.
-#[derive(Debug, Clone, Copy, Default)]
-struct Region {
-    top: usize,
-    bottom: usize,
-    left: usize,
-    right: usize,
-}
-
-impl Region {
-    /// The region scored by CM and the denominator (`ADM_BORDER_FACTOR` cropped).
-    fn scored(w: usize, h: usize) -> Self {
-        let left = (w as f64 * BORDER_FACTOR - 0.5) as i64;
-        let top = (h as f64 * BORDER_FACTOR - 0.5) as i64;
-        let left = left.clamp(0, w as i64) as usize;
-        let top = top.clamp(0, h as i64) as usize;
-        Self {
-            top,
-            bottom: h.saturating_sub(top).max(top),
-            left,
-            right: w.saturating_sub(left).max(left),
-        }
-    }
-
-    /// The scored region grown by one filter tap (decouple and CSF outputs).
-    fn extended(w: usize, h: usize) -> Self {
-        let left = (w as f64 * BORDER_FACTOR - 0.5 - 1.0) as i64;
-        let top = (h as f64 * BORDER_FACTOR - 0.5 - 1.0) as i64;
-        let right = (w as i64 - left + 2).clamp(0, w as i64) as usize;
-        let bottom = (h as i64 - top + 2).clamp(0, h as i64) as usize;
-        let left = left.clamp(0, right as i64) as usize;
-        let top = top.clamp(0, bottom as i64) as usize;
-        Self {
-            top,
-            bottom,
-            left,
-            right,
-        }
-    }
-
-    fn width(&self) -> usize {
-        self.right - self.left
-    }
-
-    fn height(&self) -> usize {
-        self.bottom - self.top
-    }
-
-    fn area(&self) -> i64 {
-        (self.height() * self.width()) as i64
-    }
-}
-
-/// `dwt_quant_step` of the Watson model for the luma channel, in libvmaf's mixture of `f32`
-/// and `f64` (the same expression as `crate::cpu::adm`).
-fn dwt_quant_step(lambda: usize, theta: usize) -> f32 {
-    const A: f32 = 0.495;
-    const K: f32 = 0.466;
-    const F0: f32 = 0.401;
-    const G: [f32; 4] = [1.501, 1.0, 0.534, 1.0];
-    const AMP: [[f32; 4]; 4] = [
-        [0.62171, 0.67234, 0.72709, 0.67234],
-        [0.34537, 0.41317, 0.49428, 0.41317],
-        [0.18004, 0.22727, 0.28688, 0.22727],
-        [0.091401, 0.11792, 0.15214, 0.11792],
-    ];
-    let g = G.get(theta).copied().unwrap_or(1.0);
-    let amp = AMP
-        .get(lambda)
-        .and_then(|r| r.get(theta))
-        .copied()
-        .unwrap_or(1.0);
-    let r = (NORM_VIEW_DIST * REF_DISPLAY_HEIGHT * std::f64::consts::PI / 180.0) as f32;
-    let temp = (2.0f64.powf((lambda + 1) as f64) * F0 as f64 * g as f64 / r as f64).log10() as f32;
-    (2.0 * A as f64 * 10.0f64.powf((K * temp * temp) as f64) / amp as f64) as f32
-}
-
-/// `(uint32_t)ceil(x)` for the non-negative log values used as shifts.
-fn ceil_u32(x: f64) -> u32 {
-    x.ceil().max(0.0) as u32
-}
-
 /// Everything the host finish of one scale needs.
 #[derive(Debug, Clone, Copy, Default)]
 struct ScaleConsts {
@@ -158,17 +67,6 @@ struct ScaleConsts {
     /// CM cube shifts of bands h, v, d and the per-row shift.
     cub: [u32; 3],
     shift_inner: u32,
-}
-
-/// Final floating-point part of the denominator (`adm_csf_den_scale` / `adm_csf_den_s123`).
-fn den_finish(accum: [u64; 3], shift_csf: f64, rf: [f32; 3], area: i64) -> f32 {
-    let powf_add = ((area as f64 * NOISE_WEIGHT) as f32).powf(1.0f32 / 3.0);
-    let mut d = [0.0f32; 3];
-    for ((out, &acc), &r) in d.iter_mut().zip(accum.iter()).zip(rf.iter()) {
-        let csf = (acc as f64 / shift_csf) * (r as f64).powf(3.0);
-        *out = (csf as f32).powf(1.0f32 / 3.0) + powf_add;
-    }
-    d[0] + d[1] + d[2]
 }
 
 /// Final floating-point part of a CM numerator (`adm_cm` / `i4_adm_cm`).
