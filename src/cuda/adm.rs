@@ -14,10 +14,11 @@
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig,
-    PushKernelArg,
+    CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr,
+    DevicePtrMut, LaunchConfig,
 };
 
+use super::context::{launch, param};
 use super::error::{CudaError, DriverResultExt};
 use crate::cpu::adm::{
     ceil_u32, den_finish, dwt_quant_step, AdmConfig, AdmScores, Region, DLM_WEIGHT, MIN_HEIGHT,
@@ -394,37 +395,71 @@ impl AdmGpu {
                 (&*a_ref1, a_ref0, &*a_dis1, a_dis0)
             };
             if s == 0 {
-                let mut b = stream.launch_builder(&self.dwt_s0);
-                b.arg(reference)
-                    .arg(distorted)
-                    .arg(dst_ref)
-                    .arg(dst_dis)
-                    .arg(&mut self.hvd_ref)
-                    .arg(&mut self.hvd_dis)
-                    .arg(&band_len)
-                    .arg(&params);
+                let mut a0 = reference.device_ptr(stream).0;
+                let mut a1 = distorted.device_ptr(stream).0;
+                let mut a2 = dst_ref.device_ptr_mut(stream).0;
+                let mut a3 = dst_dis.device_ptr_mut(stream).0;
+                let mut a4 = self.hvd_ref.device_ptr_mut(stream).0;
+                let mut a5 = self.hvd_dis.device_ptr_mut(stream).0;
+                let mut a6 = band_len;
+                let mut a7 = params.device_ptr(stream).0;
                 // SAFETY: adm_dwt_s0(const uint16_t* ref, const uint16_t* dis, int32_t* a_ref,
                 // int32_t* a_dis, int32_t* hvd_ref, int32_t* hvd_dis, int64_t band_len,
                 // const int64_t* params): planes hold width*height samples (checked above),
                 // a_* hold band_len and hvd_* 3*band_len i32, params PARAMS i64; the kernel
                 // writes only coefficients below dims[1].
-                unsafe { b.launch(grid) }.during("cuLaunchKernel(adm_dwt_s0)")?;
+                unsafe {
+                    launch(
+                        stream,
+                        &self.dwt_s0,
+                        grid.grid_dim,
+                        grid.block_dim,
+                        &mut [
+                            param(&mut a0),
+                            param(&mut a1),
+                            param(&mut a2),
+                            param(&mut a3),
+                            param(&mut a4),
+                            param(&mut a5),
+                            param(&mut a6),
+                            param(&mut a7),
+                        ],
+                        "cuLaunchKernel(adm_dwt_s0)",
+                    )
+                }?;
             } else {
-                let mut b = stream.launch_builder(&self.dwt_s123);
-                b.arg(src_ref)
-                    .arg(src_dis)
-                    .arg(dst_ref)
-                    .arg(dst_dis)
-                    .arg(&mut self.hvd_ref)
-                    .arg(&mut self.hvd_dis)
-                    .arg(&band_len)
-                    .arg(&params);
+                let mut a0 = src_ref.device_ptr(stream).0;
+                let mut a1 = src_dis.device_ptr(stream).0;
+                let mut a2 = dst_ref.device_ptr_mut(stream).0;
+                let mut a3 = dst_dis.device_ptr_mut(stream).0;
+                let mut a4 = self.hvd_ref.device_ptr_mut(stream).0;
+                let mut a5 = self.hvd_dis.device_ptr_mut(stream).0;
+                let mut a6 = band_len;
+                let mut a7 = params.device_ptr(stream).0;
                 // SAFETY: adm_dwt_s123(const int32_t* src_ref, const int32_t* src_dis,
                 // int32_t* a_ref, int32_t* a_dis, int32_t* hvd_ref, int32_t* hvd_dis,
                 // int64_t band_len, const int64_t* params): src_* are the previous scale's
                 // approximation bands (dims[s] <= dims[1] coefficients of band_len), the rest
                 // as for adm_dwt_s0; source and destination are different buffers.
-                unsafe { b.launch(grid) }.during("cuLaunchKernel(adm_dwt_s123)")?;
+                unsafe {
+                    launch(
+                        stream,
+                        &self.dwt_s123,
+                        grid.grid_dim,
+                        grid.block_dim,
+                        &mut [
+                            param(&mut a0),
+                            param(&mut a1),
+                            param(&mut a2),
+                            param(&mut a3),
+                            param(&mut a4),
+                            param(&mut a5),
+                            param(&mut a6),
+                            param(&mut a7),
+                        ],
+                        "cuLaunchKernel(adm_dwt_s123)",
+                    )
+                }?;
             }
 
             // 2. Decouple and CSF over the extended region.
@@ -444,24 +479,44 @@ impl AdmGpu {
                 } else {
                     &self.decouple_s123
                 };
-                let mut b = stream.launch_builder(f);
-                b.arg(&self.hvd_ref)
-                    .arg(&self.hvd_dis)
-                    .arg(&mut self.dec_r)
-                    .arg(&mut self.dec_a)
-                    .arg(&mut self.fc)
-                    .arg(&band_len)
-                    .arg(&params)
-                    .arg(&cos_sq)
-                    .arg(&gain)
-                    .arg(&gain_i)
-                    .arg(&int_gain);
+                let mut a0 = self.hvd_ref.device_ptr(stream).0;
+                let mut a1 = self.hvd_dis.device_ptr(stream).0;
+                let mut a2 = self.dec_r.device_ptr_mut(stream).0;
+                let mut a3 = self.dec_a.device_ptr_mut(stream).0;
+                let mut a4 = self.fc.device_ptr_mut(stream).0;
+                let mut a5 = band_len;
+                let mut a6 = params.device_ptr(stream).0;
+                let mut a7 = cos_sq;
+                let mut a8 = gain;
+                let mut a9 = gain_i;
+                let mut a10 = int_gain;
                 // SAFETY: adm_decouple_s0/_s123(const int32_t* hvd_ref, const int32_t* hvd_dis,
                 // int32_t* dec_r, int32_t* dec_a, int32_t* fc, int64_t band_len,
                 // const int64_t* params, double cos_sq, double gain, int64_t gain_i,
                 // int32_t int_gain): hvd_*, dec_* hold 3*band_len and fc 4*band_len i32; the
                 // kernel touches only the extended region of this scale's w x h bands.
-                unsafe { b.launch(grid) }.during("cuLaunchKernel(adm_decouple)")?;
+                unsafe {
+                    launch(
+                        stream,
+                        f,
+                        grid.grid_dim,
+                        grid.block_dim,
+                        &mut [
+                            param(&mut a0),
+                            param(&mut a1),
+                            param(&mut a2),
+                            param(&mut a3),
+                            param(&mut a4),
+                            param(&mut a5),
+                            param(&mut a6),
+                            param(&mut a7),
+                            param(&mut a8),
+                            param(&mut a9),
+                            param(&mut a10),
+                        ],
+                        "cuLaunchKernel(adm_decouple)",
+                    )
+                }?;
             }
 
             // 3. CM numerators and denominator, one block per scored row.
@@ -474,19 +529,35 @@ impl AdmGpu {
                     shared_mem_bytes: 0,
                 };
                 let f = if s == 0 { &self.cm_s0 } else { &self.cm_s123 };
-                let mut b = stream.launch_builder(f);
-                b.arg(&self.hvd_ref)
-                    .arg(&self.dec_r)
-                    .arg(&self.dec_a)
-                    .arg(&self.fc)
-                    .arg(&band_len)
-                    .arg(&params)
-                    .arg(&mut acc);
+                let mut a0 = self.hvd_ref.device_ptr(stream).0;
+                let mut a1 = self.dec_r.device_ptr(stream).0;
+                let mut a2 = self.dec_a.device_ptr(stream).0;
+                let mut a3 = self.fc.device_ptr(stream).0;
+                let mut a4 = band_len;
+                let mut a5 = params.device_ptr(stream).0;
+                let mut a6 = acc.device_ptr_mut(stream).0;
                 // SAFETY: adm_cm_s0/_s123(const int32_t* hvd_ref, const int32_t* dec_r,
                 // const int32_t* dec_a, const int32_t* fc, int64_t band_len,
                 // const int64_t* params, unsigned long long* acc): buffers as above, acc is
                 // the 9 u64 words of this scale; blockDim.x is a multiple of 32 <= 256.
-                unsafe { b.launch(grid) }.during("cuLaunchKernel(adm_cm)")?;
+                unsafe {
+                    launch(
+                        stream,
+                        f,
+                        grid.grid_dim,
+                        grid.block_dim,
+                        &mut [
+                            param(&mut a0),
+                            param(&mut a1),
+                            param(&mut a2),
+                            param(&mut a3),
+                            param(&mut a4),
+                            param(&mut a5),
+                            param(&mut a6),
+                        ],
+                        "cuLaunchKernel(adm_cm)",
+                    )
+                }?;
             }
         }
         Ok(())
