@@ -28,6 +28,7 @@ fi
 # and tests/ptx_fresh.rs checks the committed PTX against its output.
 nvcc_prefix=${NVCC_PREFIX:-$HOME/.local/vmafcompare-nvcc}
 if [[ ! -x $nvcc_prefix/nvidia/cu13/bin/nvcc ]]; then
-  "$py" -m pip install -q --disable-pip-version-check --target "$nvcc_prefix" \
-    nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96
+  wheels=(nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96)
+  "$py" -m pip install -q --disable-pip-version-check --target "$nvcc_prefix" "${wheels[@]}" \
+    || "$py" -m pip install -q --disable-pip-version-check --break-system-packages --target "$nvcc_prefix" "${wheels[@]}"
 fi
