@@ -334,11 +334,7 @@ impl Adm {
             FeatureError::check_plane(FEATURE, (self.width, self.height, self.bpc), p)?;
         }
 
-        let mut num = 0.0f64;
-        let mut den = 0.0f64;
-        let mut aim_num = 0.0f64;
-        let mut scale_num = [0.0f32; 4];
-        let mut scale_den = [0.0f32; 4];
+        let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); 4];
         for scale in 0..4 {
             self.dwt_scale(scale, reference, distorted);
             let (w, h) = self.dims[scale + 1];
@@ -347,37 +343,10 @@ impl Adm {
             } else {
                 self.score_scale::<false>(scale, w, h, cfg.enhn_gain_limit)
             };
-            num += n as f64;
-            den += d as f64;
-            aim_num += a as f64;
-            scale_num[scale] = n;
-            scale_den[scale] = d;
+            per_scale[scale] = (n, d, a);
         }
 
-        let numden_limit = 1e-10 * (self.width * self.height) as f64 / (1920.0 * 1080.0);
-        let num = if num < numden_limit { 0.0 } else { num };
-        let den = if den < numden_limit { 0.0 } else { den };
-        let (adm2, aim) = if den == 0.0 {
-            (1.0, 0.0)
-        } else {
-            (num / den, aim_num / den)
-        };
-        let adm3 = f64::max(
-            adm2 * DLM_WEIGHT + (1.0 - aim) * (1.0 - DLM_WEIGHT),
-            MIN_VAL,
-        );
-        let mut scale = [0.0f64; 4];
-        for (s, out) in scale.iter_mut().enumerate() {
-            *out = scale_num[s] as f64 / scale_den[s] as f64;
-        }
-        Ok(AdmScores {
-            adm2,
-            aim,
-            adm3,
-            scale,
-            num,
-            den,
-        })
+        Ok(finish_scores(self.width, self.height, per_scale))
     }
 
     /// Runs the DWT of scale `scale` for reference and distorted.
@@ -1092,6 +1061,46 @@ pub(crate) fn den_finish(accum: [u64; 3], shift_csf: f64, rf: [f32; 3], area: i6
         *out = (csf as f32).powf(1.0f32 / 3.0) + powf_add;
     }
     d[0] + d[1] + d[2]
+}
+
+/// Combines the four scales' (numerator, denominator, AIM numerator), as `f32`, into the
+/// scores (libvmaf's `integer_compute_adm` tail): sums in `f64` in scale order, the
+/// near-zero clamps, adm2 = num / den (1 when den is 0), aim, adm3 and the per-scale ratios.
+/// Shared by the CPU extractor and the GPU host finish so both stay bit-identical.
+pub(crate) fn finish_scores(
+    width: usize,
+    height: usize,
+    per_scale: [(f32, f32, f32); 4],
+) -> AdmScores {
+    let mut num = 0.0f64;
+    let mut den = 0.0f64;
+    let mut aim_num = 0.0f64;
+    for (n, d, a) in per_scale {
+        num += n as f64;
+        den += d as f64;
+        aim_num += a as f64;
+    }
+    let numden_limit = 1e-10 * (width * height) as f64 / (1920.0 * 1080.0);
+    let num = if num < numden_limit { 0.0 } else { num };
+    let den = if den < numden_limit { 0.0 } else { den };
+    let (adm2, aim) = if den == 0.0 {
+        (1.0, 0.0)
+    } else {
+        (num / den, aim_num / den)
+    };
+    let adm3 = f64::max(
+        adm2 * DLM_WEIGHT + (1.0 - aim) * (1.0 - DLM_WEIGHT),
+        MIN_VAL,
+    );
+    let scale = per_scale.map(|(n, d, _)| n as f64 / d as f64);
+    AdmScores {
+        adm2,
+        aim,
+        adm3,
+        scale,
+        num,
+        den,
+    }
 }
 
 /// Fixed-point CSF factor of band `t` (h, v, d = 0, 1, 2): Q21/Q21/Q23 constants at scale 0,

@@ -21,8 +21,8 @@ use cudarc::driver::{
 use super::context::{launch, param};
 use super::error::{CudaError, DriverResultExt};
 use crate::cpu::adm::{
-    ceil_u32, den_finish, dwt_quant_step, AdmConfig, AdmScores, Region, DLM_WEIGHT, MIN_HEIGHT,
-    MIN_VAL, MIN_WIDTH, NOISE_WEIGHT,
+    ceil_u32, den_finish, dwt_quant_step, finish_scores, AdmConfig, AdmScores, Region, MIN_HEIGHT,
+    MIN_WIDTH, NOISE_WEIGHT,
 };
 
 /// Scale-0 CSF factors in Q21/Q21/Q23 (`kernels/adm.cu` uses the same values).
@@ -571,11 +571,7 @@ impl AdmGpu {
         let Some(words) = words.get(..Self::RESULT_WORDS) else {
             return AdmScores::default();
         };
-        let mut num = 0.0f64;
-        let mut den = 0.0f64;
-        let mut aim_num = 0.0f64;
-        let mut scale_num = [0.0f32; 4];
-        let mut scale_den = [0.0f32; 4];
+        let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); 4];
         for (s, (w, c)) in words
             .chunks_exact(WORDS_PER_SCALE)
             .zip(self.consts.iter())
@@ -587,38 +583,11 @@ impl AdmGpu {
             let d = den_finish(den_acc, c.den_div, c.rf, c.area);
             let n = cm_finish(dlm_acc, s, c, NOISE_WEIGHT);
             let a = cm_finish(aim_acc, s, c, 0.0);
-            num += n as f64;
-            den += d as f64;
-            aim_num += a as f64;
-            if let (Some(sn), Some(sd)) = (scale_num.get_mut(s), scale_den.get_mut(s)) {
-                *sn = n;
-                *sd = d;
+            if let Some(slot) = per_scale.get_mut(s) {
+                *slot = (n, d, a);
             }
         }
 
-        let numden_limit = 1e-10 * (self.width * self.height) as f64 / (1920.0 * 1080.0);
-        let num = if num < numden_limit { 0.0 } else { num };
-        let den = if den < numden_limit { 0.0 } else { den };
-        let (adm2, aim) = if den == 0.0 {
-            (1.0, 0.0)
-        } else {
-            (num / den, aim_num / den)
-        };
-        let adm3 = f64::max(
-            adm2 * DLM_WEIGHT + (1.0 - aim) * (1.0 - DLM_WEIGHT),
-            MIN_VAL,
-        );
-        let mut scale = [0.0f64; 4];
-        for (s, out) in scale.iter_mut().enumerate() {
-            *out = scale_num[s] as f64 / scale_den[s] as f64;
-        }
-        AdmScores {
-            adm2,
-            aim,
-            adm3,
-            scale,
-            num,
-            den,
-        }
+        finish_scores(self.width, self.height, per_scale)
     }
 }
