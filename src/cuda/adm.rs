@@ -394,73 +394,56 @@ impl AdmGpu {
             } else {
                 (&*a_ref1, a_ref0, &*a_dis1, a_dis0)
             };
-            if s == 0 {
-                let mut a0 = reference.device_ptr(stream).0;
-                let mut a1 = distorted.device_ptr(stream).0;
-                let mut a2 = dst_ref.device_ptr_mut(stream).0;
-                let mut a3 = dst_dis.device_ptr_mut(stream).0;
-                let mut a4 = self.hvd_ref.device_ptr_mut(stream).0;
-                let mut a5 = self.hvd_dis.device_ptr_mut(stream).0;
-                let mut a6 = band_len;
-                let mut a7 = params.device_ptr(stream).0;
-                // SAFETY: adm_dwt_s0(const uint16_t* ref, const uint16_t* dis, int32_t* a_ref,
-                // int32_t* a_dis, int32_t* hvd_ref, int32_t* hvd_dis, int64_t band_len,
-                // const int64_t* params): planes hold width*height samples (checked above),
-                // a_* hold band_len and hvd_* 3*band_len i32, params PARAMS i64; the kernel
-                // writes only coefficients below dims[1].
-                unsafe {
-                    launch(
-                        stream,
-                        &self.dwt_s0,
-                        grid.grid_dim,
-                        grid.block_dim,
-                        &mut [
-                            param(&mut a0),
-                            param(&mut a1),
-                            param(&mut a2),
-                            param(&mut a3),
-                            param(&mut a4),
-                            param(&mut a5),
-                            param(&mut a6),
-                            param(&mut a7),
-                        ],
-                        "cuLaunchKernel(adm_dwt_s0)",
-                    )
-                }?;
+            // Scale 0 reads the u16 input planes, scales 1-3 the previous scale's
+            // approximation bands; otherwise the two kernels take the same arguments.
+            let (f, mut a0, mut a1, call) = if s == 0 {
+                (
+                    &self.dwt_s0,
+                    reference.device_ptr(stream).0,
+                    distorted.device_ptr(stream).0,
+                    "cuLaunchKernel(adm_dwt_s0)",
+                )
             } else {
-                let mut a0 = src_ref.device_ptr(stream).0;
-                let mut a1 = src_dis.device_ptr(stream).0;
-                let mut a2 = dst_ref.device_ptr_mut(stream).0;
-                let mut a3 = dst_dis.device_ptr_mut(stream).0;
-                let mut a4 = self.hvd_ref.device_ptr_mut(stream).0;
-                let mut a5 = self.hvd_dis.device_ptr_mut(stream).0;
-                let mut a6 = band_len;
-                let mut a7 = params.device_ptr(stream).0;
-                // SAFETY: adm_dwt_s123(const int32_t* src_ref, const int32_t* src_dis,
-                // int32_t* a_ref, int32_t* a_dis, int32_t* hvd_ref, int32_t* hvd_dis,
-                // int64_t band_len, const int64_t* params): src_* are the previous scale's
-                // approximation bands (dims[s] <= dims[1] coefficients of band_len), the rest
-                // as for adm_dwt_s0; source and destination are different buffers.
-                unsafe {
-                    launch(
-                        stream,
-                        &self.dwt_s123,
-                        grid.grid_dim,
-                        grid.block_dim,
-                        &mut [
-                            param(&mut a0),
-                            param(&mut a1),
-                            param(&mut a2),
-                            param(&mut a3),
-                            param(&mut a4),
-                            param(&mut a5),
-                            param(&mut a6),
-                            param(&mut a7),
-                        ],
-                        "cuLaunchKernel(adm_dwt_s123)",
-                    )
-                }?;
-            }
+                (
+                    &self.dwt_s123,
+                    src_ref.device_ptr(stream).0,
+                    src_dis.device_ptr(stream).0,
+                    "cuLaunchKernel(adm_dwt_s123)",
+                )
+            };
+            let mut a2 = dst_ref.device_ptr_mut(stream).0;
+            let mut a3 = dst_dis.device_ptr_mut(stream).0;
+            let mut a4 = self.hvd_ref.device_ptr_mut(stream).0;
+            let mut a5 = self.hvd_dis.device_ptr_mut(stream).0;
+            let mut a6 = band_len;
+            let mut a7 = params.device_ptr(stream).0;
+            // SAFETY: adm_dwt_s0(const uint16_t* ref, const uint16_t* dis, ...) and
+            // adm_dwt_s123(const int32_t* src_ref, const int32_t* src_dis, ...), both followed by
+            // (int32_t* a_ref, int32_t* a_dis, int32_t* hvd_ref, int32_t* hvd_dis,
+            // int64_t band_len, const int64_t* params): the input planes hold width*height
+            // samples (checked above), src_* are the previous scale's approximation bands
+            // (dims[s] <= dims[1] coefficients of band_len, a different buffer from a_*), a_*
+            // hold band_len and hvd_* 3*band_len i32, params PARAMS i64; the kernels write
+            // only coefficients below dims[1].
+            unsafe {
+                launch(
+                    stream,
+                    f,
+                    grid.grid_dim,
+                    grid.block_dim,
+                    &mut [
+                        param(&mut a0),
+                        param(&mut a1),
+                        param(&mut a2),
+                        param(&mut a3),
+                        param(&mut a4),
+                        param(&mut a5),
+                        param(&mut a6),
+                        param(&mut a7),
+                    ],
+                    call,
+                )
+            }?;
 
             // 2. Decouple and CSF over the extended region.
             let ext = Region::extended(w, h);
