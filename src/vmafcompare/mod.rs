@@ -5,6 +5,13 @@ use gst::glib;
 use gst::prelude::*;
 
 mod imp;
+mod live;
+mod messages;
+
+pub use live::OnFull;
+pub use messages::{
+    AlertMessage, OffsetMessage, WindowStats, ALERT_MESSAGE_NAME, OFFSET_MESSAGE_NAME,
+};
 
 /// Name of the element message posted for every scored frame.
 pub const FRAME_MESSAGE_NAME: &str = "vmafcompare-frame";
@@ -67,6 +74,7 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     {
         VmafBackend::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
         ResultsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+        OnFull::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     }
     gst::Element::register(
         Some(plugin),
@@ -92,9 +100,25 @@ pub struct FrameMessage {
     /// Every metric under libvmaf's name (`integer_vif_scale0`, `integer_adm2`, ...,
     /// `vmaf`), in log order.
     pub metrics: Vec<(String, f64)>,
+    /// Frame pairs left unscored so far because scoring could not keep up with a live
+    /// pipeline (`on-full=skip`), counted up to this frame; 0 otherwise.
+    pub skipped: u64,
+    /// VMAF statistics of the sliding window ending with this frame (`window-size` /
+    /// `window-duration`); `None` when read from a structure without them.
+    pub window: Option<WindowStats>,
 }
 
-const NON_METRIC_FIELDS: &[&str] = &["index", "pts", "running-time", "duration"];
+const NON_METRIC_FIELDS: &[&str] = &[
+    "index",
+    "pts",
+    "running-time",
+    "duration",
+    "skipped",
+    "window-frames",
+    "window-mean",
+    "window-min",
+    "window-harmonic-mean",
+];
 
 impl FrameMessage {
     /// The value of metric `name`.
@@ -112,7 +136,12 @@ impl FrameMessage {
             .field("pts", self.pts)
             .field("running-time", self.running_time)
             .field("duration", self.duration)
+            .field("skipped", self.skipped)
             .build();
+        if let Some(w) = &self.window {
+            messages::set_window(&mut s, w);
+        }
+        // Metrics last, `vmaf` at the very end (scripts match `vmaf=...;`).
         for (name, v) in &self.metrics {
             s.set(name.as_str(), *v);
         }
@@ -145,6 +174,8 @@ impl TryFrom<&gst::StructureRef> for FrameMessage {
             duration: time("duration"),
             vmaf,
             metrics,
+            skipped: s.get::<u64>("skipped").unwrap_or(0),
+            window: messages::get_window(s),
         })
     }
 }
@@ -177,6 +208,13 @@ pub struct SummaryMessage {
     pub model: String,
     /// Pooled statistics per metric, libvmaf names, log order.
     pub metrics: Vec<(String, PooledMetric)>,
+    /// Frame pairs left unscored because scoring could not keep up with a live pipeline
+    /// (`on-full=skip`).
+    pub skipped: u64,
+    /// Scored frames whose buffer had to leave (live pipelines, to stay within the reported
+    /// latency) before its score was ready: its message and log line carry the score, the
+    /// buffer has no meta.
+    pub late: u64,
 }
 
 const SUMMARY_FIELDS: &[&str] = &[
@@ -185,6 +223,8 @@ const SUMMARY_FIELDS: &[&str] = &[
     "unpaired-distorted",
     "backend",
     "model",
+    "skipped",
+    "late",
 ];
 
 impl SummaryMessage {
@@ -205,6 +245,8 @@ impl SummaryMessage {
             .field("unpaired-distorted", self.unpaired_distorted)
             .field("backend", &self.backend)
             .field("model", &self.model)
+            .field("skipped", self.skipped)
+            .field("late", self.late)
             .build();
         for (name, p) in &self.metrics {
             let pooled = gst::Structure::builder("pooled")
@@ -252,6 +294,8 @@ impl TryFrom<&gst::StructureRef> for SummaryMessage {
             backend: text("backend"),
             model: text("model"),
             metrics,
+            skipped: count("skipped"),
+            late: count("late"),
         })
     }
 }
