@@ -744,10 +744,12 @@ impl VmafCompare {
             q.drain(|| self.cancelled())?;
         }
         // Buffers leave at their deadline: running time + latency, when a synchronised
-        // sink renders them, so pushing never waits on the clock.
+        // sink renders them, so pushing never waits on the clock. With on-full=block every
+        // buffer waits for its scores instead (the pipeline falls behind, as asked).
         let obj = self.obj();
+        let block = lock(&self.monitor.stream).settings.on_full == OnFull::Block;
         let due = match (obj.current_running_time(), obj.latency()) {
-            (Some(now), Some(latency)) => Due::Until(now.checked_sub(latency)),
+            (Some(now), Some(latency)) if !block => Due::Until(now.checked_sub(latency)),
             _ => Due::WhenReady,
         };
         let released = q.take_due(due, all);
