@@ -1,0 +1,488 @@
+//! Live monitoring (issue 7): a live pipeline whose scoring is too slow skips frames and
+//! keeps its output on time; the latency it reports; the distorted-stream delay found by
+//! auto-alignment on real content; sliding windows and alerts; the typed messages.
+//!
+//! The slow scorer is the test hook `VMAFCOMPARE_TEST_SCORE_DELAY=<element name>=<ms>`: the
+//! named element's scoring thread sleeps that long before each pair.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Once};
+
+use common::*;
+use gst::prelude::*;
+use gstvmafcompare::vmafcompare::{
+    frame_meta, AlertMessage, FrameMessage, OffsetMessage, SummaryMessage, WindowStats,
+    ALERT_MESSAGE_NAME, FRAME_MESSAGE_NAME, OFFSET_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
+};
+
+/// Per pair, on the scoring thread of the elements named here.
+const SLOW_MS: u64 = 100;
+
+fn slow_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        std::env::set_var(
+            "VMAFCOMPARE_TEST_SCORE_DELAY",
+            format!("slowskip={SLOW_MS},slowblock={SLOW_MS}"),
+        )
+    });
+}
+
+/// Everything a run posted and output.
+#[derive(Default, Debug)]
+struct Out {
+    frames: Vec<FrameMessage>,
+    summary: Option<SummaryMessage>,
+    offsets: Vec<OffsetMessage>,
+    alerts: Vec<AlertMessage>,
+    errors: Vec<String>,
+    /// (pts, carries scores) of each buffer reaching `appsink name=out`, in order.
+    outputs: Vec<(Option<gst::ClockTime>, bool)>,
+    /// The scores meta of those that carry one.
+    metas: Vec<FrameMessage>,
+    /// Largest (clock running time at the sink - buffer running time), ns: how long after
+    /// its capture time the sink got a buffer (the pipeline latency, when on time).
+    max_lag: i128,
+}
+
+fn run_all(desc: &str) -> Out {
+    init();
+    let pipeline = gst::parse::launch(desc)
+        .unwrap_or_else(|e| panic!("cannot build {desc}: {e}"))
+        .downcast::<gst::Pipeline>()
+        .expect("pipeline");
+    let shared = Arc::new(Mutex::new(Out {
+        max_lag: i128::MIN,
+        ..Out::default()
+    }));
+    if let Some(sink) = pipeline.by_name("out") {
+        let sink = sink.downcast::<gst_app::AppSink>().expect("appsink");
+        let s = shared.clone();
+        sink.set_callbacks(
+            gst_app::AppSinkCallbacks::builder()
+                .new_sample(move |appsink| {
+                    let sample = appsink.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    let Some(buffer) = sample.buffer() else {
+                        return Ok(gst::FlowSuccess::Ok);
+                    };
+                    let mut g = s.lock().unwrap();
+                    let meta = frame_meta(buffer);
+                    g.outputs.push((buffer.pts(), meta.is_some()));
+                    g.metas.extend(meta);
+                    let rt = sample
+                        .segment()
+                        .and_then(|seg| seg.downcast_ref::<gst::ClockTime>().cloned())
+                        .and_then(|seg| seg.to_running_time(buffer.pts()?));
+                    if let (Some(now), Some(rt)) = (appsink.current_running_time(), rt) {
+                        let lag = now.nseconds() as i128 - rt.nseconds() as i128;
+                        g.max_lag = g.max_lag.max(lag);
+                    }
+                    Ok(gst::FlowSuccess::Ok)
+                })
+                .build(),
+        );
+    }
+    let bus = pipeline.bus().expect("bus");
+    pipeline.set_state(gst::State::Playing).expect("playing");
+    let deadline = std::time::Instant::now() + LONG;
+    let mut out = Out::default();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(!left.is_zero(), "timeout running {desc}");
+        let Some(msg) = bus.timed_pop(gst::ClockTime::from_nseconds(left.as_nanos() as u64))
+        else {
+            continue;
+        };
+        match msg.view() {
+            gst::MessageView::Eos(_) => break,
+            gst::MessageView::Error(e) => {
+                out.errors.push(format!("{} ({:?})", e.error(), e.debug()));
+                break;
+            }
+            gst::MessageView::Element(e) => {
+                let Some(s) = e.structure() else { continue };
+                match s.name().as_str() {
+                    FRAME_MESSAGE_NAME => out.frames.push(FrameMessage::try_from(s).unwrap()),
+                    SUMMARY_MESSAGE_NAME => out.summary = Some(SummaryMessage::try_from(s).unwrap()),
+                    OFFSET_MESSAGE_NAME => out.offsets.push(OffsetMessage::try_from(s).unwrap()),
+                    ALERT_MESSAGE_NAME => out.alerts.push(AlertMessage::try_from(s).unwrap()),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let _ = pipeline.set_state(gst::State::Null);
+    let g = shared.lock().unwrap();
+    out.outputs = g.outputs.clone();
+    out.metas = g.metas.clone();
+    out.max_lag = g.max_lag;
+    out
+}
+
+/// Two `videotestsrc` (the moving ball; the distorted one through JPEG at quality 30),
+/// 160x120 at 25 fps, 50 frames, into `vmafcompare name=<name> <props>`.
+fn ball_pipeline(name: &str, props: &str, live: bool) -> String {
+    let caps = "video/x-raw,format=I420,width=160,height=120,framerate=25/1";
+    format!(
+        "vmafcompare name={name} backend=cpu {props} ! appsink name=out sync={live} \
+         videotestsrc is-live={live} num-buffers=50 pattern=ball ! {caps} ! {name}.reference \
+         videotestsrc is-live={live} num-buffers=50 pattern=ball ! {caps} ! jpegenc quality=30 \
+           ! jpegdec ! videoconvert ! {caps} ! {name}.distorted"
+    )
+}
+
+/// Metric `name` of a frame message, which must have it.
+fn m(f: &FrameMessage, name: &str) -> f64 {
+    f.get(name)
+        .unwrap_or_else(|| panic!("frame {} has no {name}", f.index))
+}
+
+const SAD: &str = "VMAF_integer_feature_motion_sad_score";
+/// Metrics that do not depend on the neighbouring frames.
+fn spatial(f: &FrameMessage) -> Vec<(String, f64)> {
+    f.metrics
+        .iter()
+        .filter(|(n, _)| !n.contains("motion") && n != "vmaf")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn slow_scoring_in_a_live_pipeline_skips_frames_and_stays_on_time() {
+    slow_hook();
+    let reference = run_all(&ball_pipeline("fast", "", false));
+    assert!(reference.errors.is_empty(), "{:?}", reference.errors);
+    assert_eq!(reference.frames.len(), 50);
+    let by_index = |i: u64| &reference.frames[i as usize];
+
+    let out = run_all(&ball_pipeline("slowskip", "queue-size=3 on-full=skip", true));
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let s = out.summary.as_ref().expect("summary");
+    // Every distorted buffer leaves, in order, scored or not.
+    assert_eq!(out.outputs.len(), 50);
+    assert!(out.outputs.windows(2).all(|w| w[0].0 < w[1].0), "in order");
+    assert_eq!((s.unpaired_reference, s.unpaired_distorted), (0, 0));
+    // Scoring takes 100 ms a pair against 40 ms frames: most pairs are skipped, and
+    // counted: in the summary and, up to each frame, in its message.
+    assert!(s.skipped > 0 && s.frames > 0, "{s:?}");
+    assert_eq!(s.frames + s.skipped, 50);
+    assert_eq!(out.frames.len() as u64, s.frames);
+    assert!(out.frames.windows(2).all(|w| w[0].skipped <= w[1].skipped));
+    assert!(out.frames.iter().all(|f| f.skipped <= s.skipped && f.skipped <= f.index));
+    // A scored frame's buffer carries its scores unless its deadline came first (late).
+    let with_meta = out.outputs.iter().filter(|o| o.1).count() as u64;
+    assert_eq!(with_meta + s.late, s.frames);
+    // Scores: what does not depend on neighbours equals the non-live run's; motion restarts
+    // after each gap as a fresh libvmaf run would, and is exact between consecutive frames.
+    let scored: std::collections::HashSet<u64> = out.frames.iter().map(|f| f.index).collect();
+    for f in &out.frames {
+        let r = by_index(f.index);
+        assert_eq!(spatial(f), spatial(r), "frame {}", f.index);
+        let first = f.index == 0 || !scored.contains(&(f.index - 1));
+        let last = !scored.contains(&(f.index + 1)) && f.index < 49;
+        if first {
+            assert_eq!((m(f, SAD), m(f, "integer_motion2")), (0.0, 0.0), "frame {}", f.index);
+        } else {
+            assert_eq!(m(f, SAD), m(r, SAD), "frame {}", f.index);
+            let want = if last { m(r, SAD) } else { m(r, "integer_motion2") };
+            assert_eq!(m(f, "integer_motion2"), want, "frame {}", f.index);
+        }
+        if !first && !last {
+            assert_eq!(f.metrics, r.metrics, "frame {}", f.index);
+        }
+    }
+    eprintln!(
+        "\n| live, scoring {SLOW_MS} ms/pair at 25 fps, on-full=skip | {} scored, {} skipped, {} late | max lag at the sink {:.1} ms |\n",
+        s.frames,
+        s.skipped,
+        s.late,
+        out.max_lag as f64 / 1e6
+    );
+    // On time: the sink got every buffer at its deadline (the latency, ~0.2 s, after its
+    // capture); the blocking run below, with the same scorer, lags by seconds.
+    assert!(out.max_lag < 1_000_000_000, "{} ns", out.max_lag);
+
+    // on-full=block: every frame is scored, exactly as the non-live run, but upstream waits
+    // and the output falls behind by the scorer's backlog (50 x 100 ms for 2 s of video).
+    let blocked = run_all(&ball_pipeline("slowblock", "queue-size=3 on-full=block", true));
+    assert!(blocked.errors.is_empty(), "{:?}", blocked.errors);
+    let b = blocked.summary.as_ref().expect("summary");
+    assert_eq!((b.frames, b.skipped, b.late), (50, 0, 0));
+    for (x, y) in blocked.frames.iter().zip(&reference.frames) {
+        assert_eq!(x.metrics, y.metrics, "frame {}", x.index);
+    }
+    eprintln!(
+        "| live, on-full=block | 50 scored | max lag at the sink {:.1} ms |\n",
+        blocked.max_lag as f64 / 1e6
+    );
+    assert!(blocked.max_lag > 1_500_000_000, "{} ns", blocked.max_lag);
+}
+
+/// The latency vmafcompare's src pad reports in a live pipeline, with `props`.
+fn live_latency(props: &str) -> (bool, gst::ClockTime) {
+    init();
+    let pipeline = gst::parse::launch(&format!(
+        "vmafcompare name=cmp backend=cpu {props} ! fakesink \
+         videotestsrc is-live=true ! video/x-raw,format=I420,width=64,height=48,framerate=25/1 ! cmp.reference \
+         videotestsrc is-live=true ! video/x-raw,format=I420,width=64,height=48,framerate=25/1 ! cmp.distorted"
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let bus = pipeline.bus().unwrap();
+    // Wait until a frame was scored, so caps (the frame rate) are known.
+    let msg = bus.timed_pop_filtered(
+        gst::ClockTime::from_seconds(30),
+        &[gst::MessageType::Element, gst::MessageType::Error],
+    );
+    assert!(matches!(msg.map(|m| m.type_()), Some(gst::MessageType::Element)));
+    let cmp = pipeline.by_name("cmp").unwrap();
+    let mut q = gst::query::Latency::new();
+    assert!(cmp.static_pad("src").unwrap().query(&mut q));
+    let (live, min, _max) = q.result();
+    let _ = pipeline.set_state(gst::State::Null);
+    (live, min)
+}
+
+#[test]
+fn live_latency_counts_the_scoring_queue_and_the_late_reference() {
+    let frame = gst::ClockTime::from_mseconds(40);
+    let (live1, l1) = live_latency("queue-size=1");
+    let (live5, l5) = live_latency("queue-size=5");
+    assert!(live1 && live5);
+    // One frame for motion plus queue-size frames, on top of the sources' own latency.
+    assert_eq!(l5 - l1, frame * 4);
+    // A reference 120 ms late makes the distorted stream wait as long.
+    let (_, late) = live_latency("queue-size=1 distorted-delay=-120000000");
+    assert_eq!(late - l1, gst::ClockTime::from_mseconds(120));
+    // auto-align may find the reference late by up to align-max-offset frames.
+    let (_, aligned) = live_latency("queue-size=1 auto-align=true align-max-offset=3");
+    assert_eq!(aligned - l1, frame * 3);
+}
+
+/// Frames `range` of an I420 file of `w`x`h` frames, preceded by `freeze` copies of the
+/// first of them (a stream that starts late, showing its first picture meanwhile).
+fn write_frames(src: &Path, dst: &Path, w: usize, h: usize, range: std::ops::Range<usize>, freeze: usize) {
+    let data = std::fs::read(src).unwrap();
+    let size = w * h + 2 * w.div_ceil(2) * h.div_ceil(2);
+    let frame = |i: usize| &data[i * size..(i + 1) * size];
+    let mut out = Vec::new();
+    for _ in 0..freeze {
+        out.extend_from_slice(frame(range.start));
+    }
+    for i in range {
+        out.extend_from_slice(frame(i));
+    }
+    std::fs::write(dst, out).unwrap();
+}
+
+fn raw_pair(reference: &Path, distorted: &Path, props: &str) -> String {
+    format!(
+        "vmafcompare name=cmp backend=cpu {props} ! appsink name=out sync=false {} {}",
+        raw_branch(reference, 160, 90, "I420", "reference"),
+        raw_branch(distorted, 160, 90, "I420", "distorted")
+    )
+}
+
+#[test]
+fn auto_align_finds_an_injected_delay_and_scores_the_aligned_pair() {
+    // Netflix's src01 160x90 pair (48 frames of real content) with the distorted stream
+    // made 5 frames late: it shows its first picture for 5 frames, then the sequence.
+    let p = reference_pairs().remove(0);
+    let k = 5usize;
+    let n = p.frames - k;
+    let path = |name: &str| -> PathBuf { temp_path(name) };
+    let (ref_n, dis_n, dis_late, ref_late) = (
+        path("align_ref.yuv"),
+        path("align_dis.yuv"),
+        path("align_dis_late.yuv"),
+        path("align_ref_late.yuv"),
+    );
+    write_frames(&p.reference, &ref_n, 160, 90, 0..n, 0);
+    write_frames(&p.distorted, &dis_n, 160, 90, 0..n, 0);
+    write_frames(&p.distorted, &dis_late, 160, 90, 0..n, k);
+    write_frames(&p.reference, &ref_late, 160, 90, 0..n, k);
+
+    let aligned = run_all(&raw_pair(&ref_n, &dis_n, ""));
+    assert!(aligned.errors.is_empty(), "{:?}", aligned.errors);
+    assert_eq!(aligned.frames.len(), n);
+
+    let props = "auto-align=true align-max-offset=10 align-duration=1000000000";
+    let found = run_all(&raw_pair(&p.reference, &dis_late, props));
+    assert!(found.errors.is_empty(), "{:?}", found.errors);
+    let o = found.offsets.first().expect("vmafcompare-offset");
+    eprintln!(
+        "\n| auto-align, distorted {k} frames late | found {} frames, delay {} ms | PSNR {:.3} dB (unaligned {:.3} dB) over {} pairs, range +-{} |\n",
+        o.offset_frames,
+        o.delay / 1_000_000,
+        o.psnr,
+        o.psnr_zero,
+        o.compared,
+        o.search_range
+    );
+    assert_eq!(found.offsets.len(), 1);
+    assert_eq!(o.offset_frames, k as i64);
+    assert_eq!(o.delay, k as i64 * 40_000_000);
+    assert_eq!((o.compared, o.search_range), (25, 10));
+    assert!(o.psnr > o.psnr_zero);
+    let s = found.summary.as_ref().unwrap();
+    // The 5 frozen distorted frames and the last 5 reference frames have no partner.
+    assert_eq!((s.frames, s.unpaired_distorted, s.unpaired_reference), (n as u64, k as u64, k as u64));
+    assert_eq!(found.outputs.len(), p.frames, "every distorted buffer leaves");
+    for (x, y) in found.frames.iter().zip(&aligned.frames) {
+        assert_eq!((x.index, &x.metrics), (y.index, &y.metrics));
+    }
+    assert_eq!(
+        s.get("vmaf"),
+        aligned.summary.as_ref().unwrap().get("vmaf"),
+        "pooled scores equal the aligned pair's"
+    );
+
+    // The same delay given as a time.
+    let fixed = run_all(&raw_pair(&p.reference, &dis_late, "distorted-delay=200000000"));
+    assert!(fixed.offsets.is_empty());
+    for (x, y) in fixed.frames.iter().zip(&aligned.frames) {
+        assert_eq!((x.index, &x.metrics), (y.index, &y.metrics));
+    }
+    assert_eq!(fixed.frames.len(), n);
+
+    // A late reference: a negative offset.
+    let neg = run_all(&raw_pair(&ref_late, &p.distorted, props));
+    assert_eq!(neg.offsets.first().map(|o| o.offset_frames), Some(-(k as i64)));
+    for (x, y) in neg.frames.iter().zip(&aligned.frames) {
+        assert_eq!((x.index, &x.metrics), (y.index, &y.metrics));
+    }
+    assert_eq!(neg.frames.len(), n);
+
+    // No delay: offset 0, the scores of the plain run.
+    let zero = run_all(&raw_pair(&p.reference, &p.distorted, props));
+    assert_eq!(zero.offsets.first().map(|o| (o.offset_frames, o.delay)), Some((0, 0)));
+    assert_eq!(zero.frames.len(), p.frames);
+}
+
+/// Window statistics as the element computes them, from the frames' VMAF in order.
+fn expected_window(vmaf: &[f64], end: usize, n: usize) -> WindowStats {
+    let w = &vmaf[end.saturating_sub(n - 1)..=end];
+    let k = w.len() as f64;
+    WindowStats {
+        frames: w.len() as u64,
+        mean: w.iter().sum::<f64>() / k,
+        min: w.iter().copied().fold(f64::INFINITY, f64::min),
+        harmonic_mean: k / w.iter().map(|v| 1.0 / (v + 1.0)).sum::<f64>() - 1.0,
+    }
+}
+
+#[test]
+fn frame_messages_carry_window_stats_and_alerts_cross_with_hysteresis() {
+    let p = reference_pairs().remove(0);
+    let desc = |props: &str| {
+        format!(
+            "vmafcompare name=cmp backend=cpu {props} ! appsink name=out sync=false {} {}",
+            raw_branch(&p.reference, 160, 90, "I420", "reference"),
+            raw_branch(&p.distorted, 160, 90, "I420", "distorted")
+        )
+    };
+    let plain = run_all(&desc("window-size=5"));
+    let vmaf: Vec<f64> = plain.frames.iter().map(|f| f.vmaf).collect();
+    assert_eq!(vmaf.len(), 48);
+    for (i, f) in plain.frames.iter().enumerate() {
+        assert_eq!(f.window, Some(expected_window(&vmaf, i, 5)), "frame {i}");
+        assert_eq!(f.skipped, 0);
+    }
+    // The meta carries the same fields.
+    assert_eq!(plain.metas, plain.frames);
+    // A 200 ms window at 25 fps holds the same 5 frames.
+    let timed = run_all(&desc("window-duration=200000000"));
+    for (a, b) in timed.frames.iter().zip(&plain.frames) {
+        assert_eq!(a.window, b.window);
+    }
+    // Alerts: a threshold in the middle of the window means, hysteresis 1 VMAF point.
+    let mut means: Vec<f64> = plain.frames.iter().map(|f| f.window.unwrap().mean).collect();
+    means.sort_by(f64::total_cmp);
+    let threshold = means[means.len() / 2];
+    let hysteresis = 1.0;
+    let mut want = Vec::new();
+    let mut below = false;
+    for f in &plain.frames {
+        let mean = f.window.unwrap().mean;
+        if !below && mean < threshold {
+            below = true;
+            want.push((f.index, true));
+        } else if below && mean >= threshold + hysteresis {
+            below = false;
+            want.push((f.index, false));
+        }
+    }
+    let alerted = run_all(&desc(&format!(
+        "window-size=5 alert-threshold={threshold} alert-hysteresis={hysteresis}"
+    )));
+    let got: Vec<(u64, bool)> = alerted.alerts.iter().map(|a| (a.index, a.below)).collect();
+    eprintln!("\n| alerts at threshold {threshold:.3}, hysteresis {hysteresis} | {got:?} |\n");
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+    for a in &alerted.alerts {
+        let f = &plain.frames[a.index as usize];
+        assert_eq!((a.window, a.pts, a.threshold), (f.window.unwrap(), f.pts, threshold));
+    }
+    // Without a threshold, no alert.
+    assert!(plain.alerts.is_empty());
+}
+
+#[test]
+fn typed_messages_round_trip_through_structures() {
+    init();
+    let w = WindowStats {
+        frames: 25,
+        mean: 80.5,
+        min: 60.25,
+        harmonic_mean: 79.0,
+    };
+    let frame = FrameMessage {
+        index: 7,
+        pts: Some(gst::ClockTime::from_mseconds(280)),
+        running_time: Some(gst::ClockTime::from_mseconds(280)),
+        duration: Some(gst::ClockTime::from_mseconds(40)),
+        vmaf: 81.0,
+        metrics: vec![("integer_adm2".into(), 0.9), ("vmaf".into(), 81.0)],
+        skipped: 3,
+        window: Some(w),
+    };
+    let s = frame.to_structure();
+    assert_eq!(FrameMessage::try_from(s.as_ref()).unwrap(), frame);
+    assert!(s.to_string().ends_with("vmaf=(double)81;"), "{s}");
+    let offset = OffsetMessage {
+        offset_frames: -3,
+        delay: -120_000_000,
+        psnr: 41.5,
+        psnr_zero: 20.0,
+        compared: 25,
+        search_range: 15,
+    };
+    assert_eq!(OffsetMessage::try_from(gst::Structure::from(&offset).as_ref()).unwrap(), offset);
+    let alert = AlertMessage {
+        below: true,
+        index: 9,
+        pts: None,
+        running_time: Some(gst::ClockTime::from_seconds(1)),
+        window: w,
+        threshold: 70.0,
+        hysteresis: 5.0,
+    };
+    assert_eq!(AlertMessage::try_from(gst::Structure::from(&alert).as_ref()).unwrap(), alert);
+    assert!(AlertMessage::try_from(gst::Structure::from(&offset).as_ref()).is_err());
+    let summary = SummaryMessage {
+        frames: 10,
+        unpaired_reference: 1,
+        unpaired_distorted: 2,
+        backend: "cpu".into(),
+        model: "vmaf_v0.6.1".into(),
+        metrics: vec![],
+        skipped: 4,
+        late: 1,
+    };
+    assert_eq!(SummaryMessage::try_from(summary.to_structure().as_ref()).unwrap(), summary);
+}
