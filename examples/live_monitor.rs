@@ -119,7 +119,10 @@ fn run(args: &Args) -> Result<(), String> {
     sender
         .set_state(gst::State::Playing)
         .map_err(|e| format!("sender: {e}"))?;
-    println!("monitoring rtp://127.0.0.1:{port} against {}", args.reference.display());
+    println!(
+        "monitoring rtp://127.0.0.1:{port} against {}",
+        args.reference.display()
+    );
     let (sbus, rbus) = (
         sender.bus().ok_or("no bus")?,
         receiver.bus().ok_or("no bus")?,
@@ -181,11 +184,7 @@ fn run(args: &Args) -> Result<(), String> {
                             }
                         }
                     }
-                    FRAME_MESSAGE_NAME => {
-                        if FrameMessage::try_from(s).is_ok() {
-                            frames += 1;
-                        }
-                    }
+                    FRAME_MESSAGE_NAME if FrameMessage::try_from(s).is_ok() => frames += 1,
                     SUMMARY_MESSAGE_NAME => summary = SummaryMessage::try_from(s).ok(),
                     _ => {}
                 }

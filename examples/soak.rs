@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use gst::prelude::*;
-use gstvmafcompare::vmafcompare::{FrameMessage, SummaryMessage, FRAME_MESSAGE_NAME, SUMMARY_MESSAGE_NAME};
+use gstvmafcompare::vmafcompare::{
+    FrameMessage, SummaryMessage, FRAME_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
+};
 
 #[derive(Parser)]
 #[command(about = "Runs a live vmafcompare pipeline for a long time, printing memory and drift")]
@@ -186,7 +188,9 @@ fn run(args: &Args) -> Result<(), String> {
                         seen.max_drift = seen.max_drift.max(drift.abs());
                         seen.interval_drift = seen.interval_drift.max(drift.abs());
                         if let Some(now) = pipeline.current_running_time() {
-                            seen.max_lag = seen.max_lag.max(now.nseconds().saturating_sub(rt.nseconds()));
+                            seen.max_lag = seen
+                                .max_lag
+                                .max(now.nseconds().saturating_sub(rt.nseconds()));
                         }
                         seen.frames += 1;
                         seen.last_index = f.index;

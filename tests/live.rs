@@ -91,8 +91,7 @@ fn run_all(desc: &str) -> Out {
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         assert!(!left.is_zero(), "timeout running {desc}");
-        let Some(msg) = bus.timed_pop(gst::ClockTime::from_nseconds(left.as_nanos() as u64))
-        else {
+        let Some(msg) = bus.timed_pop(gst::ClockTime::from_nseconds(left.as_nanos() as u64)) else {
             continue;
         };
         match msg.view() {
@@ -105,7 +104,9 @@ fn run_all(desc: &str) -> Out {
                 let Some(s) = e.structure() else { continue };
                 match s.name().as_str() {
                     FRAME_MESSAGE_NAME => out.frames.push(FrameMessage::try_from(s).unwrap()),
-                    SUMMARY_MESSAGE_NAME => out.summary = Some(SummaryMessage::try_from(s).unwrap()),
+                    SUMMARY_MESSAGE_NAME => {
+                        out.summary = Some(SummaryMessage::try_from(s).unwrap())
+                    }
                     OFFSET_MESSAGE_NAME => out.offsets.push(OffsetMessage::try_from(s).unwrap()),
                     ALERT_MESSAGE_NAME => out.alerts.push(AlertMessage::try_from(s).unwrap()),
                     _ => {}
@@ -158,7 +159,11 @@ fn slow_scoring_in_a_live_pipeline_skips_frames_and_stays_on_time() {
     assert_eq!(reference.frames.len(), 50);
     let by_index = |i: u64| &reference.frames[i as usize];
 
-    let out = run_all(&ball_pipeline("slowskip", "queue-size=3 on-full=skip", true));
+    let out = run_all(&ball_pipeline(
+        "slowskip",
+        "queue-size=3 on-full=skip",
+        true,
+    ));
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     let s = out.summary.as_ref().expect("summary");
     // Every distorted buffer leaves, in order, scored or not.
@@ -171,7 +176,10 @@ fn slow_scoring_in_a_live_pipeline_skips_frames_and_stays_on_time() {
     assert_eq!(s.frames + s.skipped, 50);
     assert_eq!(out.frames.len() as u64, s.frames);
     assert!(out.frames.windows(2).all(|w| w[0].skipped <= w[1].skipped));
-    assert!(out.frames.iter().all(|f| f.skipped <= s.skipped && f.skipped <= f.index));
+    assert!(out
+        .frames
+        .iter()
+        .all(|f| f.skipped <= s.skipped && f.skipped <= f.index));
     // A scored frame's buffer carries its scores unless its deadline came first (late).
     let with_meta = out.outputs.iter().filter(|o| o.1).count() as u64;
     assert_eq!(with_meta + s.late, s.frames);
@@ -184,10 +192,19 @@ fn slow_scoring_in_a_live_pipeline_skips_frames_and_stays_on_time() {
         let first = f.index == 0 || !scored.contains(&(f.index - 1));
         let last = !scored.contains(&(f.index + 1)) && f.index < 49;
         if first {
-            assert_eq!((m(f, SAD), m(f, "integer_motion2")), (0.0, 0.0), "frame {}", f.index);
+            assert_eq!(
+                (m(f, SAD), m(f, "integer_motion2")),
+                (0.0, 0.0),
+                "frame {}",
+                f.index
+            );
         } else {
             assert_eq!(m(f, SAD), m(r, SAD), "frame {}", f.index);
-            let want = if last { m(r, SAD) } else { m(r, "integer_motion2") };
+            let want = if last {
+                m(r, SAD)
+            } else {
+                m(r, "integer_motion2")
+            };
             assert_eq!(m(f, "integer_motion2"), want, "frame {}", f.index);
         }
         if !first && !last {
@@ -207,7 +224,11 @@ fn slow_scoring_in_a_live_pipeline_skips_frames_and_stays_on_time() {
 
     // on-full=block: every frame is scored, exactly as the non-live run, but upstream waits
     // and the output falls behind by the scorer's backlog (50 x 100 ms for 2 s of video).
-    let blocked = run_all(&ball_pipeline("slowblock", "queue-size=3 on-full=block", true));
+    let blocked = run_all(&ball_pipeline(
+        "slowblock",
+        "queue-size=3 on-full=block",
+        true,
+    ));
     assert!(blocked.errors.is_empty(), "{:?}", blocked.errors);
     let b = blocked.summary.as_ref().expect("summary");
     assert_eq!((b.frames, b.skipped, b.late), (50, 0, 0));
@@ -239,7 +260,10 @@ fn live_latency(props: &str) -> (bool, gst::ClockTime) {
         gst::ClockTime::from_seconds(30),
         &[gst::MessageType::Element, gst::MessageType::Error],
     );
-    assert!(matches!(msg.map(|m| m.type_()), Some(gst::MessageType::Element)));
+    assert!(matches!(
+        msg.map(|m| m.type_()),
+        Some(gst::MessageType::Element)
+    ));
     let cmp = pipeline.by_name("cmp").unwrap();
     let mut q = gst::query::Latency::new();
     assert!(cmp.static_pad("src").unwrap().query(&mut q));
@@ -266,7 +290,14 @@ fn live_latency_counts_the_scoring_queue_and_the_late_reference() {
 
 /// Frames `range` of an I420 file of `w`x`h` frames, preceded by `freeze` copies of the
 /// first of them (a stream that starts late, showing its first picture meanwhile).
-fn write_frames(src: &Path, dst: &Path, w: usize, h: usize, range: std::ops::Range<usize>, freeze: usize) {
+fn write_frames(
+    src: &Path,
+    dst: &Path,
+    w: usize,
+    h: usize,
+    range: std::ops::Range<usize>,
+    freeze: usize,
+) {
     let data = std::fs::read(src).unwrap();
     let size = w * h + 2 * w.div_ceil(2) * h.div_ceil(2);
     let frame = |i: usize| &data[i * size..(i + 1) * size];
@@ -331,8 +362,15 @@ fn auto_align_finds_an_injected_delay_and_scores_the_aligned_pair() {
     assert!(o.psnr > o.psnr_zero);
     let s = found.summary.as_ref().unwrap();
     // The 5 frozen distorted frames and the last 5 reference frames have no partner.
-    assert_eq!((s.frames, s.unpaired_distorted, s.unpaired_reference), (n as u64, k as u64, k as u64));
-    assert_eq!(found.outputs.len(), p.frames, "every distorted buffer leaves");
+    assert_eq!(
+        (s.frames, s.unpaired_distorted, s.unpaired_reference),
+        (n as u64, k as u64, k as u64)
+    );
+    assert_eq!(
+        found.outputs.len(),
+        p.frames,
+        "every distorted buffer leaves"
+    );
     for (x, y) in found.frames.iter().zip(&aligned.frames) {
         assert_eq!((x.index, &x.metrics), (y.index, &y.metrics));
     }
@@ -343,7 +381,11 @@ fn auto_align_finds_an_injected_delay_and_scores_the_aligned_pair() {
     );
 
     // The same delay given as a time.
-    let fixed = run_all(&raw_pair(&p.reference, &dis_late, "distorted-delay=200000000"));
+    let fixed = run_all(&raw_pair(
+        &p.reference,
+        &dis_late,
+        "distorted-delay=200000000",
+    ));
     assert!(fixed.offsets.is_empty());
     for (x, y) in fixed.frames.iter().zip(&aligned.frames) {
         assert_eq!((x.index, &x.metrics), (y.index, &y.metrics));
@@ -352,7 +394,10 @@ fn auto_align_finds_an_injected_delay_and_scores_the_aligned_pair() {
 
     // A late reference: a negative offset.
     let neg = run_all(&raw_pair(&ref_late, &p.distorted, props));
-    assert_eq!(neg.offsets.first().map(|o| o.offset_frames), Some(-(k as i64)));
+    assert_eq!(
+        neg.offsets.first().map(|o| o.offset_frames),
+        Some(-(k as i64))
+    );
     for (x, y) in neg.frames.iter().zip(&aligned.frames) {
         assert_eq!((x.index, &x.metrics), (y.index, &y.metrics));
     }
@@ -360,7 +405,10 @@ fn auto_align_finds_an_injected_delay_and_scores_the_aligned_pair() {
 
     // No delay: offset 0, the scores of the plain run.
     let zero = run_all(&raw_pair(&p.reference, &p.distorted, props));
-    assert_eq!(zero.offsets.first().map(|o| (o.offset_frames, o.delay)), Some((0, 0)));
+    assert_eq!(
+        zero.offsets.first().map(|o| (o.offset_frames, o.delay)),
+        Some((0, 0))
+    );
     assert_eq!(zero.frames.len(), p.frames);
 }
 
@@ -401,7 +449,11 @@ fn frame_messages_carry_window_stats_and_alerts_cross_with_hysteresis() {
         assert_eq!(a.window, b.window);
     }
     // Alerts: a threshold in the middle of the window means, hysteresis 1 VMAF point.
-    let mut means: Vec<f64> = plain.frames.iter().map(|f| f.window.unwrap().mean).collect();
+    let mut means: Vec<f64> = plain
+        .frames
+        .iter()
+        .map(|f| f.window.unwrap().mean)
+        .collect();
     means.sort_by(f64::total_cmp);
     let threshold = means[means.len() / 2];
     let hysteresis = 1.0;
@@ -426,7 +478,10 @@ fn frame_messages_carry_window_stats_and_alerts_cross_with_hysteresis() {
     assert_eq!(got, want);
     for a in &alerted.alerts {
         let f = &plain.frames[a.index as usize];
-        assert_eq!((a.window, a.pts, a.threshold), (f.window.unwrap(), f.pts, threshold));
+        assert_eq!(
+            (a.window, a.pts, a.threshold),
+            (f.window.unwrap(), f.pts, threshold)
+        );
     }
     // Without a threshold, no alert.
     assert!(plain.alerts.is_empty());
@@ -462,7 +517,10 @@ fn typed_messages_round_trip_through_structures() {
         compared: 25,
         search_range: 15,
     };
-    assert_eq!(OffsetMessage::try_from(gst::Structure::from(&offset).as_ref()).unwrap(), offset);
+    assert_eq!(
+        OffsetMessage::try_from(gst::Structure::from(&offset).as_ref()).unwrap(),
+        offset
+    );
     let alert = AlertMessage {
         below: true,
         index: 9,
@@ -472,7 +530,10 @@ fn typed_messages_round_trip_through_structures() {
         threshold: 70.0,
         hysteresis: 5.0,
     };
-    assert_eq!(AlertMessage::try_from(gst::Structure::from(&alert).as_ref()).unwrap(), alert);
+    assert_eq!(
+        AlertMessage::try_from(gst::Structure::from(&alert).as_ref()).unwrap(),
+        alert
+    );
     assert!(AlertMessage::try_from(gst::Structure::from(&offset).as_ref()).is_err());
     let summary = SummaryMessage {
         frames: 10,
@@ -484,5 +545,8 @@ fn typed_messages_round_trip_through_structures() {
         skipped: 4,
         late: 1,
     };
-    assert_eq!(SummaryMessage::try_from(summary.to_structure().as_ref()).unwrap(), summary);
+    assert_eq!(
+        SummaryMessage::try_from(summary.to_structure().as_ref()).unwrap(),
+        summary
+    );
 }

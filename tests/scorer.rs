@@ -210,8 +210,16 @@ fn skip_completes_the_frame_before_the_gap_and_restarts_motion() {
     // The fake's k-th submission has motion SAD features(k).
     let sad = |k: u64| features(k).motion_sad;
     let m = |i: usize, col: usize| out[i].scores.as_ref().expect("scored").values[col];
-    assert_eq!(m(2, 12), sad(2), "last before the gap: motion2 is its own SAD");
-    assert_eq!(m(3, 12), 0.0, "first after the gap: motion2 0, as a fresh run");
+    assert_eq!(
+        m(2, 12),
+        sad(2),
+        "last before the gap: motion2 is its own SAD"
+    );
+    assert_eq!(
+        m(3, 12),
+        0.0,
+        "first after the gap: motion2 0, as a fresh run"
+    );
     assert_eq!(m(3, 13), sad(4), "and motion3 the next frame's SAD");
     assert_eq!(m(4, 12), sad(4).min(sad(5)));
     assert_eq!(s.pool().count(), 6, "pooling continues over the gap");

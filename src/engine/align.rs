@@ -202,7 +202,10 @@ mod tests {
     use super::*;
 
     fn thumb(seed: usize) -> Thumb {
-        Thumb::from_fn(64, 48, 8, |x, y| ((x * 7 + y * 13 + seed * 31) % 251) as u16).unwrap()
+        Thumb::from_fn(64, 48, 8, |x, y| {
+            ((x * 7 + y * 13 + seed * 31) % 251) as u16
+        })
+        .unwrap()
     }
 
     #[test]

@@ -304,7 +304,11 @@ impl ScoringQueue {
     /// Running time of the oldest slot: the aggregator wakes up at that time plus the
     /// latency to release it ([`ScoringQueue::take_due`]).
     pub(crate) fn next_time(&self) -> Option<gst::ClockTime> {
-        self.shared.lock().slots.front().and_then(|s| s.running_time)
+        self.shared
+            .lock()
+            .slots
+            .front()
+            .and_then(|s| s.running_time)
     }
 
     /// Slots that leave now, in order: with [`Due::Until`] those whose running time is at or
@@ -396,11 +400,7 @@ impl ScoringQueue {
             g.slots.clear();
         }
         self.shared.cond.notify_all();
-        let worker = self
-            .worker
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let worker = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(w) = worker {
             if w.thread().id() != std::thread::current().id() {
                 let _ = w.join();
@@ -508,11 +508,20 @@ mod tests {
         assert_eq!(offer(40), Ok(Offered::Skipped));
         assert_eq!(q.next_time(), ms(0));
         // Before the first deadline nothing leaves, even the skipped (ready) one behind it.
-        assert!(q.take_due(Due::WhenReady, false).is_empty(), "0 is not ready");
-        assert!(q.take_due(Due::Until(None), false).is_empty(), "no deadline yet");
+        assert!(
+            q.take_due(Due::WhenReady, false).is_empty(),
+            "0 is not ready"
+        );
+        assert!(
+            q.take_due(Due::Until(None), false).is_empty(),
+            "no deadline yet"
+        );
         assert_eq!(offer(80), Ok(Offered::Skipped));
         // Deadline of 0 and 40 passed: 0 leaves unscored (still pending), then 40.
-        assert_eq!(pts(&q.take_due(Due::Until(ms(40)), false)), [(0, false), (40, false)]);
+        assert_eq!(
+            pts(&q.take_due(Due::Until(ms(40)), false)),
+            [(0, false), (40, false)]
+        );
         assert_eq!(q.next_time(), ms(80));
         gate.send(()).unwrap(); // job 0 completes: its buffer already left
         gate.send(()).unwrap(); // the gap job
@@ -523,7 +532,10 @@ mod tests {
         gate.send(()).unwrap();
         q.drain(|| false).unwrap();
         // Without a clock, completed slots leave as soon as they are ready.
-        assert_eq!(pts(&q.take_due(Due::WhenReady, false)), [(80, false), (120, true)]);
+        assert_eq!(
+            pts(&q.take_due(Due::WhenReady, false)),
+            [(80, false), (120, true)]
+        );
     }
 
     #[test]
@@ -545,7 +557,10 @@ mod tests {
         gate.send(()).unwrap();
         q.drain(|| false).unwrap();
         let out = pts(&q.take_due(Due::WhenReady, true));
-        assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), [0, 40, 80, 120]);
+        assert_eq!(
+            out.iter().map(|o| o.0).collect::<Vec<_>>(),
+            [0, 40, 80, 120]
+        );
         assert_eq!(q.skipped(), 1);
     }
 
@@ -558,10 +573,18 @@ mod tests {
             .unwrap();
         let (q2, r2) = (q.clone(), released.clone());
         let t = std::thread::spawn(move || {
-            q2.offer(buf(40), buf(40), ms(40), OnFull::Block, None, || false, |r| {
-                r2.lock().unwrap().extend(pts(&r));
-                Ok(gst::FlowSuccess::Ok)
-            })
+            q2.offer(
+                buf(40),
+                buf(40),
+                ms(40),
+                OnFull::Block,
+                None,
+                || false,
+                |r| {
+                    r2.lock().unwrap().extend(pts(&r));
+                    Ok(gst::FlowSuccess::Ok)
+                },
+            )
         });
         gate.send(()).unwrap();
         assert_eq!(t.join().unwrap(), Ok(Offered::Queued));
@@ -572,8 +595,24 @@ mod tests {
         assert_eq!(all, [(0, true), (40, true)], "both scored, in order");
         assert_eq!(q.skipped(), 0);
         // A blocked offer gives up when told to.
-        let _ = q.offer(buf(80), buf(80), ms(80), OnFull::Block, None, || false, none);
-        let cancelled = q.offer(buf(120), buf(120), ms(120), OnFull::Block, None, || true, none);
+        let _ = q.offer(
+            buf(80),
+            buf(80),
+            ms(80),
+            OnFull::Block,
+            None,
+            || false,
+            none,
+        );
+        let cancelled = q.offer(
+            buf(120),
+            buf(120),
+            ms(120),
+            OnFull::Block,
+            None,
+            || true,
+            none,
+        );
         assert_eq!(cancelled, Err(gst::FlowError::Flushing));
         gate.send(()).unwrap();
     }

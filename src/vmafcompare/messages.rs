@@ -28,6 +28,18 @@ pub(crate) fn get_window(s: &gst::StructureRef) -> Option<WindowStats> {
     })
 }
 
+impl From<&super::FrameMessage> for gst::Structure {
+    fn from(m: &super::FrameMessage) -> Self {
+        m.to_structure()
+    }
+}
+
+impl From<&super::SummaryMessage> for gst::Structure {
+    fn from(m: &super::SummaryMessage) -> Self {
+        m.to_structure()
+    }
+}
+
 fn check_name(s: &gst::StructureRef, name: &str) -> Result<(), glib::BoolError> {
     if s.name() == name {
         Ok(())
@@ -85,9 +97,7 @@ impl TryFrom<&gst::StructureRef> for OffsetMessage {
             psnr: s.get("psnr").map_err(|e| err("psnr", e))?,
             psnr_zero: s.get("psnr-zero").map_err(|e| err("psnr-zero", e))?,
             compared: s.get("compared").map_err(|e| err("compared", e))?,
-            search_range: s
-                .get("search-range")
-                .map_err(|e| err("search-range", e))?,
+            search_range: s.get("search-range").map_err(|e| err("search-range", e))?,
         })
     }
 }

@@ -77,9 +77,10 @@ pub(super) fn properties() -> Vec<glib::ParamSpec> {
             .nick("Scoring queue size")
             .blurb(
                 "Live pipelines: frame pairs that may wait for (or be in) scoring on the \
-                 element's scoring thread; when that many are waiting, on-full decides. An \
-                 output buffer leaves at most queue-size + 1 frames after its pair came in \
-                 (reported latency). Non-live pipelines score in the streaming thread",
+                 element's scoring thread; when that many wait, or the scorer's pace would \
+                 miss the latency, on-full decides. The element's latency is queue-size + 1 \
+                 frames; each buffer leaves at its deadline, scored or not. Non-live \
+                 pipelines score in the streaming thread",
             )
             .minimum(1)
             .maximum(MAX_QUEUE_SIZE)
@@ -627,7 +628,10 @@ impl VmafCompare {
             let stream = lock(&self.monitor.stream);
             let frame = stream.frame.unwrap_or(FALLBACK_FRAME);
             let own = frame * (u64::from(stream.settings.queue_size) + 1);
-            (stream.settings.on_full, Duration::from_nanos(own.nseconds()))
+            (
+                stream.settings.on_full,
+                Duration::from_nanos(own.nseconds()),
+            )
         };
         let running_time = Self::running_time(&self.distorted_pad, &distorted);
         queue.offer(
