@@ -5,13 +5,14 @@
 //! accounting shows up as a drift of whole frames).
 //!
 //! Two live `videotestsrc` (the moving `ball` pattern; the distorted one through JPEG at
-//! quality 30) feed `vmafcompare`, whose output goes to a `fakesink` that syncs to the clock,
-//! as a monitoring pipeline would. At the end it sends EOS and prints the summary.
+//! quality 30, or with `--distortion scale` scaled down 4x and back up, which needs only the
+//! base plugins) feed `vmafcompare`, whose output goes to a `fakesink` that syncs to the
+//! clock, as a monitoring pipeline would. At the end it sends EOS and prints the summary.
 //!
 //! ```sh
-//! cargo run --release --example soak -- --duration 3600 --interval 60            # CPU
+//! cargo run --release --example soak -- --duration 3600 --interval 300           # CPU
 //! cargo run --release --example soak -- --backend cuda --width 1920 --height 1080 \
-//!     --duration 3600 --interval 60                                              # GPU
+//!     --distortion scale --duration 3600 --interval 60                           # GPU
 //! ```
 //! Exits 1 when a frame drifted by half a frame or more, no frame was scored, or the
 //! pipeline failed.
@@ -53,6 +54,10 @@ struct Args {
     /// vmafcompare queue-size.
     #[arg(long, default_value_t = 3)]
     queue_size: u32,
+    /// How the distorted stream is made: `jpeg` (jpegenc quality 30, gst-plugins-good) or
+    /// `scale` (down 4x and back up, videoconvertscale only).
+    #[arg(long, default_value = "jpeg")]
+    distortion: String,
 }
 
 /// Resident set size of this process, bytes (Linux `/proc/self/status`).
@@ -109,12 +114,20 @@ fn run(args: &Args) -> Result<(), String> {
         "video/x-raw,format=I420,width={},height={},framerate={}/1",
         args.width, args.height, args.fps
     );
+    let distort = match args.distortion.as_str() {
+        "jpeg" => "jpegenc quality=30 ! jpegdec ! videoconvert".to_owned(),
+        "scale" => format!(
+            "videoscale method=bilinear ! video/x-raw,width={},height={} ! videoscale method=bilinear",
+            (args.width / 4).max(1),
+            (args.height / 4).max(1)
+        ),
+        other => return Err(format!("--distortion {other}: jpeg or scale")),
+    };
     let desc = format!(
         "vmafcompare name=cmp backend={backend} device-id={dev} queue-size={q} window-size={fps} \
            ! fakesink name=sink sync=true \
          videotestsrc is-live=true pattern=ball ! {caps} ! cmp.reference \
-         videotestsrc is-live=true pattern=ball ! {caps} ! jpegenc quality=30 ! jpegdec \
-           ! videoconvert ! {caps} ! cmp.distorted",
+         videotestsrc is-live=true pattern=ball ! {caps} ! {distort} ! {caps} ! cmp.distorted",
         backend = args.backend,
         dev = args.device_id,
         q = args.queue_size,

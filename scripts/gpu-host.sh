@@ -45,6 +45,11 @@ PY
       .gpu/bin/gpu_cycles 100 || fail=1 ;;
     bench)  # speed: element fed from system memory, GPU and CPU
       .gpu/bin/gpu_bench || fail=1 ;;
+    soak)   # not in the default list: a live 1080p pipeline on the GPU for SOAK_SECONDS
+            # (default 1500: a device session lasts 30 minutes), RSS and free device memory
+            # every minute, index/timestamp drift (CHECKS=soak bash scripts/gpu-host.sh)
+      .gpu/bin/soak --backend cuda --width 1920 --height 1080 --distortion scale \
+        --duration "${SOAK_SECONDS:-1500}" --interval 60 || fail=1 ;;
   esac
 done
 exit $fail

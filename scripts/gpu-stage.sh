@@ -21,8 +21,8 @@ for l in sys.stdin:
   | while read -r name exe; do
       case $name in gpu|cuda_backend) cp "$exe" "$out/bin/$name" ;; esac
     done
-cargo build --release --example gpu_check --example gpu_cycles --example gpu_bench
-for ex in gpu_check gpu_cycles gpu_bench; do cp "target/release/examples/$ex" "$out/bin/"; done
+cargo build --release --example gpu_check --example gpu_cycles --example gpu_bench --example soak
+for ex in gpu_check gpu_cycles gpu_bench soak; do cp "target/release/examples/$ex" "$out/bin/"; done
 strip "$out"/bin/* 2>/dev/null || true
 cp -L /usr/lib/x86_64-linux-gnu/libgstcheck-1.0.so.0 "$out/lib/" 2>/dev/null || true
 bash "$shared/gpu/stage-runtime.sh" "$out" target/release/libgstvmafcompare.so
