@@ -242,8 +242,10 @@ fn slow_scoring_in_a_live_pipeline_skips_frames_and_stays_on_time() {
     assert!(blocked.max_lag > 1_500_000_000, "{} ns", blocked.max_lag);
 }
 
-/// The latency vmafcompare's src pad reports in a live pipeline, with `props`.
-fn live_latency(props: &str) -> (bool, gst::ClockTime) {
+/// The latency vmafcompare's src pad reports in a live pipeline, with `props`, once both
+/// pads have caps (the frame rate is known) and, with `after_offset`, once auto-alignment
+/// has posted its offset.
+fn live_latency(props: &str, after_offset: bool) -> (bool, gst::ClockTime) {
     init();
     let pipeline = gst::parse::launch(&format!(
         "vmafcompare name=cmp backend=cpu {props} ! fakesink \
@@ -255,16 +257,28 @@ fn live_latency(props: &str) -> (bool, gst::ClockTime) {
     .unwrap();
     pipeline.set_state(gst::State::Playing).unwrap();
     let bus = pipeline.bus().unwrap();
-    // Wait until a frame was scored, so caps (the frame rate) are known.
-    let msg = bus.timed_pop_filtered(
-        gst::ClockTime::from_seconds(30),
-        &[gst::MessageType::Element, gst::MessageType::Error],
-    );
-    assert!(matches!(
-        msg.map(|m| m.type_()),
-        Some(gst::MessageType::Element)
-    ));
     let cmp = pipeline.by_name("cmp").unwrap();
+    let has_caps = |pad: &str| cmp.static_pad(pad).and_then(|p| p.current_caps()).is_some();
+    let start = std::time::Instant::now();
+    while !(has_caps("reference") && has_caps("distorted")) {
+        assert!(start.elapsed().as_secs() < 30, "no caps");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    if after_offset {
+        loop {
+            let msg = bus
+                .timed_pop_filtered(
+                    gst::ClockTime::from_seconds(30),
+                    &[gst::MessageType::Element, gst::MessageType::Error],
+                )
+                .expect("offset message");
+            let s = msg.structure().expect("structure");
+            assert_ne!(msg.type_(), gst::MessageType::Error, "{s}");
+            if s.name() == OFFSET_MESSAGE_NAME {
+                break;
+            }
+        }
+    }
     let mut q = gst::query::Latency::new();
     assert!(cmp.static_pad("src").unwrap().query(&mut q));
     let (live, min, _max) = q.result();
@@ -275,17 +289,21 @@ fn live_latency(props: &str) -> (bool, gst::ClockTime) {
 #[test]
 fn live_latency_counts_the_scoring_queue_and_the_late_reference() {
     let frame = gst::ClockTime::from_mseconds(40);
-    let (live1, l1) = live_latency("queue-size=1");
-    let (live5, l5) = live_latency("queue-size=5");
+    let (live1, l1) = live_latency("queue-size=1", false);
+    let (live5, l5) = live_latency("queue-size=5", false);
     assert!(live1 && live5);
     // One frame for motion plus queue-size frames, on top of the sources' own latency.
     assert_eq!(l5 - l1, frame * 4);
     // A reference 120 ms late makes the distorted stream wait as long.
-    let (_, late) = live_latency("queue-size=1 distorted-delay=-120000000");
+    let (_, late) = live_latency("queue-size=1 distorted-delay=-120000000", false);
     assert_eq!(late - l1, gst::ClockTime::from_mseconds(120));
-    // auto-align may find the reference late by up to align-max-offset frames.
-    let (_, aligned) = live_latency("queue-size=1 auto-align=true align-max-offset=3");
-    assert_eq!(aligned - l1, frame * 3);
+    // auto-align may find the reference late by up to align-max-offset frames, until it
+    // has measured the delay (here none: the two sources are in step).
+    let align = "queue-size=1 auto-align=true align-max-offset=3";
+    let (_, searching) = live_latency(&format!("{align} align-duration=10000000000"), false);
+    assert_eq!(searching - l1, frame * 3);
+    let (_, found) = live_latency(&format!("{align} align-duration=200000000"), true);
+    assert_eq!(found, l1);
 }
 
 /// Frames `range` of an I420 file of `w`x`h` frames, preceded by `freeze` copies of the

@@ -172,7 +172,7 @@ impl ScoringQueue {
                         g.pairs_waiting = g.pairs_waiting.saturating_sub(1);
                         // Exponential moving average over about 8 pairs.
                         g.pace = Some(match g.pace {
-                            Some(p) => (p * 7 + took) / 8,
+                            Some(p) => p.saturating_mul(7).saturating_add(took) / 8,
                             None => took,
                         });
                     }
@@ -220,7 +220,9 @@ impl ScoringQueue {
                 return Err(e);
             }
             let too_slow = match (g.pace, budget) {
-                (Some(pace), Some(budget)) => pace * (g.pairs_waiting as u32 + 1) > budget,
+                (Some(pace), Some(budget)) => pace
+                    .checked_mul(g.pairs_waiting as u32 + 1)
+                    .is_none_or(|t| t > budget),
                 _ => false,
             };
             if g.pairs_waiting == 0 || (g.pairs_waiting < self.capacity && !too_slow) {

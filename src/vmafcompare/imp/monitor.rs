@@ -26,6 +26,8 @@ const DEFAULT_ALIGN_MAX_OFFSET: u32 = 15;
 const MAX_ALIGN_MAX_OFFSET: u32 = 1000;
 const DEFAULT_ALIGN_DURATION: u64 = 1_000_000_000;
 const MAX_ALIGN_DURATION: u64 = 60_000_000_000;
+/// Most frames auto-alignment compares (and holds, per stream, with the search range).
+const MAX_ALIGN_FRAMES: u64 = 3000;
 const DEFAULT_WINDOW_SIZE: u32 = 25;
 const DEFAULT_ALERT_HYSTERESIS: f64 = 5.0;
 /// Largest `|distorted-delay|`: one hour, in ns.
@@ -127,7 +129,10 @@ pub(super) fn properties() -> Vec<glib::ParamSpec> {
             .build(),
         glib::ParamSpecUInt64::builder("align-duration")
             .nick("Alignment duration")
-            .blurb("auto-align: nanoseconds of video compared at each offset (at least one frame)")
+            .blurb(
+                "auto-align: nanoseconds of video compared at each offset (1 to 3000 frames; \
+                 25 fps assumed when the distorted caps have no frame rate)",
+            )
             .minimum(1)
             .maximum(MAX_ALIGN_DURATION)
             .default_value(DEFAULT_ALIGN_DURATION)
@@ -317,6 +322,17 @@ fn attach_meta(buffer: &mut gst::Buffer, scores: &gst::Structure) -> Result<(), 
     Ok(())
 }
 
+/// The element's own latency in a live pipeline: one frame (motion needs the next frame)
+/// plus `queue_size` frames of scoring queue.
+fn own_latency(frame: gst::ClockTime, queue_size: u32) -> gst::ClockTime {
+    gst::ClockTime::from_nseconds(frame.nseconds().saturating_mul(u64::from(queue_size) + 1))
+}
+
+/// Frames auto-alignment compares: `duration` of frames of `frame` each, 1..=MAX_ALIGN_FRAMES.
+fn align_frames(duration: u64, frame: gst::ClockTime) -> usize {
+    (duration / frame.nseconds().max(1)).clamp(1, MAX_ALIGN_FRAMES) as usize
+}
+
 fn ns(t: gst::ClockTime) -> i128 {
     i128::from(t.nseconds())
 }
@@ -341,8 +357,11 @@ impl VmafCompare {
             ..Stream::default()
         };
         if settings.auto_align {
-            // Frame count known at the first caps; a placeholder until then.
-            stream.aligner = Some(Aligner::new(1, settings.align_max_offset as usize));
+            // Sized again from the distorted caps' frame rate when they have one.
+            stream.aligner = Some(Aligner::new(
+                align_frames(settings.align_duration, FALLBACK_FRAME),
+                settings.align_max_offset as usize,
+            ));
         }
         stream.settings = settings;
         self.monitor_shutdown();
@@ -402,8 +421,10 @@ impl VmafCompare {
         let s = stream.settings.clone();
         if let Some(a) = stream.aligner.as_mut() {
             if a.held() == (0, 0) {
-                let n = (s.align_duration / frame.nseconds().max(1)).max(1) as usize;
-                *a = Aligner::new(n, s.align_max_offset as usize);
+                *a = Aligner::new(
+                    align_frames(s.align_duration, frame),
+                    s.align_max_offset as usize,
+                );
             }
         }
         let latency = self.monitor_latency(&stream);
@@ -415,11 +436,17 @@ impl VmafCompare {
         let frame = stream.frame.unwrap_or(FALLBACK_FRAME);
         let s = &stream.settings;
         let reference_late = if stream.aligner.is_some() {
-            frame.nseconds() * u64::from(s.align_max_offset)
+            frame
+                .nseconds()
+                .saturating_mul(u64::from(s.align_max_offset))
         } else {
             stream.delay.min(0).unsigned_abs()
         };
-        frame * (u64::from(s.queue_size) + 1) + gst::ClockTime::from_nseconds(reference_late)
+        gst::ClockTime::from_nseconds(
+            own_latency(frame, s.queue_size)
+                .nseconds()
+                .saturating_add(reference_late),
+        )
     }
 
     /// Whether the first frames are still being collected for auto-alignment.
@@ -627,7 +654,7 @@ impl VmafCompare {
         let (on_full, budget) = {
             let stream = lock(&self.monitor.stream);
             let frame = stream.frame.unwrap_or(FALLBACK_FRAME);
-            let own = frame * (u64::from(stream.settings.queue_size) + 1);
+            let own = own_latency(frame, stream.settings.queue_size);
             (
                 stream.settings.on_full,
                 Duration::from_nanos(own.nseconds()),
@@ -820,6 +847,11 @@ impl VmafCompare {
     /// Running time of the oldest output buffer waiting in a live pipeline: the aggregator
     /// wakes up at its deadline (this plus the latency) to push it.
     pub(super) fn live_next_time(&self) -> Option<gst::ClockTime> {
+        // With on-full=block buffers wait for their scores, not for a deadline: waking up at
+        // a deadline that has passed would only spin.
+        if lock(&self.monitor.stream).settings.on_full == OnFull::Block {
+            return None;
+        }
         self.monitor.queue()?.next_time()
     }
 
