@@ -144,6 +144,12 @@ impl Aligner {
         }
     }
 
+    /// Forgets the frames collected (a flush before the offset was chosen).
+    pub fn clear(&mut self) {
+        self.reference.clear();
+        self.distorted.clear();
+    }
+
     /// Frames held: (reference, distorted).
     pub fn held(&self) -> (usize, usize) {
         (self.reference.len(), self.distorted.len())

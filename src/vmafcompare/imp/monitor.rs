@@ -388,6 +388,10 @@ impl VmafCompare {
         }
         let mut stream = lock(&self.monitor.stream);
         stream.held = Default::default();
+        // Still searching: start the search again with the frames after the flush.
+        if let Some(a) = stream.aligner.as_mut() {
+            a.clear();
+        }
         if let Some(w) = stream.window.as_mut() {
             w.clear();
         }
