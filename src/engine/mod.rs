@@ -7,7 +7,7 @@ pub mod model;
 pub mod pool;
 pub mod scorer;
 
-pub use frame::{FeatureError, LumaPlane};
+pub use frame::{DeviceLuma, FeatureError, HostLuma, LumaInput, LumaPlane, SampleLayout};
 pub use log::{LogFormat, LogWriter};
 pub use model::Model;
 pub use pool::{Pool, Pooled};

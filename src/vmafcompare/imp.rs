@@ -1,6 +1,8 @@
 //! `vmafcompare` subclass: pads, caps, properties, `aggregate()`, messages, meta and the
 //! state changes that drive the engine's lifecycle.
 
+use std::collections::BTreeSet;
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::Instant;
@@ -12,12 +14,15 @@ use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 use gst_video::prelude::*;
 
-use super::{FrameMessage, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME};
+use super::{
+    FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME,
+};
 use crate::cpu::{self, CpuBackend};
+use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::{CudaBackend, GpuDevice};
 use crate::engine::{
-    model::DEFAULT_MODEL, Backend, EngineError, FrameScores, LogFormat, LogWriter, LumaPlane,
-    Model, Scored, Scorer,
+    model::DEFAULT_MODEL, Backend, DeviceLuma, EngineError, FrameScores, HostLuma, LogFormat,
+    LogWriter, LumaInput, Model, SampleLayout, Scored, Scorer,
 };
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
@@ -111,6 +116,52 @@ impl PadVideo {
     }
 }
 
+/// One pad's luma plane, mapped for the backend for the time of one submission.
+enum MappedLuma<'a> {
+    /// Mapped in host memory until the submission returns.
+    Host {
+        frame: gst_video::VideoFrameRef<&'a gst::BufferRef>,
+        layout: SampleLayout,
+    },
+    /// Device memory, moved into the backend by the submission (`None` afterwards).
+    Device(Option<DeviceLuma>),
+}
+
+impl MappedLuma<'_> {
+    /// The backend's view of the plane.
+    fn input(&mut self) -> Result<LumaInput<'_>, String> {
+        match self {
+            MappedLuma::Host { frame, layout } => {
+                let (w, h) = (frame.width() as usize, frame.height() as usize);
+                let stride = frame.plane_stride()[0] as usize;
+                let data = frame
+                    .plane_data(0)
+                    .map_err(|e| format!("cannot read the luma plane: {e}"))?;
+                HostLuma::new(data, stride, w, h, *layout)
+                    .map(LumaInput::Host)
+                    .ok_or_else(|| {
+                        format!(
+                            "luma plane holds {} bytes, fewer than {w}x{h} samples at stride {stride}",
+                            data.len()
+                        )
+                    })
+            }
+            MappedLuma::Device(d) => d
+                .take()
+                .map(LumaInput::Device)
+                .ok_or_else(|| "internal: device plane submitted twice".into()),
+        }
+    }
+}
+
+/// Why a pair could not be pushed.
+enum PairError {
+    /// Mapping or reading a buffer failed.
+    Map(String),
+    /// The backend failed.
+    Engine(EngineError),
+}
+
 /// Per-stream state, created at READY->PAUSED and dropped at PAUSED->READY.
 #[derive(Default)]
 struct State {
@@ -120,8 +171,10 @@ struct State {
     /// Geometry the scorer's backend was made for: (width, height, bpc).
     geometry: Option<(u32, u32, u32)>,
     log: Option<LogWriter>,
-    ref_luma: Vec<u16>,
-    dis_luma: Vec<u16>,
+    /// How each pad's frames reached the backend ([0]: reference, [1]: distorted).
+    paths: [BTreeSet<InputPath>; 2],
+    /// The driver refused to import a DMABuf: read DMABufs back from now on.
+    dmabuf_refused: bool,
     unpaired_reference: u64,
     unpaired_distorted: u64,
     started: Option<Instant>,
@@ -141,6 +194,10 @@ pub struct VmafCompare {
     settings: Mutex<Settings>,
     prepared: Mutex<Option<Prepared>>,
     state: Mutex<State>,
+    /// The `GstCudaContext` shared with CUDA neighbours (`gst.cuda.context`), from NULL->READY
+    /// to READY->NULL: the pipeline's when one was offered, else one wrapping the element's
+    /// own (primary) context.
+    cuda_context: Mutex<Option<gst::Object>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -171,6 +228,7 @@ impl ObjectSubclass for VmafCompare {
             settings: Mutex::new(Settings::default()),
             prepared: Mutex::new(None),
             state: Mutex::new(State::default()),
+            cuda_context: Mutex::new(None),
         }
     }
 }
@@ -310,9 +368,21 @@ impl ElementImpl for VmafCompare {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let caps = gst_video::VideoCapsBuilder::new()
-                .format_list(FORMATS.iter().copied())
-                .build();
+            // CUDA memory first (read in place), then DMABuf (imported or read back), then
+            // system memory: `nvh264dec ! vmafcompare` negotiates CUDA memory unasked.
+            let with = |feature: Option<&str>| {
+                let b = gst_video::VideoCapsBuilder::new().format_list(FORMATS.iter().copied());
+                match feature {
+                    Some(f) => b.features([f]).build(),
+                    None => b.build(),
+                }
+            };
+            let mut caps = with(Some(CAPS_FEATURE_CUDA_MEMORY));
+            {
+                let c = caps.make_mut();
+                c.append(with(Some(gst_allocators::CAPS_FEATURE_MEMORY_DMABUF)));
+                c.append(with(None));
+            }
             let mut out = Vec::new();
             for (name, dir) in [
                 ("reference", gst::PadDirection::Sink),
@@ -350,8 +420,22 @@ impl ElementImpl for VmafCompare {
         let ret = self.parent_change_state(transition)?;
         if transition == gst::StateChange::ReadyToNull {
             *lock(&self.prepared) = None;
+            *lock(&self.cuda_context) = None;
         }
         Ok(ret)
+    }
+
+    fn set_context(&self, context: &gst::Context) {
+        if context.context_type() == CONTEXT_TYPE {
+            if let Some(lib) = gst_cuda::library() {
+                let device_id = lock(&self.settings).device_id as i32;
+                let element = self.obj().upcast_ref::<gst::Element>().clone();
+                let mut slot = lock(&self.cuda_context).take();
+                lib.handle_set_context(&element, context, device_id, &mut slot);
+                *lock(&self.cuda_context) = slot;
+            }
+        }
+        self.parent_set_context(context)
     }
 }
 
@@ -411,11 +495,105 @@ impl VmafCompare {
             model.features.len(),
             model.support_vectors()
         );
+        if let Some(dev) = gpu.as_deref() {
+            self.share_cuda_context(dev);
+        }
         *lock(&self.prepared) = Some(Prepared {
             model: Arc::new(model),
             gpu,
         });
         Ok(())
+    }
+
+    /// NULL->READY with a GPU: finds the pipeline's `gst.cuda.context` (neighbours' answers
+    /// to a context query, then the application or bin through a need-context message) or,
+    /// when there is none, offers one wrapping this element's primary context, so that CUDA
+    /// decoders and `cudaupload` allocate in the context the kernels run in (zero copy).
+    /// Without `libgstcuda-1.0` there is nothing to share and CUDA memory cannot reach us.
+    fn share_cuda_context(&self, dev: &GpuDevice) {
+        let Some(lib) = gst_cuda::library() else {
+            gst::debug!(
+                CAT,
+                imp = self,
+                "GStreamer CUDA library not available ({}): system memory and DMABuf only",
+                gst_cuda::load_error().unwrap_or("unknown reason")
+            );
+            return;
+        };
+        if !lib.load_driver() {
+            gst::debug!(CAT, imp = self, "gst_cuda_load_library failed");
+            return;
+        }
+        if lock(&self.cuda_context).is_some() {
+            return;
+        }
+        let obj = self.obj();
+        let element = obj.upcast_ref::<gst::Element>().clone();
+        let device_id = dev.ordinal() as i32;
+        let pads = [
+            obj.src_pad().upcast_ref::<gst::Pad>().clone(),
+            self.reference_pad.clone().upcast(),
+            self.distorted_pad.clone().upcast(),
+        ];
+        for pad in pads {
+            let mut q = gst::query::Context::new(CONTEXT_TYPE);
+            if pad.peer_query(&mut q) {
+                if let Some(c) = q.context_owned() {
+                    let mut slot = None;
+                    lib.handle_set_context(&element, &c, device_id, &mut slot);
+                    if slot.is_some() {
+                        gst::debug!(CAT, imp = self, "CUDA context from {}'s peer", pad.name());
+                        *lock(&self.cuda_context) = slot;
+                        return;
+                    }
+                }
+            }
+        }
+        // The application or a bin may answer synchronously through set_context().
+        let _ = obj.post_message(
+            gst::message::NeedContext::builder(CONTEXT_TYPE)
+                .src(&*obj)
+                .build(),
+        );
+        if lock(&self.cuda_context).is_some() {
+            gst::debug!(CAT, imp = self, "CUDA context from the application or bin");
+            return;
+        }
+        let ctx = dev.context();
+        let Some(wrapped) = lib.wrap_context(ctx.cu_ctx() as usize, ctx.cu_device(), ctx.clone())
+        else {
+            gst::warning!(CAT, imp = self, "cannot wrap the CUDA context for sharing");
+            return;
+        };
+        let Some(context) = lib.new_context(&wrapped) else {
+            return;
+        };
+        *lock(&self.cuda_context) = Some(wrapped);
+        gst::debug!(
+            CAT,
+            imp = self,
+            "sharing the element's CUDA context (device {device_id})"
+        );
+        let _ = obj.post_message(
+            gst::message::HaveContext::builder(context)
+                .src(&*obj)
+                .build(),
+        );
+    }
+
+    /// Answers a `gst.cuda.context` query with the shared context.
+    fn answer_context_query(&self, query: &mut gst::QueryRef) -> bool {
+        let gst::QueryViewMut::Context(q) = query.view_mut() else {
+            return false;
+        };
+        if q.context_type() != CONTEXT_TYPE {
+            return false;
+        }
+        let (Some(lib), Some(ctx)) = (gst_cuda::library(), lock(&self.cuda_context).clone()) else {
+            return false;
+        };
+        let element = self.obj().upcast_ref::<gst::Element>().clone();
+        lib.handle_context_query(&element, query, &ctx)
     }
 
     fn other_pad(&self, pad: &gst_base::AggregatorPad) -> &'static str {
@@ -518,56 +696,131 @@ impl VmafCompare {
         segment.to_running_time(buffer.pts()?)
     }
 
-    /// Copies the luma plane of `buffer` into `out` as right-aligned samples of `bpc` bits
-    /// (shifting lower-depth video up), only the `width` valid samples of each row.
-    fn extract_luma(
+    /// Maps the luma plane of `buffer` for the backend: in place on the GPU when it is CUDA
+    /// memory (or an importable DMABuf) and the backend reads device memory, else mapped in
+    /// host memory. Returns the mapping and the path taken; the first use of each path on a
+    /// pad is logged at debug level.
+    ///
+    /// Errors: a text naming what failed (the map, the layout).
+    fn map_luma<'a>(
+        &self,
         video: &PadVideo,
-        buffer: &gst::Buffer,
+        buffer: &'a gst::Buffer,
         bpc: u32,
-        out: &mut Vec<u16>,
-    ) -> Result<(), String> {
-        let frame =
-            gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), &video.info)
-                .map_err(|e| format!("cannot map buffer: {e}"))?;
+        gpu: Option<&GpuDevice>,
+        state: &mut State,
+    ) -> Result<(MappedLuma<'a>, InputPath), String> {
         let finfo = video.info.format_info();
-        let (w, h) = (video.info.width() as usize, video.info.height() as usize);
-        let stride = frame.plane_stride()[0] as usize;
-        let data = frame
-            .plane_data(0)
-            .map_err(|e| format!("cannot read the luma plane: {e}"))?;
-        let pstride = finfo.pixel_stride()[0] as usize;
-        let poffset = finfo.poffset()[0] as usize;
-        let shift = finfo.shift()[0];
-        let up = bpc.saturating_sub(video.depth);
-        let needed =
-            (h - 1) * stride + (w - 1) * pstride + poffset + if finfo.bits() > 8 { 2 } else { 1 };
-        if data.len() < needed {
+        let bytes = if finfo.bits() > 8 { 2 } else { 1 };
+        if finfo.pixel_stride()[0] as usize != bytes || finfo.poffset()[0] != 0 {
             return Err(format!(
-                "luma plane holds {} bytes, {} needed",
-                data.len(),
-                needed
+                "format {} has interleaved luma, which is not supported",
+                video.info.format().to_str()
             ));
         }
-        out.resize(w * h, 0);
-        for (y, dst) in out.chunks_exact_mut(w).enumerate() {
-            let row = &data[y * stride + poffset..];
-            if finfo.bits() > 8 {
-                for (x, d) in dst.iter_mut().enumerate() {
-                    let i = x * pstride;
-                    let v = u16::from_le_bytes([row[i], row[i + 1]]);
-                    *d = (v >> shift) << up;
-                }
-            } else if pstride == 1 {
-                for (d, s) in dst.iter_mut().zip(&row[..w]) {
-                    *d = u16::from(*s) << up;
-                }
+        let layout = SampleLayout {
+            bytes,
+            down: finfo.shift()[0],
+            up: bpc.saturating_sub(video.depth),
+        };
+        let (w, h) = (video.info.width() as usize, video.info.height() as usize);
+        let single = buffer.n_memory() == 1;
+        let mem = (buffer.n_memory() > 0).then(|| buffer.peek_memory(0));
+        let lib = gst_cuda::library();
+        let is_cuda = matches!((lib, mem), (Some(l), Some(m)) if single && l.is_cuda_memory(m));
+        let dmabuf = mem.and_then(|m| m.downcast_memory_ref::<gst_allocators::DmaBufMemory>());
+        if let (Some(dev), Some(lib)) = (gpu, lib.filter(|_| is_cuda)) {
+            let plane = lib.map_device(buffer).map_err(|e| e.to_string())?;
+            let own = dev.context().cu_ctx() as usize;
+            let path = if plane.context == own {
+                InputPath::Cuda
             } else {
-                for (x, d) in dst.iter_mut().enumerate() {
-                    *d = u16::from(row[x * pstride]) << up;
+                InputPath::CudaPeerCopy
+            };
+            let luma = DeviceLuma {
+                ptr: plane.ptr,
+                pitch: plane.pitch,
+                width: w,
+                height: h,
+                layout,
+                context: plane.context,
+                hold: Box::new(plane.mapping),
+            };
+            return Ok((MappedLuma::Device(Some(luma)), path));
+        }
+        if let (Some(dev), Some(dm)) = (gpu, dmabuf.filter(|_| single && !state.dmabuf_refused)) {
+            match self.import_dmabuf(dev, dm, buffer, &video.info) {
+                Ok((ptr, pitch, hold)) => {
+                    let luma = DeviceLuma {
+                        ptr,
+                        pitch,
+                        width: w,
+                        height: h,
+                        layout,
+                        context: dev.context().cu_ctx() as usize,
+                        hold,
+                    };
+                    return Ok((MappedLuma::Device(Some(luma)), InputPath::DmabufImport));
+                }
+                Err(e) => {
+                    state.dmabuf_refused = true;
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "DMABuf import refused ({e}): reading DMABuf frames back through host memory"
+                    );
                 }
             }
         }
-        Ok(())
+        let frame =
+            gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), &video.info)
+                .map_err(|e| format!("cannot map buffer: {e}"))?;
+        let path = if is_cuda {
+            InputPath::CudaDownload
+        } else if dmabuf.is_some() {
+            InputPath::DmabufReadback
+        } else {
+            InputPath::System
+        };
+        Ok((MappedLuma::Host { frame, layout }, path))
+    }
+
+    /// Imports the DMABuf of a single-memory `buffer` into the GPU's context and locates its
+    /// luma plane. Returns `(device pointer, pitch, hold)`.
+    fn import_dmabuf(
+        &self,
+        dev: &GpuDevice,
+        mem: &gst_allocators::DmaBufMemoryRef,
+        buffer: &gst::Buffer,
+        info: &gst_video::VideoInfo,
+    ) -> Result<(u64, usize, Box<dyn Send>), String> {
+        let fd = mem.fd();
+        if fd < 0 {
+            return Err("DMABuf memory without a file descriptor".into());
+        }
+        // SAFETY: the memory owns `fd` and outlives this call (the buffer holds it).
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        // A dma-buf's size is what lseek to its end reports.
+        let size = {
+            let dup = fd.try_clone_to_owned().map_err(|e| e.to_string())?;
+            let mut file = std::fs::File::from(dup);
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(|e| e.to_string())?
+        };
+        let imported = dev.import_dmabuf(fd, size).map_err(|e| e.to_string())?;
+        let (offset, stride) = match buffer.meta::<gst_video::VideoMeta>() {
+            Some(m) => (m.offset()[0], m.stride()[0] as usize),
+            None => (info.offset()[0], info.stride()[0] as usize),
+        };
+        let start = mem.offset() + offset;
+        let needed = start + stride * (info.height() as usize - 1) + info.width() as usize;
+        if needed > imported.len() {
+            return Err(format!(
+                "DMABuf of {} bytes, {needed} needed",
+                imported.len()
+            ));
+        }
+        let ptr = imported.ptr() + start as u64;
+        Ok((ptr, stride, Box::new((imported, buffer.clone()))))
     }
 
     /// Makes (or remakes, after a size change) the scorer for the negotiated geometry.
@@ -736,6 +989,51 @@ impl VmafCompare {
         ret
     }
 
+    /// Maps both planes (see [`Self::map_luma`]), records the paths taken and pushes the
+    /// pair into the scorer. `gpu` is used only when the scorer's backend reads device memory.
+    #[allow(clippy::too_many_arguments)]
+    fn push_pair(
+        &self,
+        state: &mut State,
+        (rv, reference): (&PadVideo, &gst::Buffer),
+        (dv, distorted): (&PadVideo, &gst::Buffer),
+        bpc: u32,
+        gpu: Option<&GpuDevice>,
+        tag: Tag,
+    ) -> Result<Vec<Scored<Tag>>, PairError> {
+        let gpu = gpu.filter(|_| state.scorer.as_ref().is_some_and(|s| s.reads_device()));
+        let (mut rm, rp) = self
+            .map_luma(rv, reference, bpc, gpu, state)
+            .map_err(|e| PairError::Map(format!("reference: {e}")))?;
+        let (mut dm, dp) = self
+            .map_luma(dv, distorted, bpc, gpu, state)
+            .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
+        for (i, (pad, path)) in [("reference", rp), ("distorted", dp)]
+            .into_iter()
+            .enumerate()
+        {
+            if state.paths[i].insert(path) {
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "{pad} frames reach the backend via '{}'",
+                    path.name()
+                );
+            }
+        }
+        let r = rm
+            .input()
+            .map_err(|e| PairError::Map(format!("reference: {e}")))?;
+        let d = dm
+            .input()
+            .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
+        let scorer = state
+            .scorer
+            .as_mut()
+            .ok_or_else(|| PairError::Map("internal: no scorer".into()))?;
+        scorer.push_input(r, d, tag).map_err(PairError::Engine)
+    }
+
     fn score_pair(
         &self,
         reference: gst::Buffer,
@@ -751,58 +1049,71 @@ impl VmafCompare {
         ) else {
             return Err(gst::FlowError::NotNegotiated);
         };
-        let mut ref_luma = std::mem::take(&mut state.ref_luma);
-        let mut dis_luma = std::mem::take(&mut state.dis_luma);
-        let extracted = Self::extract_luma(&rv, &reference, bpc, &mut ref_luma)
-            .map_err(|e| format!("reference: {e}"))
-            .and_then(|_| {
-                Self::extract_luma(&dv, &distorted, bpc, &mut dis_luma)
-                    .map_err(|e| format!("distorted: {e}"))
-            });
-        if let Err(e) = extracted {
-            drop(state);
-            gst::element_imp_error!(self, gst::StreamError::Decode, ("{}", e));
-            return Err(gst::FlowError::Error);
-        }
         let (w, h) = (w as usize, h as usize);
+        let gpu = lock(&self.prepared).as_ref().and_then(|p| p.gpu.clone());
         let tag = Tag {
-            buffer: distorted,
+            buffer: distorted.clone(),
             running_time,
         };
         let retry = tag.clone();
         let mut failed_over = Vec::new();
-        let result = match (
-            LumaPlane::packed(&ref_luma, w, h, bpc),
-            LumaPlane::packed(&dis_luma, w, h, bpc),
-            state.scorer.as_mut(),
-        ) {
-            (Some(r), Some(d), Some(scorer)) => match scorer.push(&r, &d, tag) {
-                Err(e)
-                    if scorer.backend_name() != "cpu"
-                        && lock(&self.settings).backend == VmafBackend::Auto =>
-                {
-                    // The GPU failed mid-stream: finish the stream on the CPU.
-                    let prepared = lock(&self.prepared).as_ref().map(|p| p.model.clone());
-                    match prepared.map(|m| CpuBackend::new(w, h, bpc, m.vif, m.adm)) {
-                        Some(Ok(cpu)) => {
-                            let (done, lost) = scorer.fail_over(Box::new(cpu));
-                            gst::element_imp_warning!(
-                                self,
-                                gst::ResourceError::Failed,
-                                ("GPU scoring failed ({}): continuing on the CPU; {} frames in flight were not scored", e, lost)
-                            );
-                            failed_over = done;
-                            scorer.push(&r, &d, retry).map_err(|e| e.to_string())
+        let pushed = self.push_pair(
+            &mut state,
+            (&rv, &reference),
+            (&dv, &distorted),
+            bpc,
+            gpu.as_deref(),
+            tag,
+        );
+        let result = match pushed {
+            Ok(done) => Ok(done),
+            Err(PairError::Map(e)) => {
+                drop(state);
+                gst::element_imp_error!(self, gst::StreamError::Decode, ("{}", e));
+                return Err(gst::FlowError::Error);
+            }
+            Err(PairError::Engine(e))
+                if state
+                    .scorer
+                    .as_ref()
+                    .is_some_and(|s| s.backend_name() != "cpu")
+                    && lock(&self.settings).backend == VmafBackend::Auto =>
+            {
+                // The GPU failed mid-stream: finish the stream on the CPU.
+                let model = lock(&self.prepared).as_ref().map(|p| p.model.clone());
+                match model.map(|m| CpuBackend::new(w, h, bpc, m.vif, m.adm)) {
+                    Some(Ok(cpu)) => {
+                        let lost = match state.scorer.as_mut() {
+                            Some(scorer) => {
+                                let (done, lost) = scorer.fail_over(Box::new(cpu));
+                                failed_over = done;
+                                lost
+                            }
+                            None => 0,
+                        };
+                        gst::element_imp_warning!(
+                            self,
+                            gst::ResourceError::Failed,
+                            ("GPU scoring failed ({}): continuing on the CPU; {} frames in flight were not scored", e, lost)
+                        );
+                        match self.push_pair(
+                            &mut state,
+                            (&rv, &reference),
+                            (&dv, &distorted),
+                            bpc,
+                            None,
+                            retry,
+                        ) {
+                            Ok(done) => Ok(done),
+                            Err(PairError::Map(e)) => Err(e),
+                            Err(PairError::Engine(e)) => Err(e.to_string()),
                         }
-                        _ => Err(e.to_string()),
                     }
+                    _ => Err(e.to_string()),
                 }
-                other => other.map_err(|e| e.to_string()),
-            },
-            _ => Err("internal: luma planes or scorer missing".to_owned()),
+            }
+            Err(PairError::Engine(e)) => Err(e.to_string()),
         };
-        state.ref_luma = ref_luma;
-        state.dis_luma = dis_luma;
         if state.started.is_none() {
             state.started = Some(Instant::now());
         }
@@ -885,12 +1196,16 @@ impl VmafCompare {
             ),
             None => (0, Vec::new(), "cpu".to_owned()),
         };
+        let joined =
+            |set: &BTreeSet<InputPath>| set.iter().map(|p| p.name()).collect::<Vec<_>>().join("+");
         let summary = SummaryMessage {
             frames,
             unpaired_reference: state.unpaired_reference,
             unpaired_distorted: state.unpaired_distorted,
             backend,
             model: settings.model.clone(),
+            reference_input: joined(&state.paths[0]),
+            distorted_input: joined(&state.paths[1]),
             metrics,
         };
         let log_result = self.close_log(&mut state);
@@ -987,6 +1302,14 @@ impl AggregatorImpl for VmafCompare {
             }
         }
         self.parent_sink_event(pad, event)
+    }
+
+    fn sink_query(&self, pad: &gst_base::AggregatorPad, query: &mut gst::QueryRef) -> bool {
+        self.answer_context_query(query) || self.parent_sink_query(pad, query)
+    }
+
+    fn src_query(&self, query: &mut gst::QueryRef) -> bool {
+        self.answer_context_query(query) || self.parent_src_query(query)
     }
 
     fn update_src_caps(&self, _caps: &gst::Caps) -> Result<gst::Caps, gst::FlowError> {

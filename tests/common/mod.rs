@@ -97,6 +97,11 @@ pub fn run(desc: &str, timeout: Duration) -> RunOutput {
         .unwrap_or_else(|e| panic!("cannot build pipeline {desc}: {e}"))
         .downcast::<gst::Pipeline>()
         .expect("a pipeline");
+    run_pipeline(&pipeline, timeout)
+}
+
+/// [`run`] on a pipeline already built (e.g. with appsrcs fed by the test).
+pub fn run_pipeline(pipeline: &gst::Pipeline, timeout: Duration) -> RunOutput {
     let metas = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), 0usize)));
     if let Some(sink) = pipeline.by_name("out") {
         let sink = sink.downcast::<gst_app::AppSink>().expect("appsink");
