@@ -66,7 +66,9 @@ fn run(desc: &str) -> Run {
         };
         match msg.view() {
             gst::MessageView::Eos(_) => break,
-            gst::MessageView::Error(e) => out.error = Some(format!("{} ({:?})", e.error(), e.debug())),
+            gst::MessageView::Error(e) => {
+                out.error = Some(format!("{} ({:?})", e.error(), e.debug()))
+            }
             gst::MessageView::Element(e) => {
                 if let Some(s) = e.structure() {
                     if s.name() == FRAME_MESSAGE_NAME {
@@ -110,7 +112,11 @@ fn raw(path: &Path, w: u32, h: u32, format: &str, upload: bool, pad: &str) -> St
     format!(
         "filesrc location=\"{}\" ! rawvideoparse width={w} height={h} format={format} framerate=25/1 {} ! cmp.{pad}",
         path.display(),
-        if upload { "! cudaupload" } else { "" }
+        if upload {
+            "! cudaupload ! video/x-raw(memory:CUDAMemory)"
+        } else {
+            ""
+        }
     )
 }
 
@@ -170,7 +176,11 @@ fn main() {
             raw(&r, w, h, format, true, "reference"),
             raw(&d, w, h, format, false, "distorted")
         ));
-        rows.push((format!("cudaupload ref + system dis, {w}x{h} {tag}"), sys, mixed));
+        rows.push((
+            format!("cudaupload ref + system dis, {w}x{h} {tag}"),
+            sys,
+            mixed,
+        ));
     }
     println!("| case | frames | system-memory fps | CUDA-input fps | paths (CUDA run, ref / dis) | pooled VMAF | bit-identical |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");

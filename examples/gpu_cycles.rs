@@ -88,7 +88,11 @@ fn main() {
     println!("| --- | --- | --- | --- | --- |");
     println!(
         "| {cycles} | {} | {:.1} | {:.1} | {:.3} |",
-        if cuda { "CUDA memory (cudaupload)" } else { "system memory" },
+        if cuda {
+            "CUDA memory (cudaupload)"
+        } else {
+            "system memory"
+        },
         mib(before),
         mib(after),
         mib(lost)

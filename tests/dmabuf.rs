@@ -101,10 +101,22 @@ fn caps(w: usize, h: usize) -> gst::Caps {
         .build()
 }
 
-fn open_fds() -> usize {
+/// Open descriptors of this process whose target (`readlink /proc/self/fd/N`) satisfies
+/// `pred`: counts only the test's own memfds and pipes, not what the CUDA driver or GStreamer
+/// open on first use.
+fn open_fds(pred: impl Fn(&str) -> bool) -> usize {
     std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .filter(|t| pred(&t.to_string_lossy()))
+                .count()
+        })
         .unwrap_or(0)
+}
+
+fn is_test_memfd(target: &str) -> bool {
+    target.contains("memfd:vmafcompare-test")
 }
 
 /// Builds `appsrc name=ref`, `appsrc name=dis` into `vmafcompare`, with the DMABuf caps.
@@ -157,7 +169,7 @@ fn dmabuf_scores_equal_system_memory() {
     assert!(sys.errors.is_empty(), "{:?}", sys.errors);
     assert_eq!(sys.frames.len(), p.frames);
 
-    let fds_before = open_fds();
+    let fds_before = open_fds(is_test_memfd);
     FREED.store(0, Ordering::SeqCst);
     let out = {
         let (pipeline, rsrc, dsrc) = appsrc_pipeline("auto", w, h);
@@ -211,7 +223,11 @@ fn dmabuf_scores_equal_system_memory() {
         2 * p.frames,
         "every DMABuf memory freed"
     );
-    assert_eq!(open_fds(), fds_before, "every DMABuf descriptor closed");
+    assert_eq!(
+        open_fds(is_test_memfd),
+        fds_before,
+        "every DMABuf descriptor closed"
+    );
 }
 
 /// A DMABuf whose mapping fails (its descriptor is a pipe, which cannot be mmapped nor
@@ -222,7 +238,7 @@ fn dmabuf_map_failure_leaks_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (w, h) = (160usize, 90usize);
     let len = STRIDE * h * 3 / 2;
-    let fds_before = open_fds();
+    let mut ours = Vec::new();
     FREED.store(0, Ordering::SeqCst);
     let frames = 4u64;
     let out = {
@@ -235,6 +251,13 @@ fn dmabuf_map_failure_leaks_nothing() {
                 let (rd, wr) =
                     unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
                 drop(wr);
+                let link = format!("/proc/self/fd/{}", fds[0]);
+                ours.push(
+                    std::fs::read_link(link)
+                        .expect("pipe link")
+                        .to_string_lossy()
+                        .into_owned(),
+                );
                 let _ = src.push_buffer(dmabuf_buffer(rd, len, w, h, i));
             }
         }
@@ -255,5 +278,6 @@ fn dmabuf_map_failure_leaks_nothing() {
         2 * frames as usize,
         "every memory freed"
     );
-    assert_eq!(open_fds(), fds_before, "every descriptor closed");
+    let still_open = open_fds(|t| ours.iter().any(|o| o == t));
+    assert_eq!(still_open, 0, "every descriptor closed");
 }
