@@ -18,14 +18,27 @@ use gstvmafcompare::vmafcompare::{
 /// What one run produced.
 struct Run {
     frames: Vec<FrameMessage>,
+    /// When each frame message arrived.
+    arrivals: Vec<Instant>,
     summary: Option<SummaryMessage>,
     seconds: f64,
     error: Option<String>,
 }
 
 impl Run {
+    /// Frames over the whole run, start-up (decoder and CUDA initialisation) included.
     fn fps(&self) -> f64 {
         self.frames.len() as f64 / self.seconds.max(1e-9)
+    }
+
+    /// Frames per second between the first and the last frame message (steady state).
+    fn steady_fps(&self) -> f64 {
+        match (self.arrivals.first(), self.arrivals.last()) {
+            (Some(a), Some(b)) if self.arrivals.len() > 1 => {
+                (self.arrivals.len() - 1) as f64 / (*b - *a).as_secs_f64().max(1e-9)
+            }
+            _ => 0.0,
+        }
     }
 
     fn paths(&self) -> String {
@@ -38,8 +51,14 @@ impl Run {
 
 /// Runs `desc` (containing `vmafcompare name=cmp`) from PLAYING to EOS.
 fn run(desc: &str) -> Run {
+    run_with(desc, |_| {})
+}
+
+/// [`run`], calling `prepare` on the pipeline before it starts.
+fn run_with(desc: &str, prepare: impl Fn(&gst::Pipeline)) -> Run {
     let mut out = Run {
         frames: Vec::new(),
+        arrivals: Vec::new(),
         summary: None,
         seconds: 0.0,
         error: None,
@@ -51,6 +70,9 @@ fn run(desc: &str) -> Run {
             return out;
         }
     };
+    if let Some(p) = pipeline.downcast_ref::<gst::Pipeline>() {
+        prepare(p);
+    }
     let Some(bus) = pipeline.bus() else {
         out.error = Some("no bus".into());
         return out;
@@ -74,6 +96,7 @@ fn run(desc: &str) -> Run {
                     if s.name() == FRAME_MESSAGE_NAME {
                         if let Ok(f) = FrameMessage::try_from(s) {
                             out.frames.push(f);
+                            out.arrivals.push(Instant::now());
                         }
                     } else if s.name() == SUMMARY_MESSAGE_NAME {
                         out.summary = SummaryMessage::try_from(s).ok();
@@ -121,6 +144,7 @@ fn raw(path: &Path, w: u32, h: u32, format: &str, upload: bool, pad: &str) -> St
 }
 
 const ELEMENT: &str = "vmafcompare name=cmp backend=cuda ! fakesink";
+const ELEMENT_CPU: &str = "vmafcompare name=cmp backend=cpu ! fakesink";
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -135,6 +159,13 @@ fn main() {
     }
     let mut ok = true;
     let mut rows = Vec::new();
+    // Warm-up: CUDA, NVDEC and the plugin's first use in this process are not measured.
+    let warm = Path::new(&clips).join("ref_360p.mp4");
+    let _ = run(&format!(
+        "{} {} {ELEMENT}",
+        decode(&warm, "", "reference"),
+        decode(&warm, "", "distorted")
+    ));
     // (a) nvh264dec on both pads: CUDA memory (negotiated without a caps filter) vs the same
     // decoder forced to system memory.
     for res in ["1080p", "2160p"] {
@@ -158,6 +189,64 @@ fn main() {
         ));
         rows.push((format!("nvh264dec {res}"), sys, cuda));
     }
+    // Decoders in a CUDA context of their own (set by the application before start): the
+    // element copies each luma plane peer-to-peer into its context.
+    let (r, d) = (
+        Path::new(&clips).join("ref_1080p.mp4"),
+        Path::new(&clips).join("dist_1080p.mp4"),
+    );
+    let own = gstvmafcompare::cuda::gst_cuda::library()
+        .filter(|l| l.load_driver())
+        .and_then(|l| l.new_owned_context(0).and_then(|c| l.new_context(&c)));
+    match own {
+        Some(context) if r.is_file() => {
+            let sys = run(&format!(
+                "{} {} {ELEMENT}",
+                decode(&r, "! video/x-raw", "reference"),
+                decode(&d, "! video/x-raw", "distorted")
+            ));
+            let peer = run_with(
+                &format!(
+                    "{} {} {ELEMENT}",
+                    decode(&r, "", "reference"),
+                    decode(&d, "", "distorted")
+                ),
+                |p| {
+                    for e in p.iterate_elements().into_iter().flatten() {
+                        if e.factory().is_some_and(|f| f.name() == "nvh264dec") {
+                            e.set_context(&context);
+                        }
+                    }
+                },
+            );
+            rows.push((
+                "nvh264dec 1080p, decoders in another context".into(),
+                sys,
+                peer,
+            ));
+        }
+        _ => println!("skipping the peer-copy case: no GStreamer CUDA context could be made"),
+    }
+    // CUDA memory into the CPU backend: GStreamer downloads it when the element maps it.
+    let (r, d) = (
+        Path::new(&clips).join("ref_360p.mp4"),
+        Path::new(&clips).join("dist_360p.mp4"),
+    );
+    let gpu = run(&format!(
+        "{} {} {ELEMENT}",
+        decode(&r, "", "reference"),
+        decode(&d, "", "distorted")
+    ));
+    let cpu = run(&format!(
+        "{} {} {ELEMENT_CPU}",
+        decode(&r, "", "reference"),
+        decode(&d, "", "distorted")
+    ));
+    rows.push((
+        "nvh264dec 360p: backend=cuda (1st) vs backend=cpu (2nd)".into(),
+        gpu,
+        cpu,
+    ));
     // (b) cudaupload on the reference pad only, against both pads in system memory.
     let pairs = [
         (160, 90, "420p8", 48, "i420"),
@@ -182,8 +271,9 @@ fn main() {
             mixed,
         ));
     }
-    println!("| case | frames | system-memory fps | CUDA-input fps | paths (CUDA run, ref / dis) | pooled VMAF | bit-identical |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("fps: steady state (first to last frame message), whole run (start-up included) in brackets");
+    println!("| case | frames | 1st run fps (system memory) | 2nd run fps (CUDA input) | paths of the 1st run (ref / dis) | paths of the 2nd run | pooled VMAF | bit-identical |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for (name, sys, cuda) in &rows {
         for (which, r) in [("system", sys), ("cuda", cuda)] {
             if let Some(e) = &r.error {
@@ -200,10 +290,13 @@ fn main() {
             .map(|p| format!("{:.6}", p.mean))
             .unwrap_or_else(|| "-".into());
         println!(
-            "| {name} | {} | {:.1} | {:.1} | {} | {vmaf} | {} |",
+            "| {name} | {} | {:.1} ({:.1}) | {:.1} ({:.1}) | {} | {} | {vmaf} | {} |",
             cuda.frames.len(),
+            sys.steady_fps(),
             sys.fps(),
+            cuda.steady_fps(),
             cuda.fps(),
+            sys.paths(),
             cuda.paths(),
             if same { "yes" } else { "NO" }
         );

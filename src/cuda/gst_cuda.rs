@@ -37,6 +37,7 @@ struct GstCudaMemoryHead {
 type FnVoidBool = unsafe extern "C" fn() -> glib::ffi::gboolean;
 type FnIsCudaMemory = unsafe extern "C" fn(*mut gst::ffi::GstMemory) -> glib::ffi::gboolean;
 type FnGetType = unsafe extern "C" fn() -> glib::ffi::GType;
+type FnNew = unsafe extern "C" fn(u32) -> *mut gst::ffi::GstObject;
 type FnNewWrapped = unsafe extern "C" fn(*mut c_void, c_int) -> *mut gst::ffi::GstObject;
 type FnGetHandle = unsafe extern "C" fn(*mut gst::ffi::GstObject) -> *mut c_void;
 type FnHandleQuery = unsafe extern "C" fn(
@@ -57,6 +58,7 @@ pub struct GstCuda {
     load_library: FnVoidBool,
     is_cuda_memory: FnIsCudaMemory,
     context_get_type: FnGetType,
+    context_new: FnNew,
     context_new_wrapped: FnNewWrapped,
     context_get_handle: FnGetHandle,
     handle_context_query: FnHandleQuery,
@@ -97,6 +99,7 @@ fn load() -> Result<GstCuda, String> {
         load_library: sym!(b"gst_cuda_load_library", FnVoidBool),
         is_cuda_memory: sym!(b"gst_is_cuda_memory", FnIsCudaMemory),
         context_get_type: sym!(b"gst_cuda_context_get_type", FnGetType),
+        context_new: sym!(b"gst_cuda_context_new", FnNew),
         context_new_wrapped: sym!(b"gst_cuda_context_new_wrapped", FnNewWrapped),
         context_get_handle: sym!(b"gst_cuda_context_get_handle", FnGetHandle),
         handle_context_query: sym!(b"gst_cuda_handle_context_query", FnHandleQuery),
@@ -248,6 +251,15 @@ impl GstCuda {
         // SAFETY: the key is ours and only ever holds a `K`.
         unsafe { obj.set_data("vmafcompare-context-keep", keep) };
         Some(obj)
+    }
+
+    /// A new `GstCudaContext` owning a new (non-primary) `CUcontext` on device `device_id`
+    /// (`gst_cuda_context_new`), as nvcodec elements make when no context is shared. For
+    /// applications and tests that want elements in a context of their own.
+    pub fn new_owned_context(&self, device_id: u32) -> Option<gst::Object> {
+        // SAFETY: returns a new reference or NULL.
+        let ptr = unsafe { (self.context_new)(device_id) };
+        (!ptr.is_null()).then(|| unsafe { from_glib_full(ptr) })
     }
 
     /// A `GstContext` of type [`CONTEXT_TYPE`] carrying `ctx` (persistent).
