@@ -119,15 +119,8 @@ impl CpuBackend {
         input: &'s LumaInput<'_>,
         scratch: &'s mut Vec<u16>,
     ) -> Result<LumaPlane<'s>, EngineError> {
-        let wrong = |(width, height): (usize, usize)| FeatureError::WrongGeometry {
-            feature: "vmaf",
-            expected_width: self.width,
-            expected_height: self.height,
-            expected_bpc: self.bpc,
-            width,
-            height,
-            bpc: self.bpc,
-        };
+        let wrong =
+            |size| FeatureError::wrong_size("vmaf", (self.width, self.height, self.bpc), size);
         match input {
             LumaInput::Packed(p) => Ok(*p),
             LumaInput::Host(h) => {

@@ -239,15 +239,11 @@ impl CudaBackend {
             _ => true,
         };
         if width != self.width || height != self.height || !packed_ok {
-            return Err(FeatureError::WrongGeometry {
-                feature: "vmaf",
-                expected_width: self.width,
-                expected_height: self.height,
-                expected_bpc: self.bpc,
-                width,
-                height,
-                bpc: self.bpc,
-            });
+            return Err(FeatureError::wrong_size(
+                "vmaf",
+                (self.width, self.height, self.bpc),
+                (width, height),
+            ));
         }
         Ok(())
     }

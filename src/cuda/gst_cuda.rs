@@ -23,7 +23,7 @@ pub const CONTEXT_TYPE: &str = "gst.cuda.context";
 /// Caps feature of CUDA memory (`GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY`).
 pub const CAPS_FEATURE_CUDA_MEMORY: &str = "memory:CUDAMemory";
 /// `GST_MAP_CUDA`: map flag that returns the `CUdeviceptr` instead of a host copy.
-const GST_MAP_CUDA: u32 = (gst::ffi::GST_MAP_FLAG_LAST as u32) << 1;
+const GST_MAP_CUDA: u32 = gst::ffi::GST_MAP_FLAG_LAST << 1;
 
 /// The public head of `GstCudaMemory` (1.22): the memory, then the owning context and the
 /// video layout (pitched planes) of the allocation.

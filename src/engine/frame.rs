@@ -103,6 +103,24 @@ pub enum FeatureError {
 }
 
 impl FeatureError {
+    /// `WrongGeometry` for a plane of `size` handed to an extractor made for `expected`
+    /// (width, height, bpc); the plane's depth is reported as the expected one.
+    pub fn wrong_size(
+        feature: &'static str,
+        (expected_width, expected_height, bpc): (usize, usize, u32),
+        (width, height): (usize, usize),
+    ) -> Self {
+        Self::WrongGeometry {
+            feature,
+            expected_width,
+            expected_height,
+            expected_bpc: bpc,
+            width,
+            height,
+            bpc,
+        }
+    }
+
     /// Checks the size and bit depth an extractor is made for: `FrameTooSmall` below
     /// `min_width` x `min_height`, `WrongGeometry` for a `bpc` outside `8..=16` (no plane can
     /// match it).

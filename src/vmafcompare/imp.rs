@@ -117,6 +117,8 @@ impl PadVideo {
 }
 
 /// One pad's luma plane, mapped for the backend for the time of one submission.
+// Lives on the stack for one call; boxing the mapped frame would allocate per frame.
+#[allow(clippy::large_enum_variant)]
 enum MappedLuma<'a> {
     /// Mapped in host memory until the submission returns.
     Host {
