@@ -52,6 +52,9 @@ const FORMATS: &[gst_video::VideoFormat] = &[
 const DEFAULT_SUBSAMPLE: u32 = 1;
 const DEFAULT_DEVICE_ID: u32 = 0;
 const MAX_SUBSAMPLE: u32 = 1_000_000;
+/// Largest width and height accepted (16K video is 15360x8640): bounds the memory the
+/// extractors allocate for one geometry, so absurd caps are refused instead of exhausting it.
+const MAX_DIMENSION: u32 = 16384;
 
 #[derive(Debug, Clone)]
 struct Settings {
@@ -451,6 +454,21 @@ impl VmafCompare {
                     h,
                     cpu::MIN_WIDTH,
                     cpu::MIN_HEIGHT
+                )
+            );
+            return false;
+        }
+        if w > MAX_DIMENSION || h > MAX_DIMENSION {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                (
+                    "{} pad: {}x{} is larger than the {}x{} maximum",
+                    pad.name(),
+                    w,
+                    h,
+                    MAX_DIMENSION,
+                    MAX_DIMENSION
                 )
             );
             return false;
