@@ -150,6 +150,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A GAP buffer carries no picture to score (the aggregator turns GAP events into empty
+/// buffers with this flag).
+fn is_gap(buffer: &gst::BufferRef) -> bool {
+    buffer.flags().contains(gst::BufferFlags::GAP)
+}
+
 #[glib::object_subclass]
 impl ObjectSubclass for VmafCompare {
     const NAME: &'static str = "GstVmafCompare";
@@ -710,6 +716,17 @@ impl VmafCompare {
                 let _ = obj.post_message(m);
             }
         }
+        if is_gap(&buffer) && buffer.size() == 0 {
+            // A GAP without a picture (the aggregator's form of a GAP event) leaves as a GAP
+            // event, in order: downstream elements cannot map an empty video buffer.
+            if let Some(pts) = buffer.pts() {
+                let gap = gst::event::Gap::builder(pts)
+                    .duration(buffer.duration())
+                    .build();
+                let _ = self.obj().src_pad().push_event(gap);
+            }
+            return Ok(gst::FlowSuccess::Ok);
+        }
         self.obj().finish_buffer(buffer)
     }
 
@@ -847,7 +864,9 @@ impl VmafCompare {
             running_time,
         };
         let mut state = lock(&self.state);
-        state.unpaired_distorted += 1;
+        if !is_gap(&tag.buffer) {
+            state.unpaired_distorted += 1;
+        }
         let now = match state.scorer.as_mut() {
             Some(s) => s.push_unpaired(tag),
             None => Some(Scored {
@@ -1042,7 +1061,9 @@ impl AggregatorImpl for VmafCompare {
                             "reference at {rrt} has no partner, dropping"
                         );
                         rpad.drop_buffer();
-                        lock(&self.state).unpaired_reference += 1;
+                        if !is_gap(&r) {
+                            lock(&self.state).unpaired_reference += 1;
+                        }
                         return Ok(gst::FlowSuccess::Ok);
                     }
                     if drt + half < rrt {
@@ -1058,11 +1079,20 @@ impl AggregatorImpl for VmafCompare {
                 let (Some(r), Some(d)) = (rpad.pop_buffer(), dpad.pop_buffer()) else {
                     return Ok(gst::FlowSuccess::Ok);
                 };
+                if is_gap(&r) || is_gap(&d) {
+                    // No picture on one side: nothing to score; the other side is unpaired.
+                    if !is_gap(&r) {
+                        lock(&self.state).unpaired_reference += 1;
+                    }
+                    return self.pass_unpaired_distorted(d);
+                }
                 self.score_pair(r, d)
             }
-            (Some(_), None) if dpad.is_eos() || timeout => {
+            (Some(r), None) if dpad.is_eos() || timeout => {
                 rpad.drop_buffer();
-                lock(&self.state).unpaired_reference += 1;
+                if !is_gap(&r) {
+                    lock(&self.state).unpaired_reference += 1;
+                }
                 Ok(gst::FlowSuccess::Ok)
             }
             (None, Some(_)) if rpad.is_eos() || timeout => {
