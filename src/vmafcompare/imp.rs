@@ -1050,9 +1050,14 @@ impl AggregatorImpl for VmafCompare {
         match (rb, db) {
             (Some(r), Some(d)) => {
                 // Pair by running time: when one side is more than half a frame ahead, the
-                // earlier buffer has no partner.
+                // earlier buffer has no partner. Half of the shorter frame, so that with
+                // differing frame rates each frame of the slower stream pairs with the
+                // nearest frame of the faster one.
                 let (rrt, drt) = (Self::running_time(rpad, &r), Self::running_time(dpad, &d));
-                let half = d.duration().or(r.duration()).map(|d| d / 2);
+                let half = match (d.duration(), r.duration()) {
+                    (Some(a), Some(b)) => Some(a.min(b) / 2),
+                    (a, b) => a.or(b).map(|d| d / 2),
+                };
                 if let (Some(rrt), Some(drt), Some(half)) = (rrt, drt, half) {
                     if rrt + half < drt {
                         gst::debug!(
