@@ -1043,6 +1043,20 @@ impl AggregatorImpl for VmafCompare {
         self.parent_flush()
     }
 
+    /// Live pipelines: the earliest running time among the buffers waiting on the sink pads.
+    /// The aggregator times out at that time plus the latency, so a buffer whose partner
+    /// does not come (a pad that never receives data) is dropped or passed on unscored
+    /// instead of blocking its upstream forever. `None` (wait for data) when nothing waits.
+    fn next_time(&self) -> Option<gst::ClockTime> {
+        [&self.reference_pad, &self.distorted_pad]
+            .into_iter()
+            .filter_map(|pad| {
+                pad.peek_buffer()
+                    .and_then(|buffer| Self::running_time(pad, &buffer))
+            })
+            .min()
+    }
+
     fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
         let rpad = &self.reference_pad;
         let dpad = &self.distorted_pad;
