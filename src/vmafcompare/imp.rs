@@ -966,6 +966,28 @@ impl VmafCompare {
         );
     }
 
+    /// Creates (truncating) the `results-location` log, if one is set.
+    fn open_log(&self) -> Result<Option<LogWriter>, gst::ErrorMessage> {
+        let settings = lock(&self.settings).clone();
+        let Some(location) = settings.results_location.as_deref() else {
+            return Ok(None);
+        };
+        let format = match settings.results_format {
+            ResultsFormat::Json => LogFormat::Json,
+            ResultsFormat::Xml => LogFormat::Xml,
+            ResultsFormat::Csv => LogFormat::Csv,
+        };
+        LogWriter::create(&PathBuf::from(location), format)
+            .map(Some)
+            .map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    ("{}", e),
+                    ["Check that the directory exists and is writable (results-location)."]
+                )
+            })
+    }
+
     fn close_log(&self, state: &mut State) -> Result<(), crate::engine::log::LogError> {
         let Some(log) = state.log.take() else {
             return Ok(());
@@ -988,23 +1010,10 @@ impl VmafCompare {
 
 impl AggregatorImpl for VmafCompare {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let settings = lock(&self.settings).clone();
-        let mut state = State::default();
-        if let Some(location) = settings.results_location.as_deref() {
-            let format = match settings.results_format {
-                ResultsFormat::Json => LogFormat::Json,
-                ResultsFormat::Xml => LogFormat::Xml,
-                ResultsFormat::Csv => LogFormat::Csv,
-            };
-            let log = LogWriter::create(&PathBuf::from(location), format).map_err(|e| {
-                gst::error_msg!(
-                    gst::ResourceError::OpenWrite,
-                    ("{}", e),
-                    ["Check that the directory exists and is writable (results-location)."]
-                )
-            })?;
-            state.log = Some(log);
-        }
+        let state = State {
+            log: self.open_log()?,
+            ..State::default()
+        };
         *lock(&self.state) = state;
         Ok(())
     }
@@ -1033,14 +1042,53 @@ impl AggregatorImpl for VmafCompare {
         }
     }
 
+    /// A flushing seek starts a new run from the seek position: indices, motion, pooling,
+    /// the unpaired counts and the results log all restart, so the summary and the log
+    /// describe the same frames, as a fresh run from there would.
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
         let mut state = lock(&self.state);
         if let Some(s) = state.scorer.as_mut() {
             s.reset();
         }
         state.finished = false;
+        state.unpaired_reference = 0;
+        state.unpaired_distorted = 0;
+        state.started = None;
+        if state.log.take().is_some() {
+            match self.open_log() {
+                Ok(log) => state.log = log,
+                Err(e) => {
+                    drop(state);
+                    self.post_error_message(e);
+                    return Err(gst::FlowError::Error);
+                }
+            }
+        }
         drop(state);
         self.parent_flush()
+    }
+
+    /// Drops buffers that lie wholly outside their pad's segment, such as the frames a
+    /// parser pushes from before a seek target: they are not part of the stream, so they are
+    /// neither scored (which would feed motion and indices) nor counted as unpaired.
+    fn clip(&self, pad: &gst_base::AggregatorPad, buffer: gst::Buffer) -> Option<gst::Buffer> {
+        let Some(pts) = buffer.pts() else {
+            return Some(buffer);
+        };
+        let segment = pad.segment();
+        let Some(segment) = segment.downcast_ref::<gst::ClockTime>() else {
+            return Some(buffer);
+        };
+        let end = buffer.duration().map(|d| pts + d);
+        if segment.clip(pts, end).is_none() {
+            gst::debug!(
+                CAT,
+                obj = pad,
+                "dropping buffer at {pts} outside the segment"
+            );
+            return None;
+        }
+        Some(buffer)
     }
 
     /// Live pipelines: the earliest running time among the buffers waiting on the sink pads.
