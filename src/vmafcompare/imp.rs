@@ -57,6 +57,9 @@ const FORMATS: &[gst_video::VideoFormat] = &[
 const DEFAULT_SUBSAMPLE: u32 = 1;
 const DEFAULT_DEVICE_ID: u32 = 0;
 const MAX_SUBSAMPLE: u32 = 1_000_000;
+/// Largest width and height accepted (16K video is 15360x8640): bounds the memory the
+/// extractors allocate for one geometry, so absurd caps are refused instead of exhausting it.
+const MAX_DIMENSION: u32 = 16384;
 
 #[derive(Debug, Clone)]
 struct Settings {
@@ -204,6 +207,12 @@ pub struct VmafCompare {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A GAP buffer carries no picture to score (the aggregator turns GAP events into empty
+/// buffers with this flag).
+fn is_gap(buffer: &gst::BufferRef) -> bool {
+    buffer.flags().contains(gst::BufferFlags::GAP)
 }
 
 #[glib::object_subclass]
@@ -635,6 +644,21 @@ impl VmafCompare {
             );
             return false;
         }
+        if w > MAX_DIMENSION || h > MAX_DIMENSION {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                (
+                    "{} pad: {}x{} is larger than the {}x{} maximum",
+                    pad.name(),
+                    w,
+                    h,
+                    MAX_DIMENSION,
+                    MAX_DIMENSION
+                )
+            );
+            return false;
+        }
         let mut state = lock(&self.state);
         let other = if pad == &self.reference_pad {
             state.distorted.as_ref()
@@ -947,6 +971,17 @@ impl VmafCompare {
                 let _ = obj.post_message(m);
             }
         }
+        if is_gap(&buffer) && buffer.size() == 0 {
+            // A GAP without a picture (the aggregator's form of a GAP event) leaves as a GAP
+            // event, in order: downstream elements cannot map an empty video buffer.
+            if let Some(pts) = buffer.pts() {
+                let gap = gst::event::Gap::builder(pts)
+                    .duration(buffer.duration())
+                    .build();
+                let _ = self.obj().src_pad().push_event(gap);
+            }
+            return Ok(gst::FlowSuccess::Ok);
+        }
         self.obj().finish_buffer(buffer)
     }
 
@@ -1142,7 +1177,9 @@ impl VmafCompare {
             running_time,
         };
         let mut state = lock(&self.state);
-        state.unpaired_distorted += 1;
+        if !is_gap(&tag.buffer) {
+            state.unpaired_distorted += 1;
+        }
         let now = match state.scorer.as_mut() {
             Some(s) => s.push_unpaired(tag),
             None => Some(Scored {
@@ -1246,6 +1283,28 @@ impl VmafCompare {
         );
     }
 
+    /// Creates (truncating) the `results-location` log, if one is set.
+    fn open_log(&self) -> Result<Option<LogWriter>, gst::ErrorMessage> {
+        let settings = lock(&self.settings).clone();
+        let Some(location) = settings.results_location.as_deref() else {
+            return Ok(None);
+        };
+        let format = match settings.results_format {
+            ResultsFormat::Json => LogFormat::Json,
+            ResultsFormat::Xml => LogFormat::Xml,
+            ResultsFormat::Csv => LogFormat::Csv,
+        };
+        LogWriter::create(&PathBuf::from(location), format)
+            .map(Some)
+            .map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    ("{}", e),
+                    ["Check that the directory exists and is writable (results-location)."]
+                )
+            })
+    }
+
     fn close_log(&self, state: &mut State) -> Result<(), crate::engine::log::LogError> {
         let Some(log) = state.log.take() else {
             return Ok(());
@@ -1268,23 +1327,10 @@ impl VmafCompare {
 
 impl AggregatorImpl for VmafCompare {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let settings = lock(&self.settings).clone();
-        let mut state = State::default();
-        if let Some(location) = settings.results_location.as_deref() {
-            let format = match settings.results_format {
-                ResultsFormat::Json => LogFormat::Json,
-                ResultsFormat::Xml => LogFormat::Xml,
-                ResultsFormat::Csv => LogFormat::Csv,
-            };
-            let log = LogWriter::create(&PathBuf::from(location), format).map_err(|e| {
-                gst::error_msg!(
-                    gst::ResourceError::OpenWrite,
-                    ("{}", e),
-                    ["Check that the directory exists and is writable (results-location)."]
-                )
-            })?;
-            state.log = Some(log);
-        }
+        let state = State {
+            log: self.open_log()?,
+            ..State::default()
+        };
         *lock(&self.state) = state;
         Ok(())
     }
@@ -1321,14 +1367,67 @@ impl AggregatorImpl for VmafCompare {
         }
     }
 
+    /// A flushing seek starts a new run from the seek position: indices, motion, pooling,
+    /// the unpaired counts and the results log all restart, so the summary and the log
+    /// describe the same frames, as a fresh run from there would.
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
         let mut state = lock(&self.state);
         if let Some(s) = state.scorer.as_mut() {
             s.reset();
         }
         state.finished = false;
+        state.unpaired_reference = 0;
+        state.unpaired_distorted = 0;
+        state.started = None;
+        if state.log.take().is_some() {
+            match self.open_log() {
+                Ok(log) => state.log = log,
+                Err(e) => {
+                    drop(state);
+                    self.post_error_message(e);
+                    return Err(gst::FlowError::Error);
+                }
+            }
+        }
         drop(state);
         self.parent_flush()
+    }
+
+    /// Drops buffers that lie wholly outside their pad's segment, such as the frames a
+    /// parser pushes from before a seek target: they are not part of the stream, so they are
+    /// neither scored (which would feed motion and indices) nor counted as unpaired.
+    fn clip(&self, pad: &gst_base::AggregatorPad, buffer: gst::Buffer) -> Option<gst::Buffer> {
+        let Some(pts) = buffer.pts() else {
+            return Some(buffer);
+        };
+        let segment = pad.segment();
+        let Some(segment) = segment.downcast_ref::<gst::ClockTime>() else {
+            return Some(buffer);
+        };
+        let end = buffer.duration().map(|d| pts + d);
+        if segment.clip(pts, end).is_none() {
+            gst::debug!(
+                CAT,
+                obj = pad,
+                "dropping buffer at {pts} outside the segment"
+            );
+            return None;
+        }
+        Some(buffer)
+    }
+
+    /// Live pipelines: the earliest running time among the buffers waiting on the sink pads.
+    /// The aggregator times out at that time plus the latency, so a buffer whose partner
+    /// does not come (a pad that never receives data) is dropped or passed on unscored
+    /// instead of blocking its upstream forever. `None` (wait for data) when nothing waits.
+    fn next_time(&self) -> Option<gst::ClockTime> {
+        [&self.reference_pad, &self.distorted_pad]
+            .into_iter()
+            .filter_map(|pad| {
+                pad.peek_buffer()
+                    .and_then(|buffer| Self::running_time(pad, &buffer))
+            })
+            .min()
     }
 
     fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
@@ -1338,9 +1437,14 @@ impl AggregatorImpl for VmafCompare {
         match (rb, db) {
             (Some(r), Some(d)) => {
                 // Pair by running time: when one side is more than half a frame ahead, the
-                // earlier buffer has no partner.
+                // earlier buffer has no partner. Half of the shorter frame, so that with
+                // differing frame rates each frame of the slower stream pairs with the
+                // nearest frame of the faster one.
                 let (rrt, drt) = (Self::running_time(rpad, &r), Self::running_time(dpad, &d));
-                let half = d.duration().or(r.duration()).map(|d| d / 2);
+                let half = match (d.duration(), r.duration()) {
+                    (Some(a), Some(b)) => Some(a.min(b) / 2),
+                    (a, b) => a.or(b).map(|d| d / 2),
+                };
                 if let (Some(rrt), Some(drt), Some(half)) = (rrt, drt, half) {
                     if rrt + half < drt {
                         gst::debug!(
@@ -1349,7 +1453,9 @@ impl AggregatorImpl for VmafCompare {
                             "reference at {rrt} has no partner, dropping"
                         );
                         rpad.drop_buffer();
-                        lock(&self.state).unpaired_reference += 1;
+                        if !is_gap(&r) {
+                            lock(&self.state).unpaired_reference += 1;
+                        }
                         return Ok(gst::FlowSuccess::Ok);
                     }
                     if drt + half < rrt {
@@ -1365,11 +1471,20 @@ impl AggregatorImpl for VmafCompare {
                 let (Some(r), Some(d)) = (rpad.pop_buffer(), dpad.pop_buffer()) else {
                     return Ok(gst::FlowSuccess::Ok);
                 };
+                if is_gap(&r) || is_gap(&d) {
+                    // No picture on one side: nothing to score; the other side is unpaired.
+                    if !is_gap(&r) {
+                        lock(&self.state).unpaired_reference += 1;
+                    }
+                    return self.pass_unpaired_distorted(d);
+                }
                 self.score_pair(r, d)
             }
-            (Some(_), None) if dpad.is_eos() || timeout => {
+            (Some(r), None) if dpad.is_eos() || timeout => {
                 rpad.drop_buffer();
-                lock(&self.state).unpaired_reference += 1;
+                if !is_gap(&r) {
+                    lock(&self.state).unpaired_reference += 1;
+                }
                 Ok(gst::FlowSuccess::Ok)
             }
             (None, Some(_)) if rpad.is_eos() || timeout => {
