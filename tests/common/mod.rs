@@ -110,11 +110,16 @@ pub fn start(desc: &str) -> Running {
         .unwrap_or_else(|e| panic!("cannot build pipeline {desc}: {e}"))
         .downcast::<gst::Pipeline>()
         .expect("a pipeline");
-    run_pipeline(&pipeline, timeout)
+    start_pipeline(pipeline)
 }
 
 /// [`run`] on a pipeline already built (e.g. with appsrcs fed by the test).
 pub fn run_pipeline(pipeline: &gst::Pipeline, timeout: Duration) -> RunOutput {
+    start_pipeline(pipeline.clone()).finish(timeout)
+}
+
+/// [`start`] on a pipeline already built.
+pub fn start_pipeline(pipeline: gst::Pipeline) -> Running {
     let metas = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), 0usize)));
     if let Some(sink) = pipeline.by_name("out") {
         let sink = sink.downcast::<gst_app::AppSink>().expect("appsink");
