@@ -30,7 +30,7 @@ fn luma(w: usize, h: usize, t: usize, bpc: u32) -> Vec<u16> {
     for y in 0..h {
         for x in 0..w {
             let base = (x * 5 + y * 3 + t * 7) % 200;
-            let tex = ((x + 2 * t) * (y + 1) * 2_654_435_761usize >> 7) % 40;
+            let tex = (((x + 2 * t) * (y + 1) * 2_654_435_761usize) >> 7) % 40;
             let v8 = (base + tex) as u32;
             out.push(((v8 << (bpc - 8)) | (v8 >> (16 - bpc).min(8))).min(max) as u16);
         }
@@ -591,7 +591,7 @@ fn caps_renegotiation_on_one_pad() {
     // mismatched pair is made; the frames completed before it were scored.
     let feed = Feed::new("");
     feed.caps(&a, &a);
-    for i in 0..5 {
+    for (i, (ra, da)) in pa.iter().take(5).enumerate() {
         let t = ms(40 * i as u64);
         if i == 3 {
             feed.r.set_caps(Some(&b.to_caps().unwrap()));
@@ -599,9 +599,9 @@ fn caps_renegotiation_on_one_pad() {
         let r = if i >= 3 {
             buffer(&b, &pb[0].0, t, ms(40))
         } else {
-            buffer(&a, &pa[i].0, t, ms(40))
+            buffer(&a, ra, t, ms(40))
         };
-        feed.push(Some(r), Some(buffer(&a, &pa[i].1, t, ms(40))));
+        feed.push(Some(r), Some(buffer(&a, da, t, ms(40))));
     }
     let out = feed.finish();
     let e = out.error_details.first().expect("an error");

@@ -1,7 +1,8 @@
 //! Property tests (proptest, a bounded number of cases so CI stays fast) of the frame-plane
 //! accessors and the CPU extractors' input checks: no geometry, slice length or sample value
 //! makes them panic; a plane is accepted exactly when its slice holds its geometry.
-//! `fuzz/` holds the cargo-fuzz targets of the same code for longer runs.
+//! `fuzz/` holds the cargo-fuzz targets of the same code for longer runs. Under Miri
+//! (`cargo +nightly miri test --test frame`) the case counts drop so that it ends in minutes.
 
 use gstvmafcompare::cpu::{CpuBackend, MIN_HEIGHT, MIN_WIDTH};
 use gstvmafcompare::engine::frame::{FeatureError, LumaPlane};
@@ -26,7 +27,11 @@ fn dim() -> impl Strategy<Value = usize> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 8 } else { 2000 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// `LumaPlane::new` accepts exactly the consistent geometries, and then every row is in
     /// bounds and `width` samples long.
@@ -138,5 +143,44 @@ proptest! {
             prop_assert!(backend.extract(&inconsistent, &dp, true).is_err());
             prop_assert!(backend.extract(&rp, &inconsistent, false).is_err());
         }
+    }
+}
+
+/// The CPU backend on the smallest frames at every bit depth, with extreme sample values and
+/// padded strides: a fixed, small case that Miri runs in reasonable time.
+#[test]
+fn cpu_backend_on_minimum_frames() {
+    for bpc in [8u32, 10, 12, 16] {
+        let (w, h, stride) = (MIN_WIDTH, MIN_HEIGHT, MIN_WIDTH + 3);
+        let mut backend = CpuBackend::new(w, h, bpc, Default::default(), Default::default())
+            .expect("the minimum size is accepted");
+        let max = ((1u32 << bpc) - 1) as u16;
+        for (t, fill) in [(0usize, 0u16), (1, max), (2, u16::MAX)].into_iter() {
+            let r: Vec<u16> = (0..stride * h)
+                .map(|i| {
+                    if (i + t) % 3 == 0 {
+                        fill
+                    } else {
+                        (i as u16) & max
+                    }
+                })
+                .collect();
+            let d: Vec<u16> = r.iter().map(|v| v ^ 1).collect();
+            let rp = LumaPlane::new(&r, w, h, stride, bpc).unwrap();
+            let dp = LumaPlane::new(&d, w, h, stride, bpc).unwrap();
+            let f = backend.extract(&rp, &dp, true).expect("scored");
+            assert!(f.motion_sad.is_finite() && f.adm.adm2.is_finite());
+            assert!(f.vif.scale.iter().all(|v| v.is_finite()));
+        }
+        let short = LumaPlane {
+            data: &[0u16; 8],
+            width: w,
+            height: h,
+            stride: w,
+            bpc,
+        };
+        let ok = vec![0u16; w * h];
+        let okp = LumaPlane::packed(&ok, w, h, bpc).unwrap();
+        assert!(backend.extract(&short, &okp, true).is_err());
     }
 }
