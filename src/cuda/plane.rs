@@ -8,7 +8,7 @@ use crate::engine::frame::SampleLayout;
 /// (`struct Plane` in `kernels/common.cuh`, same layout: 32 bytes, 8-byte aligned).
 ///
 /// Row `y` starts `y * pitch` bytes after `ptr`; a sample is 1 byte (`wide == 0`) or a
-/// little-endian `u16` (`wide == 1`) and its value is `(stored >> down) << up`. The kernels do
+/// little-endian `u16` (`wide == 1`) and its value is `((stored >> down) & mask) << up`. The kernels do
 /// no bounds checks: whoever builds a `DevPlane` guarantees `width` samples in each of `height`
 /// rows (the geometry the backend was made for) and, for 2-byte samples, an even `ptr` and
 /// `pitch`.
@@ -23,9 +23,12 @@ pub struct DevPlane {
     pub wide: u32,
     /// Right shift applied to a stored sample (padding bits of left-aligned formats).
     pub down: u32,
-    /// Left shift applied after `down` (raises a lower-depth stream to the scoring depth).
+    /// Left shift applied after `down` and `mask` (raises a lower-depth stream to the
+    /// scoring depth).
     pub up: u32,
-    reserved: u32,
+    /// Bits kept after `down` ([`SampleLayout::mask`]): bits above the format's depth are not
+    /// part of the sample.
+    pub mask: u32,
 }
 
 impl DevPlane {
@@ -37,7 +40,7 @@ impl DevPlane {
             wide: u32::from(layout.bytes == 2),
             down: layout.down,
             up: layout.up,
-            reserved: 0,
+            mask: u32::from(layout.mask()),
         }
     }
 

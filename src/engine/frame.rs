@@ -190,7 +190,12 @@ pub struct SampleLayout {
     /// Right shift that drops the padding bits of left-aligned formats (P010: 6, P012: 4;
     /// 0 for right-aligned formats).
     pub down: u32,
-    /// Left shift applied after `down`, from the stream's depth to the scoring depth.
+    /// Bits of the sample left after `down` (the format's depth, `1..=16`): higher bits
+    /// (garbage in the top of a 10-bit word of `I420_10LE`, say) are not part of the sample
+    /// and are masked off, so that every sample stays below `1 << depth`.
+    pub depth: u32,
+    /// Left shift applied after `down` and the mask, from the stream's depth to the scoring
+    /// depth.
     pub up: u32,
 }
 
@@ -199,8 +204,19 @@ impl SampleLayout {
     pub const RIGHT_ALIGNED_U16: Self = Self {
         bytes: 2,
         down: 0,
+        depth: 16,
         up: 0,
     };
+
+    /// The mask applied after `down`: the low `depth` bits (all 16 for `depth >= 16`).
+    #[inline]
+    pub fn mask(self) -> u16 {
+        if self.depth >= 16 {
+            u16::MAX
+        } else {
+            (1u16 << self.depth) - 1
+        }
+    }
 
     /// Sample `x` of a row's bytes (the caller keeps `x` within the row).
     #[inline]
@@ -210,7 +226,7 @@ impl SampleLayout {
         } else {
             u16::from(row[x])
         };
-        (v >> self.down) << self.up
+        ((v >> self.down) & self.mask()) << self.up
     }
 }
 
@@ -276,7 +292,7 @@ impl<'a> HostLuma<'a> {
             if row.len() < self.width * self.layout.bytes {
                 continue;
             }
-            if self.layout.bytes == 1 && self.layout.up == 0 {
+            if self.layout.bytes == 1 && self.layout.up == 0 && self.layout.depth >= 8 {
                 for (d, s) in dst.iter_mut().zip(row) {
                     *d = u16::from(*s);
                 }

@@ -747,6 +747,7 @@ impl VmafCompare {
         let layout = SampleLayout {
             bytes,
             down: finfo.shift()[0],
+            depth: video.depth,
             up: bpc.saturating_sub(video.depth),
         };
         let (w, h) = (video.info.width() as usize, video.info.height() as usize);
