@@ -516,13 +516,6 @@ fn flushing_seek_restarts_scoring_as_a_fresh_run_from_there() {
             after.push(m);
         }
     }
-    eprintln!(
-        "after: {:?}",
-        after
-            .iter()
-            .map(|m| (m.index, m.pts.map(|p| p.mseconds())))
-            .collect::<Vec<_>>()
-    );
     assert!(sink.is_eos(), "the pull loop ended without EOS");
     let out = running.finish(BOUND);
     assert!(out.errors.is_empty(), "{:?}", out.errors);

@@ -150,12 +150,15 @@ proptest! {
 /// padded strides: a fixed, small case that Miri runs in reasonable time.
 #[test]
 fn cpu_backend_on_minimum_frames() {
-    for bpc in [8u32, 10, 12, 16] {
+    // Miri interprets every sample operation: one depth and one frame there.
+    let depths: &[u32] = if cfg!(miri) { &[10] } else { &[8, 10, 12, 16] };
+    for &bpc in depths {
         let (w, h, stride) = (MIN_WIDTH, MIN_HEIGHT, MIN_WIDTH + 3);
         let mut backend = CpuBackend::new(w, h, bpc, Default::default(), Default::default())
             .expect("the minimum size is accepted");
         let max = ((1u32 << bpc) - 1) as u16;
-        for (t, fill) in [(0usize, 0u16), (1, max), (2, u16::MAX)].into_iter() {
+        let fills = [(0usize, u16::MAX), (1, max), (2, 0u16)];
+        for &(t, fill) in &fills[..if cfg!(miri) { 1 } else { 3 }] {
             let r: Vec<u16> = (0..stride * h)
                 .map(|i| {
                     if (i + t) % 3 == 0 {
