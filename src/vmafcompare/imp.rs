@@ -563,6 +563,9 @@ impl VmafCompare {
         let poffset = finfo.poffset()[0] as usize;
         let shift = finfo.shift()[0];
         let up = bpc.saturating_sub(video.depth);
+        // Bits above the format's depth (garbage in the high bits of a 10-bit word) are not
+        // part of the sample; the extractors need samples below 1 << bpc.
+        let mask = ((1u32 << video.depth) - 1) as u16;
         let needed =
             (h - 1) * stride + (w - 1) * pstride + poffset + if finfo.bits() > 8 { 2 } else { 1 };
         if data.len() < needed {
@@ -579,7 +582,7 @@ impl VmafCompare {
                 for (x, d) in dst.iter_mut().enumerate() {
                     let i = x * pstride;
                     let v = u16::from_le_bytes([row[i], row[i + 1]]);
-                    *d = (v >> shift) << up;
+                    *d = ((v >> shift) & mask) << up;
                 }
             } else if pstride == 1 {
                 for (d, s) in dst.iter_mut().zip(&row[..w]) {
