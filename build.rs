@@ -3,8 +3,7 @@
 //! With an `nvcc` (the `NVCC` variable, else `$CUDA_PATH/bin/nvcc`, else `nvcc` on `PATH`) each
 //! kernel is compiled to `$OUT_DIR/<name>.ptx`; without one the committed `kernels/ptx/<name>.ptx`
 //! (made by `scripts/build-ptx.sh` with the pinned nvcc, checked by `tests/ptx_fresh.rs`) is
-//! copied there. Emits the cfg `has_adm_ptx` when `adm.ptx` exists, and `has_adm_gpu` when the
-//! ADM host code `src/cuda/adm.rs` exists too (unless `VMAFCOMPARE_CPU_ADM` is set).
+//! copied there.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,11 +30,8 @@ fn main() {
 
     println!("cargo::rerun-if-env-changed=NVCC");
     println!("cargo::rerun-if-env-changed=CUDA_PATH");
-    println!("cargo::rerun-if-env-changed=VMAFCOMPARE_CPU_ADM");
     println!("cargo::rerun-if-changed=kernels");
     println!("cargo::rerun-if-changed=src/cuda");
-    println!("cargo::rustc-check-cfg=cfg(has_adm_ptx)");
-    println!("cargo::rustc-check-cfg=cfg(has_adm_gpu)");
 
     let Some(out_dir) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
         println!("cargo::error=OUT_DIR is not set (build.rs must run under cargo)");
@@ -53,14 +49,13 @@ fn main() {
     };
     kernels.sort();
     let nvcc = find_nvcc();
-    let mut have_adm = false;
     for cu in &kernels {
         let Some(stem) = cu.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
         let out = out_dir.join(format!("{stem}.ptx"));
         let committed = Path::new("kernels").join("ptx").join(format!("{stem}.ptx"));
-        let ok = if let Some(nvcc) = &nvcc {
+        if let Some(nvcc) = &nvcc {
             let status = Command::new(nvcc)
                 .args([
                     "-ptx",
@@ -75,27 +70,19 @@ fn main() {
                 .arg(&out)
                 .status();
             match status {
-                Ok(s) if s.success() => true,
+                Ok(s) if s.success() => {}
                 Ok(s) => {
                     println!(
                         "cargo::error={} failed on {}: {s}",
                         nvcc.display(),
                         cu.display()
                     );
-                    false
                 }
-                Err(e) => {
-                    println!("cargo::error=cannot run {}: {e}", nvcc.display());
-                    false
-                }
+                Err(e) => println!("cargo::error=cannot run {}: {e}", nvcc.display()),
             }
         } else if committed.is_file() {
-            match std::fs::copy(&committed, &out) {
-                Ok(_) => true,
-                Err(e) => {
-                    println!("cargo::error=cannot copy {}: {e}", committed.display());
-                    false
-                }
+            if let Err(e) = std::fs::copy(&committed, &out) {
+                println!("cargo::error=cannot copy {}: {e}", committed.display());
             }
         } else {
             println!(
@@ -105,17 +92,6 @@ fn main() {
                  CUDA_PATH, or run scripts/build-ptx.sh",
                 committed.display()
             );
-            false
-        };
-        if ok && stem == "adm" {
-            have_adm = true;
-        }
-    }
-    if have_adm {
-        println!("cargo::rustc-cfg=has_adm_ptx");
-        let cpu_adm = std::env::var_os("VMAFCOMPARE_CPU_ADM").is_some_and(|v| !v.is_empty());
-        if Path::new("src/cuda/adm.rs").is_file() && !cpu_adm {
-            println!("cargo::rustc-cfg=has_adm_gpu");
         }
     }
 }

@@ -18,6 +18,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 use cudarc::nvrtc::Ptx;
 use gstvmafcompare::cpu::adm::{Adm, AdmConfig, AdmScores};
 use gstvmafcompare::cuda::adm::AdmGpu;
+use gstvmafcompare::cuda::DevPlane;
 use gstvmafcompare::engine::frame::LumaPlane;
 
 /// One test case: frames of (reference, distorted) luma planes.
@@ -234,8 +235,8 @@ fn run_case(
             let want = cpu.compute(&pr, &pd, &cfg).map_err(|e| e.to_string())?;
             gpu.enqueue(
                 stream,
-                &d_ref.as_view(),
-                &d_dis.as_view(),
+                DevPlane::packed_u16(&d_ref, w, stream),
+                DevPlane::packed_u16(&d_dis, w, stream),
                 &cfg,
                 &mut d_out.as_view_mut(),
             )
@@ -286,8 +287,8 @@ fn time_1080p(
     for _ in 0..10 {
         gpu.enqueue(
             stream,
-            &d_ref.as_view(),
-            &d_dis.as_view(),
+            DevPlane::packed_u16(&d_ref, 1920, stream),
+            DevPlane::packed_u16(&d_dis, 1920, stream),
             &cfg,
             &mut d_out.as_view_mut(),
         )
@@ -299,8 +300,8 @@ fn time_1080p(
     for _ in 0..n {
         gpu.enqueue(
             stream,
-            &d_ref.as_view(),
-            &d_dis.as_view(),
+            DevPlane::packed_u16(&d_ref, 1920, stream),
+            DevPlane::packed_u16(&d_dis, 1920, stream),
             &cfg,
             &mut d_out.as_view_mut(),
         )

@@ -2,7 +2,9 @@
 //! NULL -> PLAYING (to EOS) -> NULL `N` times in one process and prints free device memory
 //! (`cuMemGetInfo`) before and after. Exits 1 when more than 1 MiB is missing at the end.
 //!
-//! `cargo run --release --example gpu_cycles -- 100`
+//! `cargo run --release --example gpu_cycles -- 100 [system|cuda]`: with `cuda`, both pads
+//! receive GStreamer CUDA memory from `cudaupload` (read in place by the kernels, in the
+//! context the element shares), else system memory.
 
 use gst::prelude::*;
 use gstvmafcompare::cuda::GpuDevice;
@@ -29,10 +31,18 @@ fn main() {
         }
     };
     let free = || dev.mem_get_info().map(|(f, _)| f).unwrap_or(0);
-    let desc = "videotestsrc num-buffers=5 pattern=ball ! video/x-raw,format=I420,width=1920,height=1080 ! cmp.reference \
-                videotestsrc num-buffers=5 pattern=snow ! video/x-raw,format=I420,width=1920,height=1080 ! cmp.distorted \
-                vmafcompare name=cmp backend=cuda frame-message=false ! fakesink";
-    let pipeline = match gst::parse::launch(desc) {
+    let cuda = std::env::args().nth(2).as_deref() == Some("cuda");
+    let upload = if cuda {
+        " ! cudaupload ! video/x-raw(memory:CUDAMemory)"
+    } else {
+        ""
+    };
+    let desc = format!(
+        "videotestsrc num-buffers=5 pattern=ball ! video/x-raw,format=NV12,width=1920,height=1080{upload} ! cmp.reference \
+         videotestsrc num-buffers=5 pattern=snow ! video/x-raw,format=NV12,width=1920,height=1080{upload} ! cmp.distorted \
+         vmafcompare name=cmp backend=cuda frame-message=false ! fakesink"
+    );
+    let pipeline = match gst::parse::launch(&desc) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -74,10 +84,15 @@ fn main() {
     let after = free();
     let mib = |b: usize| b as f64 / (1024.0 * 1024.0);
     let lost = before.saturating_sub(after);
-    println!("| cycles | free before (MiB) | free after (MiB) | lost (MiB) |");
-    println!("| --- | --- | --- | --- |");
+    println!("| cycles | input | free before (MiB) | free after (MiB) | lost (MiB) |");
+    println!("| --- | --- | --- | --- | --- |");
     println!(
-        "| {cycles} | {:.1} | {:.1} | {:.3} |",
+        "| {cycles} | {} | {:.1} | {:.1} | {:.3} |",
+        if cuda {
+            "CUDA memory (cudaupload)"
+        } else {
+            "system memory"
+        },
         mib(before),
         mib(after),
         mib(lost)

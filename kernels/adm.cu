@@ -52,6 +52,11 @@
 
 #include <stdint.h>
 
+#include "common.cuh"
+
+using vmafcmp::Plane;
+using vmafcmp::sample;
+
 #define ADM_ROW_THREADS 256
 
 __device__ __forceinline__ int32_t wrap16(int32_t x) { return (int32_t)(int16_t)x; }
@@ -96,9 +101,8 @@ __device__ __forceinline__ int dwt_mirror(int k, int n) {
 // DWT
 // ---------------------------------------------------------------------------------------------
 
-// Scale 0: u16 samples of `bpc` bits, int32 wrapping arithmetic, 16-bit stores.
-extern "C" __global__ void adm_dwt_s0(const uint16_t* __restrict__ ref,
-                                      const uint16_t* __restrict__ dis,
+// Scale 0: input planes (see Plane) of `bpc` bits, int32 wrapping arithmetic, 16-bit stores.
+extern "C" __global__ void adm_dwt_s0(const Plane ref, const Plane dis,
                                       int32_t* __restrict__ a_ref, int32_t* __restrict__ a_dis,
                                       int32_t* __restrict__ hvd_ref, int32_t* __restrict__ hvd_dis,
                                       int64_t band_len, const int64_t* __restrict__ params) {
@@ -109,7 +113,7 @@ extern "C" __global__ void adm_dwt_s0(const uint16_t* __restrict__ ref,
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     const int i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= oh || j >= ow) return;
-    const uint16_t* src = blockIdx.z == 0 ? ref : dis;
+    const Plane& src = blockIdx.z == 0 ? ref : dis;
     int32_t* a = blockIdx.z == 0 ? a_ref : a_dis;
     int32_t* hvd = blockIdx.z == 0 ? hvd_ref : hvd_dis;
 
@@ -124,10 +128,10 @@ extern "C" __global__ void adm_dwt_s0(const uint16_t* __restrict__ ref,
     int32_t vl[4], vh[4];
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        const int32_t s0 = src[(int64_t)rows[0] * w + cols[k]];
-        const int32_t s1 = src[(int64_t)rows[1] * w + cols[k]];
-        const int32_t s2 = src[(int64_t)rows[2] * w + cols[k]];
-        const int32_t s3 = src[(int64_t)rows[3] * w + cols[k]];
+        const int32_t s0 = (int32_t)sample(src, cols[k], rows[0]);
+        const int32_t s1 = (int32_t)sample(src, cols[k], rows[1]);
+        const int32_t s2 = (int32_t)sample(src, cols[k], rows[2]);
+        const int32_t s3 = (int32_t)sample(src, cols[k], rows[3]);
         const uint32_t sl = (uint32_t)(LO0 * s0) + (uint32_t)(LO1 * s1) + (uint32_t)(LO2 * s2) +
                             (uint32_t)(LO3 * s3) - offset;
         const uint32_t sh = (uint32_t)(HI0 * s0) + (uint32_t)(HI1 * s1) + (uint32_t)(HI2 * s2) +

@@ -11,6 +11,31 @@ constexpr int BLOCK_X = 32;
 constexpr int BLOCK_Y = 8;
 constexpr int BLOCK_THREADS = BLOCK_X * BLOCK_Y;
 
+// A luma plane as it lies in device memory: `pitch` bytes from one row to the next, samples
+// of 1 byte (`wide == 0`) or 2 bytes little-endian (`wide == 1`). The sample's value is
+// `((stored >> down) & mask) << up`: `down` drops the padding bits of left-aligned formats
+// (P010: 6), `mask` drops bits above the format's depth (they are not part of the sample),
+// `up` raises a lower-depth stream to the depth both streams are scored at. The same plane
+// descriptor serves an input buffer read where it lies (GStreamer CUDA memory), an uploaded
+// copy of a host buffer's rows, and the kernels' own packed 16-bit planes.
+// Host side: `DevPlane` in src/cuda/plane.rs (same layout, 32 bytes).
+struct Plane {
+    const uint8_t *ptr;
+    int64_t pitch;
+    uint32_t wide;
+    uint32_t down;
+    uint32_t up;
+    uint32_t mask;
+};
+
+// Sample (x, y) of `p` (no bounds check: callers pass reflected, in-range indices).
+__device__ __forceinline__ uint32_t sample(const Plane &p, int x, int y) {
+    const uint8_t *row = p.ptr + (int64_t)y * p.pitch;
+    const uint32_t v = p.wide ? (uint32_t)__ldg(reinterpret_cast<const uint16_t *>(row) + x)
+                              : (uint32_t)__ldg(row + x);
+    return ((v >> p.down) & p.mask) << p.up;
+}
+
 // Reflects `i` into 0..n-1 without repeating the edge sample (-1 -> 1, n -> n - 2), then
 // clamps (only reached for indices more than n - 1 outside, which no caller uses for output).
 __device__ __forceinline__ int reflect(int i, int n) {

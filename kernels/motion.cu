@@ -23,11 +23,11 @@ __constant__ int32_t MOTION_FILTER[5] = {3571, 16004, 26386, 16004, 3571};
 using namespace motion_detail;
 
 // Per-row sums of |blur(prev - cur)| added (modulo 2^32) to `row_sums[y]`.
-// `prev`, `cur`: packed planes of `w * h` samples. Grid: ceil(w / 64) x ceil(h / 16) blocks of
-// 32 x 8 threads. `row_sums` (h words) must be zero before the launch.
+// `prev`, `cur`: planes of `w * h` samples (see Plane). Grid: ceil(w / 64) x ceil(h / 16)
+// blocks of 32 x 8 threads. `row_sums` (h words) must be zero before the launch.
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-motion_rows(const uint16_t *__restrict__ prev, const uint16_t *__restrict__ cur, int32_t w,
-            int32_t h, int32_t round, int32_t shift, uint32_t *__restrict__ row_sums) {
+motion_rows(const Plane prev, const Plane cur, int32_t w, int32_t h, int32_t round,
+            int32_t shift, uint32_t *__restrict__ row_sums) {
     __shared__ int32_t diff[TH + 2 * R][TW + 2 * R];
     __shared__ int32_t vert[TH][TW + 2 * R];
     const int x0 = blockIdx.x * TW;
@@ -39,8 +39,7 @@ motion_rows(const uint16_t *__restrict__ prev, const uint16_t *__restrict__ cur,
         const int c = i % (TW + 2 * R);
         const int gy = reflect(y0 - R + r, h);
         const int gx = reflect(x0 - R + c, w);
-        const int64_t idx = (int64_t)gy * w + gx;
-        diff[r][c] = (int32_t)prev[idx] - (int32_t)cur[idx];
+        diff[r][c] = (int32_t)sample(prev, gx, gy) - (int32_t)sample(cur, gx, gy);
     }
     __syncthreads();
     for (int i = tid; i < TH * (TW + 2 * R); i += BLOCK_THREADS) {

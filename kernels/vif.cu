@@ -101,8 +101,7 @@ __device__ __forceinline__ void pixel(int32_t sigma1_sq, int32_t sigma2_sq, int3
 // One scale's statistic over a TW x TH output tile. NARROW: 8-bit scale 0 (means rounded
 // with 128 >> 8, second moments of 16-bit products summed in 32 bits, unshifted).
 template <int SCALE, bool NARROW>
-__device__ __forceinline__ void stat_tile(const uint16_t *__restrict__ ref,
-                                          const uint16_t *__restrict__ dis, int32_t w, int32_t h,
+__device__ __forceinline__ void stat_tile(const Plane &ref, const Plane &dis, int32_t w, int32_t h,
                                           const uint16_t *__restrict__ tab, double limit,
                                           uint32_t mu_round, uint32_t mu_shift,
                                           uint64_t sq_round, uint32_t sq_shift,
@@ -128,9 +127,10 @@ __device__ __forceinline__ void stat_tile(const uint16_t *__restrict__ ref,
     for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
         const int r = i / IW;
         const int c = i % IW;
-        const int64_t idx = (int64_t)reflect(y0 - HALF + r, h) * w + reflect(x0 - HALF + c, w);
-        s_ref[r][c] = ref[idx];
-        s_dis[r][c] = dis[idx];
+        const int y = reflect(y0 - HALF + r, h);
+        const int x = reflect(x0 - HALF + c, w);
+        s_ref[r][c] = (uint16_t)sample(ref, x, y);
+        s_dis[r][c] = (uint16_t)sample(dis, x, y);
     }
     __syncthreads();
 
@@ -227,8 +227,7 @@ __device__ __forceinline__ void stat_tile(const uint16_t *__restrict__ ref,
 // Low-pass with the filter of SCALE and keep every second row and column: a TW x TH tile of
 // the `w / 2` x `h / 2` output planes.
 template <int SCALE>
-__device__ __forceinline__ void subsample_tile(const uint16_t *__restrict__ ref,
-                                               const uint16_t *__restrict__ dis, int32_t w,
+__device__ __forceinline__ void subsample_tile(const Plane &ref, const Plane &dis, int32_t w,
                                                int32_t h, uint32_t round, uint32_t shift,
                                                uint16_t *__restrict__ out_ref,
                                                uint16_t *__restrict__ out_dis) {
@@ -253,9 +252,10 @@ __device__ __forceinline__ void subsample_tile(const uint16_t *__restrict__ ref,
     for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
         const int r = i / IW;
         const int c = i % IW;
-        const int64_t idx = (int64_t)reflect(sy0 + r, h) * w + reflect(sx0 + c, w);
-        s_ref[r][c] = ref[idx];
-        s_dis[r][c] = dis[idx];
+        const int y = reflect(sy0 + r, h);
+        const int x = reflect(sx0 + c, w);
+        s_ref[r][c] = (uint16_t)sample(ref, x, y);
+        s_dis[r][c] = (uint16_t)sample(dis, x, y);
     }
     __syncthreads();
     for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
@@ -295,11 +295,11 @@ __device__ __forceinline__ void subsample_tile(const uint16_t *__restrict__ ref,
 
 using namespace vif_detail;
 
-// Statistic of scale 0 for 8-bit planes. `ref`, `dis`: packed `w * h` planes; `tab`: the
+// Statistic of scale 0 for 8-bit planes. `ref`, `dis`: `w * h` planes (see Plane); `tab`: the
 // 65536-entry log2 table; `acc`: 4 words to add num_log, den_log, num_non_log, den_non_log to.
 // Grid: ceil(w / 32) x ceil(h / 16) blocks of 32 x 8 threads.
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-vif_stat0_narrow(const uint16_t *ref, const uint16_t *dis, int32_t w, int32_t h,
+vif_stat0_narrow(const Plane ref, const Plane dis, int32_t w, int32_t h,
                  const uint16_t *tab, double limit, unsigned long long *acc) {
     stat_tile<0, true>(ref, dis, w, h, tab, limit, 128u, 8u, 0ull, 0u, acc);
 }
@@ -309,7 +309,7 @@ vif_stat0_narrow(const uint16_t *ref, const uint16_t *dis, int32_t w, int32_t h,
 // vif_stat0_narrow.
 #define VIF_STAT_WIDE(S)                                                                      \
     extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_stat##S(                 \
-        const uint16_t *ref, const uint16_t *dis, int32_t w, int32_t h, const uint16_t *tab, \
+        const Plane ref, const Plane dis, int32_t w, int32_t h, const uint16_t *tab,         \
         double limit, uint32_t mu_round, uint32_t mu_shift, unsigned long long sq_round,     \
         uint32_t sq_shift, unsigned long long *acc) {                                        \
         stat_tile<S, false>(ref, dis, w, h, tab, limit, mu_round, mu_shift, sq_round,        \
@@ -320,12 +320,13 @@ VIF_STAT_WIDE(1)
 VIF_STAT_WIDE(2)
 VIF_STAT_WIDE(3)
 
-// Subsampling into scale S (filter of scale S): `w * h` planes in, `(w / 2) * (h / 2)` out.
+// Subsampling into scale S (filter of scale S): `w * h` planes in, packed `(w / 2) * (h / 2)`
+// 16-bit planes out.
 // Vertical rounding `round >> shift`. Grid: ceil((w / 2) / 32) x ceil((h / 2) / 16) blocks of
 // 32 x 8 threads.
 #define VIF_SUB(S)                                                                            \
     extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_sub##S(                  \
-        const uint16_t *ref, const uint16_t *dis, int32_t w, int32_t h, uint32_t round,      \
+        const Plane ref, const Plane dis, int32_t w, int32_t h, uint32_t round,              \
         uint32_t shift, uint16_t *out_ref, uint16_t *out_dis) {                              \
         subsample_tile<S>(ref, dis, w, h, round, shift, out_ref, out_dis);                   \
     }

@@ -11,7 +11,7 @@ out=${OUT:-/tmp}
 fail=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 gst-inspect-1.0 vmafcompare >/dev/null || { echo "vmafcompare not found"; exit 1; }
-checks=${CHECKS:-equal pipeline sanitizer cycles bench}
+checks=${CHECKS:-equal pipeline zerocopy dmabuf sanitizer cycles bench}
 for c in $checks; do
   echo "=== $c"
   case $c in
@@ -34,15 +34,30 @@ print(f"nvh264dec 1080p: {len(g['frames'])} frames, pooled VMAF cuda {g['pooled_
 sys.exit(0 if same else 1)
 PY
       ;;
-    sanitizer)  # (c) compute-sanitizer on a scoring run
-      for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool --error-exitcode 9 gst-launch-1.0 -q \
-          filesrc location=.gpu/ref/src01_ref_576x324_420p8_3f.yuv ! rawvideoparse width=576 height=324 format=i420 ! cmp.reference \
-          filesrc location=.gpu/ref/src01_dis_576x324_420p8_3f.yuv ! rawvideoparse width=576 height=324 format=i420 ! cmp.distorted \
-          vmafcompare name=cmp backend=cuda ! fakesink 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" || fail=1
+    zerocopy)  # nvh264dec into CUDA memory vs system memory (1080p, 2160p), cudaupload on one pad
+      .gpu/bin/cuda_inputs .gpu/clips .gpu/ref || fail=1 ;;
+    dmabuf)  # memfd DMABufs: import refused by the driver, read back; scores equal system memory
+      .gpu/bin/dmabuf --nocapture --test-threads=1 2>&1 | grep -E 'DMABuf|map failure|test result|panicked' || fail=1 ;;
+    sanitizer)  # compute-sanitizer on scoring runs: CUDA memory from nvh264dec, and system memory
+      for tool in memcheck racecheck initcheck synccheck; do
+        for input in cuda system; do
+          if [[ $input == cuda ]]; then
+            src="filesrc location=.gpu/clips/ref_360p.mp4 ! qtdemux ! h264parse ! nvh264dec ! cmp.reference
+                 filesrc location=.gpu/clips/dist_360p.mp4 ! qtdemux ! h264parse ! nvh264dec ! cmp.distorted"
+          else
+            src="filesrc location=.gpu/ref/src01_ref_576x324_420p8_3f.yuv ! rawvideoparse width=576 height=324 format=i420 ! cmp.reference
+                 filesrc location=.gpu/ref/src01_dis_576x324_420p8_3f.yuv ! rawvideoparse width=576 height=324 format=i420 ! cmp.distorted"
+          fi
+          # shellcheck disable=SC2086
+          res=$(compute-sanitizer --tool $tool --error-exitcode 9 gst-launch-1.0 -q $src \
+            vmafcompare name=cmp backend=cuda ! fakesink 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tr '\n' ' ')
+          echo "| $tool | $input input | ${res:-no summary} |"
+          [[ $res == *" 0 errors"* || $res == *" 0 hazards"* ]] || fail=1
+        done
       done ;;
-    cycles)  # (d) NULL->PLAYING->NULL cycles: device memory before and after
-      .gpu/bin/gpu_cycles 100 || fail=1 ;;
+    cycles)  # NULL->PLAYING->NULL cycles: device memory before and after, both input kinds
+      .gpu/bin/gpu_cycles 100 system || fail=1
+      .gpu/bin/gpu_cycles 100 cuda || fail=1 ;;
     bench)  # speed: element fed from system memory, GPU and CPU
       .gpu/bin/gpu_bench || fail=1 ;;
     soak)   # not in the default list: a live 1080p pipeline on the GPU for SOAK_SECONDS

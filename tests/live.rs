@@ -559,6 +559,8 @@ fn typed_messages_round_trip_through_structures() {
         unpaired_distorted: 2,
         backend: "cpu".into(),
         model: "vmaf_v0.6.1".into(),
+        reference_input: "cuda".into(),
+        distorted_input: "system+dmabuf-readback".into(),
         metrics: vec![],
         skipped: 4,
         late: 1,

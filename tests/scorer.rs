@@ -4,7 +4,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use gstvmafcompare::engine::{Backend, EngineError, LumaPlane, Model, RawFeatures, Scorer};
+use gstvmafcompare::engine::{
+    Backend, EngineError, LumaInput, LumaPlane, Model, RawFeatures, Scorer,
+};
 
 /// A backend whose features of frame i are known functions of i; results become ready
 /// `delay` submissions later (or when waited for); fails at submission `fail_at`.
@@ -32,7 +34,12 @@ impl Backend for Fake {
     fn name(&self) -> &'static str {
         "fake"
     }
-    fn submit(&mut self, _r: &LumaPlane, _d: &LumaPlane, _full: bool) -> Result<(), EngineError> {
+    fn submit_input(
+        &mut self,
+        _r: LumaInput<'_>,
+        _d: LumaInput<'_>,
+        _full: bool,
+    ) -> Result<(), EngineError> {
         if Some(self.n) == self.fail_at {
             return Err(EngineError::Backend {
                 backend: "fake",

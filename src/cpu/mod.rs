@@ -7,7 +7,7 @@ pub mod vif;
 
 use std::collections::VecDeque;
 
-use crate::engine::frame::{FeatureError, LumaPlane};
+use crate::engine::frame::{FeatureError, LumaInput, LumaPlane};
 use crate::engine::scorer::{Backend, EngineError, RawFeatures};
 
 /// Smallest luma plane every extractor accepts: the largest of the VIF, ADM and motion minima.
@@ -33,6 +33,9 @@ pub struct CpuBackend {
     adm_cfg: adm::AdmConfig,
     prev_ref: Vec<u16>,
     has_prev: bool,
+    /// Packed copies of host rows in another layout (8-bit, P010, shifted depth).
+    scratch_ref: Vec<u16>,
+    scratch_dis: Vec<u16>,
     done: VecDeque<RawFeatures>,
     width: usize,
     height: usize,
@@ -59,6 +62,8 @@ impl CpuBackend {
             adm_cfg,
             prev_ref: vec![0; width * height],
             has_prev: false,
+            scratch_ref: Vec::new(),
+            scratch_dis: Vec::new(),
             done: VecDeque::with_capacity(2),
             width,
             height,
@@ -72,13 +77,25 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn submit(
+    fn submit_input(
         &mut self,
-        reference: &LumaPlane,
-        distorted: &LumaPlane,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
         full: bool,
     ) -> Result<(), EngineError> {
-        let raw = self.extract(reference, distorted, full)?;
+        let raw = {
+            let mut scratch_ref = std::mem::take(&mut self.scratch_ref);
+            let mut scratch_dis = std::mem::take(&mut self.scratch_dis);
+            let r = self.host_plane(&reference, &mut scratch_ref);
+            let d = self.host_plane(&distorted, &mut scratch_dis);
+            let raw = match (r, d) {
+                (Ok(r), Ok(d)) => self.extract(&r, &d, full),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+            self.scratch_ref = scratch_ref;
+            self.scratch_dis = scratch_dis;
+            raw?
+        };
         self.done.push_back(raw);
         Ok(())
     }
@@ -94,6 +111,31 @@ impl Backend for CpuBackend {
 }
 
 impl CpuBackend {
+    /// A `u16` view of `input`: packed planes as they are, host rows converted into
+    /// `scratch`. Device planes are refused (the element maps them to host memory for this
+    /// backend).
+    fn host_plane<'s>(
+        &self,
+        input: &'s LumaInput<'_>,
+        scratch: &'s mut Vec<u16>,
+    ) -> Result<LumaPlane<'s>, EngineError> {
+        let wrong =
+            |size| FeatureError::wrong_size("vmaf", (self.width, self.height, self.bpc), size);
+        match input {
+            LumaInput::Packed(p) => Ok(*p),
+            LumaInput::Host(h) => {
+                h.to_packed(scratch);
+                LumaPlane::packed(scratch, h.width, h.height, self.bpc)
+                    .ok_or_else(|| wrong((h.width, h.height)).into())
+            }
+            LumaInput::Device(_) => Err(EngineError::Backend {
+                backend: "cpu",
+                message: "frames in GPU memory must be mapped to host memory for the CPU backend"
+                    .into(),
+            }),
+        }
+    }
+
     /// Computes one frame pair's features at once (the CPU path is synchronous).
     pub fn extract(
         &mut self,

@@ -14,12 +14,13 @@
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr,
-    DevicePtrMut, LaunchConfig,
+    CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut,
+    LaunchConfig,
 };
 
 use super::context::{launch, param};
 use super::error::{CudaError, DriverResultExt};
+use super::plane::DevPlane;
 use crate::cpu::adm::{
     ceil_u32, den_finish, dwt_quant_step, finish_scores, AdmConfig, AdmScores, Region, MIN_HEIGHT,
     MIN_WIDTH, NOISE_WEIGHT,
@@ -336,28 +337,21 @@ impl AdmGpu {
 
     /// Enqueues ADM of one frame pair on `stream`.
     ///
-    /// `reference`, `distorted`: packed luma planes, `width * height` right-aligned `bpc`-bit
-    /// `u16` samples (the geometry given to [`AdmGpu::new`]). Writes the first
+    /// `reference`, `distorted`: luma planes of `width * height` samples at `bpc` bits (the
+    /// geometry given to [`AdmGpu::new`]; see [`DevPlane`]'s contract). Writes the first
     /// [`AdmGpu::RESULT_WORDS`] words of `out` (integer sums; see [`AdmGpu::scores`]); the rest
     /// of `out` is untouched. No host allocation, no synchronisation: read `out` back after the
     /// stream has passed this point.
     ///
-    /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for a plane shorter than `width * height`
-    /// or an `out` shorter than `RESULT_WORDS`; `Driver` naming the kernel for a failed launch.
+    /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for an `out` shorter than `RESULT_WORDS`; `Driver` naming the kernel for a failed launch.
     pub fn enqueue(
         &mut self,
         stream: &Arc<CudaStream>,
-        reference: &CudaView<u16>,
-        distorted: &CudaView<u16>,
+        reference: DevPlane,
+        distorted: DevPlane,
         cfg: &AdmConfig,
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError> {
-        let n = self.width * self.height;
-        if reference.len() < n || distorted.len() < n {
-            return Err(invalid(
-                "AdmGpu::enqueue (plane shorter than width * height)",
-            ));
-        }
         let mut out = out
             .try_slice_mut(..Self::RESULT_WORDS)
             .ok_or_else(|| invalid("AdmGpu::enqueue (out shorter than RESULT_WORDS)"))?;
@@ -394,20 +388,23 @@ impl AdmGpu {
             } else {
                 (&*a_ref1, a_ref0, &*a_dis1, a_dis0)
             };
-            // Scale 0 reads the u16 input planes, scales 1-3 the previous scale's
-            // approximation bands; otherwise the two kernels take the same arguments.
-            let (f, mut a0, mut a1, call) = if s == 0 {
+            // Scale 0 reads the input planes (`Plane` descriptors), scales 1-3 the previous
+            // scale's approximation bands; otherwise the two kernels take the same arguments.
+            let (mut in_ref, mut in_dis) = (reference, distorted);
+            let (mut p_ref, mut p_dis) =
+                (src_ref.device_ptr(stream).0, src_dis.device_ptr(stream).0);
+            let (f, a0, a1, call) = if s == 0 {
                 (
                     &self.dwt_s0,
-                    reference.device_ptr(stream).0,
-                    distorted.device_ptr(stream).0,
+                    param(&mut in_ref),
+                    param(&mut in_dis),
                     "cuLaunchKernel(adm_dwt_s0)",
                 )
             } else {
                 (
                     &self.dwt_s123,
-                    src_ref.device_ptr(stream).0,
-                    src_dis.device_ptr(stream).0,
+                    param(&mut p_ref),
+                    param(&mut p_dis),
                     "cuLaunchKernel(adm_dwt_s123)",
                 )
             };
@@ -417,14 +414,14 @@ impl AdmGpu {
             let mut a5 = self.hvd_dis.device_ptr_mut(stream).0;
             let mut a6 = band_len;
             let mut a7 = params.device_ptr(stream).0;
-            // SAFETY: adm_dwt_s0(const uint16_t* ref, const uint16_t* dis, ...) and
+            // SAFETY: adm_dwt_s0(Plane ref, Plane dis, ...) and
             // adm_dwt_s123(const int32_t* src_ref, const int32_t* src_dis, ...), both followed by
             // (int32_t* a_ref, int32_t* a_dis, int32_t* hvd_ref, int32_t* hvd_dis,
             // int64_t band_len, const int64_t* params): the input planes hold width*height
-            // samples (checked above), src_* are the previous scale's approximation bands
-            // (dims[s] <= dims[1] coefficients of band_len, a different buffer from a_*), a_*
-            // hold band_len and hvd_* 3*band_len i32, params PARAMS i64; the kernels write
-            // only coefficients below dims[1].
+            // samples (the caller's contract), src_* are the previous scale's approximation
+            // bands (dims[s] <= dims[1] coefficients of band_len, a different buffer from a_*),
+            // a_* hold band_len and hvd_* 3*band_len i32, params PARAMS i64; the kernels write
+            // only coefficients below dims[1]. a0/a1 point at locals that outlive the launch.
             unsafe {
                 launch(
                     stream,
@@ -432,8 +429,8 @@ impl AdmGpu {
                     grid.grid_dim,
                     grid.block_dim,
                     &mut [
-                        param(&mut a0),
-                        param(&mut a1),
+                        a0,
+                        a1,
                         param(&mut a2),
                         param(&mut a3),
                         param(&mut a4),

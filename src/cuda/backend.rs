@@ -1,25 +1,31 @@
 //! [`CudaBackend`]: VIF, ADM and motion of a stream of frame pairs on one GPU, with up to three
 //! frames in flight (host staging, upload, kernels and read-back of different frames overlap).
+//!
+//! Input planes reach the kernels in one of three ways, all described by a [`DevPlane`]:
+//! - host rows (system memory, a read-back DMABuf): the valid rows are copied into the slot's
+//!   pinned staging in the buffer's own sample layout (1 byte per 8-bit sample) and uploaded;
+//! - device memory of this backend's context (GStreamer CUDA memory, an imported DMABuf):
+//!   read where it lies, no copy; the buffer is held until the kernels reading it are done;
+//! - device memory of another context or device: one pitched peer-to-peer copy into the slot.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
+use cudarc::driver::sys::{self, CUevent_flags};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
 
+use super::adm::AdmGpu;
 use super::context::GpuDevice;
 use super::error::{CudaError, DriverResultExt};
 use super::motion::MotionGpu;
+use super::plane::DevPlane;
 use super::vif::VifGpu;
 use crate::cpu::adm::AdmConfig;
 use crate::cpu::vif::VifConfig;
-use crate::engine::frame::{FeatureError, LumaPlane};
+use crate::engine::frame::{
+    DeviceLuma, FeatureError, HostLuma, LumaInput, LumaPlane, SampleLayout,
+};
 use crate::engine::scorer::{Backend, EngineError, RawFeatures};
-
-#[cfg(has_adm_gpu)]
-use super::adm::AdmGpu;
-#[cfg(not(has_adm_gpu))]
-use crate::cpu::adm::{Adm, AdmScores};
 
 /// Frames in flight, each in its own slot.
 const SLOTS: usize = 3;
@@ -27,26 +33,18 @@ const SLOTS: usize = 3;
 const VIF_AT: usize = 0;
 const MOTION_AT: usize = VIF_AT + VifGpu::RESULT_WORDS;
 const ADM_AT: usize = MOTION_AT + MotionGpu::RESULT_WORDS;
-#[cfg(has_adm_gpu)]
 const RESULT_WORDS: usize = ADM_AT + AdmGpu::RESULT_WORDS;
-#[cfg(not(has_adm_gpu))]
-const RESULT_WORDS: usize = ADM_AT;
-
-/// ADM on the GPU when this build has the kernels' host side, else on the CPU inside the
-/// backend (synchronously at submit).
-#[cfg(has_adm_gpu)]
-type AdmPart = AdmGpu;
-#[cfg(not(has_adm_gpu))]
-type AdmPart = Adm;
 
 /// Everything one frame in flight owns.
 struct Slot {
-    /// Pinned staging of the packed luma planes (`width * height` samples each).
-    host_ref: PinnedHostSlice<u16>,
-    host_dis: PinnedHostSlice<u16>,
-    /// Device copies of the planes. The reference also serves the next frame's motion.
-    dev_ref: CudaSlice<u16>,
-    dev_dis: CudaSlice<u16>,
+    /// Pinned staging of host rows, packed, up to 2 bytes per sample.
+    host_ref: PinnedHostSlice<u8>,
+    host_dis: PinnedHostSlice<u8>,
+    /// Device copies of uploaded or peer-copied planes.
+    dev_ref: CudaSlice<u8>,
+    dev_dis: CudaSlice<u8>,
+    /// Where this frame's reference plane is (the next frame's motion reads it too).
+    ref_plane: DevPlane,
     /// Result words on the device and their pinned read-back.
     dev_out: CudaSlice<u64>,
     host_out: PinnedHostSlice<u64>,
@@ -54,30 +52,29 @@ struct Slot {
     uploaded: CudaEvent,
     /// Recorded on the compute stream after the kernels and the read-back.
     done: CudaEvent,
+    /// Frame number (since creation or reset) of the occupant.
+    index: u64,
     full: bool,
     has_motion: bool,
-    /// ADM computed on the CPU at submit (builds without the GPU ADM).
-    #[cfg(not(has_adm_gpu))]
-    cpu_adm: AdmScores,
 }
 
 impl Slot {
     fn new(dev: &GpuDevice, compute: &Arc<CudaStream>, pixels: usize) -> Result<Self, CudaError> {
         let ctx = dev.context();
         let plane_bytes = pixels * 2;
-        // SAFETY: the staging is written in full (every row) before each upload, and the
+        // SAFETY: the staging is written (the rows uploaded) before each upload, and the
         // results are only read after a read-back into them has completed.
-        let host_ref = unsafe { ctx.alloc_pinned_with_flags::<u16>(pixels, 0) }
+        let host_ref = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes, 0) }
             .allocating("cuMemHostAlloc(reference staging)", plane_bytes)?;
-        let host_dis = unsafe { ctx.alloc_pinned_with_flags::<u16>(pixels, 0) }
+        let host_dis = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes, 0) }
             .allocating("cuMemHostAlloc(distorted staging)", plane_bytes)?;
         let host_out = unsafe { ctx.alloc_pinned_with_flags::<u64>(RESULT_WORDS, 0) }
             .allocating("cuMemHostAlloc(results)", RESULT_WORDS * 8)?;
         let dev_ref = compute
-            .alloc_zeros::<u16>(pixels)
+            .alloc_zeros::<u8>(plane_bytes)
             .allocating("cuMemAlloc(reference plane)", plane_bytes)?;
         let dev_dis = compute
-            .alloc_zeros::<u16>(pixels)
+            .alloc_zeros::<u8>(plane_bytes)
             .allocating("cuMemAlloc(distorted plane)", plane_bytes)?;
         let dev_out = compute
             .alloc_zeros::<u64>(RESULT_WORDS)
@@ -90,32 +87,38 @@ impl Slot {
             host_dis,
             dev_ref,
             dev_dis,
+            ref_plane: DevPlane::default(),
             dev_out,
             host_out,
             uploaded,
             done,
+            index: 0,
             full: false,
             has_motion: false,
-            #[cfg(not(has_adm_gpu))]
-            cpu_adm: AdmScores::default(),
         })
     }
 }
 
-/// The GPU feature backend for one geometry: VIF and motion (and ADM once its kernels are in
-/// the build; until then ADM runs on the CPU inside this backend), bit-identical to
+/// Something that keeps an input plane's device memory valid (a mapped GStreamer buffer, an
+/// imported DMABuf), dropped once frame `release_after` has been collected.
+struct Hold {
+    release_after: u64,
+    _keep: Box<dyn Send>,
+}
+
+/// The GPU feature backend for one geometry: VIF, ADM and motion, bit-identical to
 /// [`crate::cpu::CpuBackend`].
 ///
 /// Owns an upload stream and a compute stream (synchronised with events), [`SLOTS`] frame
 /// slots with pinned staging, device planes and results, all allocated in [`CudaBackend::new`]:
-/// `submit` and `collect` allocate nothing. Dropping it synchronises both streams before
-/// anything is freed.
+/// `submit` and `collect` allocate nothing on the device (the hold queue's few entries aside).
+/// Dropping it synchronises both streams before anything is freed or released.
 pub struct CudaBackend {
     // Declared first so that, after `Drop::drop` synchronised, the slots go before the rest.
     slots: Vec<Slot>,
     vif: VifGpu,
     motion: MotionGpu,
-    adm: AdmPart,
+    adm: AdmGpu,
     upload: Arc<CudaStream>,
     compute: Arc<CudaStream>,
     vif_cfg: VifConfig,
@@ -123,6 +126,8 @@ pub struct CudaBackend {
     width: usize,
     height: usize,
     bpc: u32,
+    /// This backend's `CUcontext`: device planes of another context are copied.
+    context: usize,
     /// Oldest uncollected slot and the number of frames in flight.
     head: usize,
     in_flight: usize,
@@ -130,6 +135,8 @@ pub struct CudaBackend {
     submitted: u64,
     /// Finished frames taken out of their slot early (a submit with every slot busy).
     ready: VecDeque<RawFeatures>,
+    /// Input buffers still read by kernels in flight, in release order.
+    holds: VecDeque<Hold>,
     /// A failure of `reset` (which cannot return one), reported by the next call.
     deferred: Option<CudaError>,
 }
@@ -186,16 +193,7 @@ impl CudaBackend {
         let compute = dev.new_stream()?;
         let vif_gpu = VifGpu::new(dev, &compute, width, height, bpc)?;
         let motion = MotionGpu::new(dev, &compute, width, height, bpc)?;
-        #[cfg(has_adm_gpu)]
-        let adm_part = {
-            let module = dev.modules().adm.as_ref().ok_or(CudaError::Driver {
-                call: "cuModuleLoadData(adm)",
-                code: "adm.ptx is missing from this build".to_owned(),
-            })?;
-            AdmGpu::new(module, &compute, width, height, bpc)?
-        };
-        #[cfg(not(has_adm_gpu))]
-        let adm_part = Adm::new(width, height, bpc)?;
+        let adm_part = AdmGpu::new(&dev.modules().adm, &compute, width, height, bpc)?;
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
             slots.push(Slot::new(dev, &compute, width * height)?);
@@ -216,43 +214,177 @@ impl CudaBackend {
             width,
             height,
             bpc,
+            context: dev.context().cu_ctx() as usize,
             head: 0,
             in_flight: 0,
             submitted: 0,
             ready: VecDeque::with_capacity(SLOTS),
+            holds: VecDeque::with_capacity(2 * SLOTS + 2),
             deferred: None,
         })
     }
 
-    /// Checks a plane against the backend's geometry (and that its data holds it).
-    fn check(&self, p: &LumaPlane) -> Result<(), FeatureError> {
-        let fits = p.stride >= p.width
-            && p.height >= 1
-            && (p.height - 1)
-                .checked_mul(p.stride)
-                .and_then(|n| n.checked_add(p.width))
-                .is_some_and(|n| n <= p.data.len());
-        if p.width != self.width || p.height != self.height || p.bpc != self.bpc || !fits {
-            return Err(FeatureError::WrongGeometry {
-                feature: "vmaf",
-                expected_width: self.width,
-                expected_height: self.height,
-                expected_bpc: self.bpc,
-                width: p.width,
-                height: p.height,
-                bpc: p.bpc,
-            });
+    /// This backend's `CUcontext` (as an address), to compare with a device plane's.
+    pub fn context(&self) -> usize {
+        self.context
+    }
+
+    /// Checks a plane's size against the backend's geometry.
+    fn check(&self, input: &LumaInput) -> Result<(), FeatureError> {
+        let (width, height) = input.size();
+        let packed_ok = match input {
+            LumaInput::Packed(p) => {
+                FeatureError::check_plane("vmaf", (self.width, self.height, self.bpc), p).is_ok()
+            }
+            _ => true,
+        };
+        if width != self.width || height != self.height || !packed_ok {
+            return Err(FeatureError::wrong_size(
+                "vmaf",
+                (self.width, self.height, self.bpc),
+                (width, height),
+            ));
         }
         Ok(())
     }
 
-    /// Copies the valid samples of `p`'s rows into `dst` (packed).
-    fn stage(p: &LumaPlane, dst: &mut [u16]) {
+    /// Copies the valid samples of a packed `u16` plane's rows into `dst` (packed, 2 bytes
+    /// per sample, little-endian). Returns the bytes written.
+    fn stage_packed(p: &LumaPlane, dst: &mut [u8]) -> usize {
         let w = p.width;
-        for (y, out) in dst.chunks_exact_mut(w).take(p.height).enumerate() {
+        for (y, out) in dst.chunks_exact_mut(2 * w).take(p.height).enumerate() {
             let start = y * p.stride;
             if let Some(src) = p.data.get(start..start + w) {
+                for (d, v) in out.chunks_exact_mut(2).zip(src) {
+                    d.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        2 * w * p.height
+    }
+
+    /// Copies the valid bytes of each row of `h` into `dst` (packed). Returns the bytes
+    /// written.
+    fn stage_host(h: &HostLuma, dst: &mut [u8]) -> usize {
+        let row = h.width * h.layout.bytes;
+        for (y, out) in dst.chunks_exact_mut(row).take(h.height).enumerate() {
+            let src = h.row_bytes(y);
+            if src.len() == row {
                 out.copy_from_slice(src);
+            }
+        }
+        row * h.height
+    }
+
+    /// Puts one input plane where the kernels can read it and returns its descriptor: host
+    /// rows through `staging` into `dev`, device memory of this context in place (its hold
+    /// kept until frame `release_after` is collected), other device memory copied into `dev`.
+    fn place(
+        &mut self,
+        input: LumaInput<'_>,
+        staging: Staging,
+        release_after: u64,
+    ) -> Result<DevPlane, CudaError> {
+        let s = staging.slot;
+        let slot = &mut self.slots[s];
+        let (host, dev) = if staging.reference {
+            (&mut slot.host_ref, &mut slot.dev_ref)
+        } else {
+            (&mut slot.host_dis, &mut slot.dev_dis)
+        };
+        let dev_ptr = dev.device_ptr(&self.upload).0;
+        let upload = |bytes: usize, host: &PinnedHostSlice<u8>| -> Result<(), CudaError> {
+            let src = host
+                .as_slice()
+                .during("cuEventSynchronize(staging)")?
+                .get(..bytes)
+                .ok_or(CudaError::Driver {
+                    call: "cuMemcpyHtoDAsync(luma)",
+                    code: "staging smaller than the plane".to_owned(),
+                })?;
+            // SAFETY: `dev` holds width * height * 2 >= bytes bytes; the pinned source lives
+            // in the slot until the upload is complete (the slot is reused only after its
+            // frame was collected, which implies the upload event passed).
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(dev_ptr, src, self.upload.cu_stream())
+            }
+            .during("cuMemcpyHtoDAsync(luma)")
+        };
+        match input {
+            LumaInput::Packed(p) => {
+                let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
+                let n = Self::stage_packed(&p, dst);
+                upload(n, host)?;
+                Ok(DevPlane::new(
+                    dev_ptr,
+                    2 * p.width,
+                    SampleLayout::RIGHT_ALIGNED_U16,
+                ))
+            }
+            LumaInput::Host(h) => {
+                let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
+                let n = Self::stage_host(&h, dst);
+                upload(n, host)?;
+                Ok(DevPlane::new(dev_ptr, h.width * h.layout.bytes, h.layout))
+            }
+            LumaInput::Device(d) => {
+                let DeviceLuma {
+                    ptr,
+                    pitch,
+                    width,
+                    height,
+                    layout,
+                    context,
+                    hold,
+                } = d;
+                let row = width * layout.bytes;
+                let aligned = layout.bytes == 1 || (ptr % 2 == 0 && pitch % 2 == 0);
+                if context == self.context && aligned && pitch >= row {
+                    self.holds.push_back(Hold {
+                        release_after,
+                        _keep: hold,
+                    });
+                    return Ok(DevPlane::new(ptr, pitch, layout));
+                }
+                // Another context (or device): one pitched copy of the valid rows.
+                let copy = sys::CUDA_MEMCPY3D_PEER {
+                    srcXInBytes: 0,
+                    srcY: 0,
+                    srcZ: 0,
+                    srcLOD: 0,
+                    srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                    srcHost: std::ptr::null(),
+                    srcDevice: ptr,
+                    srcArray: std::ptr::null_mut(),
+                    srcContext: context as sys::CUcontext,
+                    srcPitch: pitch,
+                    srcHeight: height,
+                    dstXInBytes: 0,
+                    dstY: 0,
+                    dstZ: 0,
+                    dstLOD: 0,
+                    dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                    dstHost: std::ptr::null_mut(),
+                    dstDevice: dev_ptr,
+                    dstArray: std::ptr::null_mut(),
+                    dstContext: self.context as sys::CUcontext,
+                    dstPitch: row,
+                    dstHeight: height,
+                    WidthInBytes: row,
+                    Height: height,
+                    Depth: 1,
+                };
+                // SAFETY: the source is `height` rows of `row` bytes at `pitch` in `context`
+                // (kept alive by `hold` until this frame is collected); the destination holds
+                // width * height * 2 >= row * height bytes.
+                unsafe { sys::cuMemcpy3DPeerAsync(&copy, self.upload.cu_stream()) }
+                    .result()
+                    .during("cuMemcpy3DPeerAsync(luma)")?;
+                self.holds.push_back(Hold {
+                    release_after: staging.index,
+                    _keep: hold,
+                });
+                Ok(DevPlane::new(dev_ptr, row, layout))
             }
         }
     }
@@ -261,48 +393,46 @@ impl CudaBackend {
     fn enqueue(
         &mut self,
         s: usize,
-        reference: &LumaPlane,
-        distorted: &LumaPlane,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
         full: bool,
     ) -> Result<(), CudaError> {
         self.compute
             .context()
             .bind_to_thread()
             .during("cuCtxSetCurrent")?;
-        let has_motion = self.submitted > 0;
+        let index = self.submitted;
+        let has_motion = index > 0;
         let prev = (s + SLOTS - 1) % SLOTS;
         let before_prev = (s + SLOTS - 2) % SLOTS;
-        // Host staging: waits for this buffer's previous upload (long done in steady state).
-        {
-            let slot = &mut self.slots[s];
-            Self::stage(
-                reference,
-                slot.host_ref
-                    .as_mut_slice()
-                    .during("cuEventSynchronize(staging)")?,
-            );
-            Self::stage(
-                distorted,
-                slot.host_dis
-                    .as_mut_slice()
-                    .during("cuEventSynchronize(staging)")?,
-            );
-        }
-        // The slot's reference plane was last read by the motion kernel of the frame after
+        // The slot's device planes were last read by the motion kernel of the frame after
         // its previous occupant, i.e. the frame submitted two before this one.
-        if self.submitted >= 2 {
+        if index >= 2 {
             self.upload
                 .wait(&self.slots[before_prev].done)
                 .during("cuStreamWaitEvent(upload)")?;
         }
+        // The reference is read again by the next frame's motion: held one frame longer.
+        let ref_plane = self.place(
+            reference,
+            Staging {
+                slot: s,
+                reference: true,
+                index,
+            },
+            index + 1,
+        )?;
+        let dis_plane = self.place(
+            distorted,
+            Staging {
+                slot: s,
+                reference: false,
+                index,
+            },
+            index,
+        )?;
         {
             let slot = &mut self.slots[s];
-            self.upload
-                .memcpy_htod(&slot.host_ref, &mut slot.dev_ref)
-                .during("cuMemcpyHtoDAsync(reference)")?;
-            self.upload
-                .memcpy_htod(&slot.host_dis, &mut slot.dev_dis)
-                .during("cuMemcpyHtoDAsync(distorted)")?;
             slot.uploaded
                 .record(&self.upload)
                 .during("cuEventRecord(uploaded)")?;
@@ -311,44 +441,28 @@ impl CudaBackend {
                 .during("cuStreamWaitEvent(compute)")?;
         }
 
-        // Motion against the previous frame's reference plane (still in its slot).
+        // Motion against the previous frame's reference plane (still valid: its slot and
+        // hold outlive this frame's kernels).
         if has_motion {
-            let (prev_slot, cur) = pair(&mut self.slots, prev, s);
-            let mut out = cur
+            let prev_plane = self.slots[prev].ref_plane;
+            let mut out = self.slots[s]
                 .dev_out
                 .slice_mut(MOTION_AT..MOTION_AT + MotionGpu::RESULT_WORDS);
-            self.motion.enqueue(
-                &self.compute,
-                &prev_slot.dev_ref.as_view(),
-                &cur.dev_ref.as_view(),
-                &mut out,
-            )?;
+            self.motion
+                .enqueue(&self.compute, prev_plane, ref_plane, &mut out)?;
         }
         if full {
             let slot = &mut self.slots[s];
             let mut out = slot
                 .dev_out
                 .slice_mut(VIF_AT..VIF_AT + VifGpu::RESULT_WORDS);
-            self.vif.enqueue(
-                &self.compute,
-                &slot.dev_ref.as_view(),
-                &slot.dev_dis.as_view(),
-                &self.vif_cfg,
-                &mut out,
-            )?;
-            #[cfg(has_adm_gpu)]
-            {
-                let mut out = slot
-                    .dev_out
-                    .slice_mut(ADM_AT..ADM_AT + AdmGpu::RESULT_WORDS);
-                self.adm.enqueue(
-                    &self.compute,
-                    &slot.dev_ref.as_view(),
-                    &slot.dev_dis.as_view(),
-                    &self.adm_cfg,
-                    &mut out,
-                )?;
-            }
+            self.vif
+                .enqueue(&self.compute, ref_plane, dis_plane, &self.vif_cfg, &mut out)?;
+            let mut out = slot
+                .dev_out
+                .slice_mut(ADM_AT..ADM_AT + AdmGpu::RESULT_WORDS);
+            self.adm
+                .enqueue(&self.compute, ref_plane, dis_plane, &self.adm_cfg, &mut out)?;
         }
         {
             let slot = &mut self.slots[s];
@@ -358,14 +472,10 @@ impl CudaBackend {
             slot.done
                 .record(&self.compute)
                 .during("cuEventRecord(done)")?;
+            slot.ref_plane = ref_plane;
+            slot.index = index;
             slot.full = full;
             slot.has_motion = has_motion;
-        }
-        // CPU ADM (builds without the GPU ADM) overlaps the kernels just enqueued.
-        #[cfg(not(has_adm_gpu))]
-        if full {
-            let scores = self.adm.compute(reference, distorted, &self.adm_cfg)?;
-            self.slots[s].cpu_adm = scores;
         }
         Ok(())
     }
@@ -393,20 +503,18 @@ impl CudaBackend {
             raw.vif = self
                 .vif
                 .scores(words.get(VIF_AT..MOTION_AT).unwrap_or(&[]), &self.vif_cfg);
-            #[cfg(has_adm_gpu)]
-            {
-                raw.adm = self.adm.scores(
-                    words.get(ADM_AT..RESULT_WORDS).unwrap_or(&[]),
-                    &self.adm_cfg,
-                );
-            }
-            #[cfg(not(has_adm_gpu))]
-            {
-                raw.adm = slot.cpu_adm;
-            }
+            raw.adm = self.adm.scores(
+                words.get(ADM_AT..RESULT_WORDS).unwrap_or(&[]),
+                &self.adm_cfg,
+            );
         }
+        let index = slot.index;
         self.head = (self.head + 1) % SLOTS;
         self.in_flight -= 1;
+        // Its kernels are done: release the inputs nothing in flight reads any more.
+        while self.holds.front().is_some_and(|h| h.release_after <= index) {
+            self.holds.pop_front();
+        }
         Ok(Some(raw))
     }
 
@@ -420,15 +528,13 @@ impl CudaBackend {
     }
 }
 
-/// `(&slots[a], &mut slots[b])` for `a != b`.
-fn pair(slots: &mut [Slot], a: usize, b: usize) -> (&Slot, &mut Slot) {
-    if a < b {
-        let (lo, hi) = slots.split_at_mut(b);
-        (&lo[a], &mut hi[0])
-    } else {
-        let (lo, hi) = slots.split_at_mut(a);
-        (&hi[0], &mut lo[b])
-    }
+/// Which staging and device plane of which slot an input goes through.
+#[derive(Clone, Copy)]
+struct Staging {
+    slot: usize,
+    reference: bool,
+    /// The frame's number: a copied plane's hold goes when this frame is collected.
+    index: u64,
 }
 
 impl Backend for CudaBackend {
@@ -436,17 +542,17 @@ impl Backend for CudaBackend {
         "cuda"
     }
 
-    fn submit(
+    fn submit_input(
         &mut self,
-        reference: &LumaPlane,
-        distorted: &LumaPlane,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
         full: bool,
     ) -> Result<(), EngineError> {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
         }
-        self.check(reference)?;
-        self.check(distorted)?;
+        self.check(&reference)?;
+        self.check(&distorted)?;
         if self.in_flight == SLOTS {
             // Every slot busy (a caller that does not collect): finish the oldest.
             if let Some(raw) = self.finish_oldest(true).map_err(engine_err)? {
@@ -459,6 +565,10 @@ impl Backend for CudaBackend {
         self.in_flight += 1;
         self.submitted += 1;
         Ok(())
+    }
+
+    fn reads_device(&self) -> bool {
+        true
     }
 
     fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
@@ -483,6 +593,7 @@ impl Backend for CudaBackend {
         self.in_flight = 0;
         self.submitted = 0;
         self.ready.clear();
+        self.holds.clear();
     }
 }
 
@@ -491,6 +602,7 @@ impl Drop for CudaBackend {
         // Nothing may be freed while a copy or kernel still uses it: wait for both streams,
         // free the slots, and wait again for the stream-ordered frees.
         let _ = self.sync_all();
+        self.holds.clear();
         self.slots.clear();
         let _ = self.sync_all();
     }

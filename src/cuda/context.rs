@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUresult;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtr, MappedBuffer};
 use cudarc::nvrtc::Ptx;
 
 use super::error::{CudaError, DriverResultExt};
@@ -15,14 +15,8 @@ use super::error::{CudaError, DriverResultExt};
 const MOTION_PTX: &str = concat!(include_str!(concat!(env!("OUT_DIR"), "/motion.ptx")), "\0");
 /// PTX of `kernels/vif.cu`, NUL-terminated.
 const VIF_PTX: &str = concat!(include_str!(concat!(env!("OUT_DIR"), "/vif.ptx")), "\0");
-/// PTX of `kernels/adm.cu`, NUL-terminated (only when the build found it).
-#[cfg(has_adm_ptx)]
-const ADM_PTX: Option<&str> = Some(concat!(
-    include_str!(concat!(env!("OUT_DIR"), "/adm.ptx")),
-    "\0"
-));
-#[cfg(not(has_adm_ptx))]
-const ADM_PTX: Option<&str> = None;
+/// PTX of `kernels/adm.cu`, NUL-terminated.
+const ADM_PTX: &str = concat!(include_str!(concat!(env!("OUT_DIR"), "/adm.ptx")), "\0");
 
 /// The loaded kernel modules; each is unloaded (`cuModuleUnload`) when the last
 /// [`CudaFunction`] taken from it is dropped.
@@ -32,8 +26,8 @@ pub struct Modules {
     pub motion: Arc<CudaModule>,
     /// `kernels/vif.cu`: `vif_stat0_narrow`, `vif_stat0..3`, `vif_sub1..3`.
     pub vif: Arc<CudaModule>,
-    /// `kernels/adm.cu`, when this build has it.
-    pub adm: Option<Arc<CudaModule>>,
+    /// `kernels/adm.cu`: the DWT, decouple/CSF and contrast-masking kernels.
+    pub adm: Arc<CudaModule>,
 }
 
 /// One CUDA device with its (primary) context and the vmafcompare kernels loaded.
@@ -93,10 +87,7 @@ impl GpuDevice {
         unsafe { ctx.disable_event_tracking() };
         let motion = load(&ctx, MOTION_PTX, "cuModuleLoadData(motion)")?;
         let vif = load(&ctx, VIF_PTX, "cuModuleLoadData(vif)")?;
-        let adm = match ADM_PTX {
-            Some(ptx) => Some(load(&ctx, ptx, "cuModuleLoadData(adm)")?),
-            None => None,
-        };
+        let adm = load(&ctx, ADM_PTX, "cuModuleLoadData(adm)")?;
         Ok(GpuDevice {
             modules: Modules { motion, vif, adm },
             ctx,
@@ -136,6 +127,69 @@ impl GpuDevice {
     /// Errors: [`CudaError::Driver`].
     pub fn new_stream(&self) -> Result<Arc<CudaStream>, CudaError> {
         self.ctx.new_stream().during("cuStreamCreate")
+    }
+}
+
+/// A DMABuf imported into a device's context as external memory and mapped (the whole
+/// dma-buf). The mapping is freed and the import destroyed when this is dropped; the caller
+/// keeps it until the kernels that read it have finished.
+#[derive(Debug)]
+pub struct ImportedDmaBuf {
+    mapped: MappedBuffer,
+    ptr: u64,
+}
+
+// SAFETY: the external-memory handle and the mapped pointer are plain driver handles, valid
+// from any thread (the driver API is thread-safe and cudarc binds the context before freeing).
+unsafe impl Send for ImportedDmaBuf {}
+
+impl ImportedDmaBuf {
+    /// `CUdeviceptr` of the dma-buf's first byte.
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Bytes mapped (the dma-buf's size).
+    pub fn len(&self) -> usize {
+        cudarc::driver::DeviceSlice::len(&self.mapped)
+    }
+
+    /// Whether nothing is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl GpuDevice {
+    /// Imports the dma-buf `fd` (`size` bytes) into this device's context
+    /// (`cuImportExternalMemory` with an opaque file descriptor, which takes a duplicate of
+    /// `fd`) and maps it whole (`cuExternalMemoryGetMappedBuffer`).
+    ///
+    /// Errors: [`CudaError::Driver`] naming the refusing call. NVIDIA's driver refuses
+    /// dma-bufs that another device exported (e.g. Intel VA-API surfaces) and plain memfds;
+    /// the caller then reads the buffer back through host memory. On any error the duplicate
+    /// is closed and nothing stays imported.
+    pub fn import_dmabuf(
+        &self,
+        fd: std::os::fd::BorrowedFd<'_>,
+        size: u64,
+    ) -> Result<ImportedDmaBuf, CudaError> {
+        let owned = fd.try_clone_to_owned().map_err(|e| CudaError::Driver {
+            call: "dup(dma-buf fd)",
+            code: e.to_string(),
+        })?;
+        let file = std::fs::File::from(owned);
+        // SAFETY: `size` is the dma-buf's size as the caller measured it (lseek to the end);
+        // the driver checks the descriptor and takes ownership of the duplicate only on
+        // success (cudarc closes it on failure).
+        let external = unsafe { self.ctx.import_external_memory(file, size) }
+            .during("cuImportExternalMemory(dma-buf)")?;
+        let mapped = external
+            .map_all()
+            .during("cuExternalMemoryGetMappedBuffer(dma-buf)")?;
+        let stream = self.ctx.default_stream();
+        let ptr = mapped.device_ptr(&stream).0;
+        Ok(ImportedDmaBuf { mapped, ptr })
     }
 }
 

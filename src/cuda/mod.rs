@@ -4,14 +4,16 @@
 //! [`GpuDevice`] is opened once per element (NULL -> READY); a [`CudaBackend`] is made per
 //! geometry (caps) and implements [`crate::engine::scorer::Backend`].
 
-#[cfg(has_adm_gpu)]
 pub mod adm;
 pub mod backend;
 pub mod context;
 pub mod error;
+pub mod gst_cuda;
 pub mod motion;
+pub mod plane;
 pub mod vif;
 
 pub use backend::CudaBackend;
 pub use context::GpuDevice;
 pub use error::CudaError;
+pub use plane::DevPlane;

@@ -6,12 +6,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
-};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtrMut};
 
 use super::context::{function, launch, param, GpuDevice};
 use super::error::{CudaError, DriverResultExt};
+use super::plane::DevPlane;
 use crate::cpu::motion::MOTION_MAX_VAL;
 
 /// Output tile of `motion_rows` (columns x rows).
@@ -61,16 +60,16 @@ impl MotionGpu {
         })
     }
 
-    /// Enqueues on `stream` the SAD of `prev_ref` against `cur_ref` (packed `width * height`
-    /// planes) into `out[0]` (overwritten, no zeroing needed). Bit-identical to
+    /// Enqueues on `stream` the SAD of `prev_ref` against `cur_ref` (`width * height` planes,
+    /// see [`DevPlane`]'s contract) into `out[0]` (overwritten, no zeroing needed). Bit-identical to
     /// [`crate::cpu::motion::Motion::sad`].
     ///
     /// Errors: [`CudaError::Driver`] for a failed memset or launch.
     pub fn enqueue(
         &mut self,
         stream: &Arc<CudaStream>,
-        prev_ref: &CudaView<u16>,
-        cur_ref: &CudaView<u16>,
+        prev_ref: DevPlane,
+        cur_ref: DevPlane,
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError> {
         stream
@@ -84,8 +83,7 @@ impl MotionGpu {
         let mut w = self.width as i32;
         let mut h = self.height as i32;
         let (mut round, mut shift) = (round, shift);
-        let mut p_prev = prev_ref.device_ptr(stream).0;
-        let mut p_cur = cur_ref.device_ptr(stream).0;
+        let (mut p_prev, mut p_cur) = (prev_ref, cur_ref);
         let mut p_rows = self.row_sums.device_ptr_mut(stream).0;
         let mut p_out = out.device_ptr_mut(stream).0;
         let grid = (
@@ -93,7 +91,7 @@ impl MotionGpu {
             self.height.div_ceil(TILE.1) as u32,
             1,
         );
-        // SAFETY: parameters match motion_rows(const u16*, const u16*, i32, i32, i32, i32,
+        // SAFETY: parameters match motion_rows(Plane, Plane, i32, i32, i32, i32,
         // u32*); the planes hold w * h samples and row_sums h words, all live until the
         // stream has run the kernel (the caller keeps them; we synchronise before freeing).
         unsafe {

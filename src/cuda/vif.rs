@@ -9,12 +9,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
-};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
 use super::context::{function, launch, param, GpuDevice};
 use super::error::{CudaError, DriverResultExt};
+use super::plane::DevPlane;
 use crate::cpu::vif::{VifConfig, VifScores};
 
 /// Output tile of the VIF kernels (columns x rows) and their block shape.
@@ -115,15 +114,15 @@ impl VifGpu {
     }
 
     /// Enqueues on `stream` the four scales of VIF of `distorted` against `reference`
-    /// (packed `width * height` planes) into `out[0..16]` (zeroed first). Bit-identical to
+    /// (`width * height` planes, see [`DevPlane`]'s contract) into `out[0..16]` (zeroed first). Bit-identical to
     /// [`crate::cpu::vif::Vif::compute`] after [`VifGpu::scores`].
     ///
     /// Errors: [`CudaError::Driver`] for a failed memset or launch.
     pub fn enqueue(
         &mut self,
         stream: &Arc<CudaStream>,
-        reference: &CudaView<u16>,
-        distorted: &CudaView<u16>,
+        reference: DevPlane,
+        distorted: DevPlane,
         cfg: &VifConfig,
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError> {
@@ -136,14 +135,13 @@ impl VifGpu {
         let bpc = self.bpc;
 
         // Scale 0 from the input planes.
-        let mut p_ref = reference.device_ptr(stream).0;
-        let mut p_dis = distorted.device_ptr(stream).0;
+        let (mut p_ref, mut p_dis) = (reference, distorted);
         let (mut w, mut h) = (self.width as i32, self.height as i32);
         let mut acc = out_base;
         if bpc == 8 {
-            // SAFETY: vif_stat0_narrow(const u16*, const u16*, i32, i32, const u16*, f64,
-            // u64*); planes of w * h samples, table of 65536, acc of 4 words, all live until
-            // the stream has run (the owner synchronises before freeing).
+            // SAFETY: vif_stat0_narrow(Plane, Plane, i32, i32, const u16*, f64, u64*); the
+            // planes hold w * h samples (the caller's contract), table of 65536, acc of 4
+            // words, all live until the stream has run (the owner synchronises before freeing).
             unsafe {
                 launch(
                     stream,
@@ -186,8 +184,12 @@ impl VifGpu {
             let (mut round, mut shift) = (round, shift);
             let mut o_ref = self.scaled_ref[s - 1].device_ptr_mut(stream).0;
             let mut o_dis = self.scaled_dis[s - 1].device_ptr_mut(stream).0;
+            let (next_ref, next_dis) = (
+                DevPlane::packed_u16(&self.scaled_ref[s - 1], sw / 2, stream),
+                DevPlane::packed_u16(&self.scaled_dis[s - 1], sw / 2, stream),
+            );
             let (mut w, mut h) = (sw as i32, sh as i32);
-            // SAFETY: vif_subN(const u16*, const u16*, i32, i32, u32, u32, u16*, u16*); the
+            // SAFETY: vif_subN(Plane, Plane, i32, i32, u32, u32, u16*, u16*); the
             // inputs hold w * h samples, the outputs (w / 2) * (h / 2), all owned by self or
             // the caller and live until the stream has run.
             unsafe {
@@ -211,8 +213,8 @@ impl VifGpu {
             }
             sw /= 2;
             sh /= 2;
-            p_ref = o_ref;
-            p_dis = o_dis;
+            p_ref = next_ref;
+            p_dis = next_dis;
             self.stat_wide(
                 stream,
                 s,
@@ -232,7 +234,7 @@ impl VifGpu {
         &self,
         stream: &Arc<CudaStream>,
         scale: usize,
-        planes: (u64, u64),
+        planes: (DevPlane, DevPlane),
         size: (usize, usize),
         rounding: (u32, u32, u64, u32),
         limit: f64,
@@ -247,7 +249,7 @@ impl VifGpu {
         let Some(f) = self.stat.get(scale) else {
             return Ok(());
         };
-        // SAFETY: vif_statN(const u16*, const u16*, i32, i32, const u16*, f64, u32, u32, u64,
+        // SAFETY: vif_statN(Plane, Plane, i32, i32, const u16*, f64, u32, u32, u64,
         // u32, u64*); planes of w * h samples, table of 65536, acc of 4 words, live until the
         // stream has run.
         unsafe {

@@ -103,6 +103,24 @@ pub enum FeatureError {
 }
 
 impl FeatureError {
+    /// `WrongGeometry` for a plane of `size` handed to an extractor made for `expected`
+    /// (width, height, bpc); the plane's depth is reported as the expected one.
+    pub fn wrong_size(
+        feature: &'static str,
+        (expected_width, expected_height, bpc): (usize, usize, u32),
+        (width, height): (usize, usize),
+    ) -> Self {
+        Self::WrongGeometry {
+            feature,
+            expected_width,
+            expected_height,
+            expected_bpc: bpc,
+            width,
+            height,
+            bpc,
+        }
+    }
+
     /// Checks the size and bit depth an extractor is made for: `FrameTooSmall` below
     /// `min_width` x `min_height`, `WrongGeometry` for a `bpc` outside `8..=16` (no plane can
     /// match it).
@@ -160,5 +178,186 @@ impl FeatureError {
             });
         }
         Ok(())
+    }
+}
+
+/// How the samples of a luma plane are stored in memory: the layout of the video format the
+/// buffer carries, and the shift that brings it to the depth both streams are scored at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleLayout {
+    /// Bytes per sample: 1, or 2 (little-endian).
+    pub bytes: usize,
+    /// Right shift that drops the padding bits of left-aligned formats (P010: 6, P012: 4;
+    /// 0 for right-aligned formats).
+    pub down: u32,
+    /// Bits of the sample left after `down` (the format's depth, `1..=16`): higher bits
+    /// (garbage in the top of a 10-bit word of `I420_10LE`, say) are not part of the sample
+    /// and are masked off, so that every sample stays below `1 << depth`.
+    pub depth: u32,
+    /// Left shift applied after `down` and the mask, from the stream's depth to the scoring
+    /// depth.
+    pub up: u32,
+}
+
+impl SampleLayout {
+    /// Right-aligned `u16` samples already at the scoring depth ([`LumaPlane`]'s layout).
+    pub const RIGHT_ALIGNED_U16: Self = Self {
+        bytes: 2,
+        down: 0,
+        depth: 16,
+        up: 0,
+    };
+
+    /// The mask applied after `down`: the low `depth` bits (all 16 for `depth >= 16`).
+    #[inline]
+    pub fn mask(self) -> u16 {
+        if self.depth >= 16 {
+            u16::MAX
+        } else {
+            (1u16 << self.depth) - 1
+        }
+    }
+
+    /// Sample `x` of a row's bytes (the caller keeps `x` within the row).
+    #[inline]
+    fn sample(self, row: &[u8], x: usize) -> u16 {
+        let v = if self.bytes == 2 {
+            u16::from_le_bytes([row[2 * x], row[2 * x + 1]])
+        } else {
+            u16::from(row[x])
+        };
+        ((v >> self.down) & self.mask()) << self.up
+    }
+}
+
+/// The luma rows of a mapped buffer in host memory, as the buffer holds them (no conversion
+/// yet): `height` rows of `width` samples, `stride` bytes apart.
+#[derive(Debug, Clone, Copy)]
+pub struct HostLuma<'a> {
+    /// The mapped bytes, starting at sample (0, 0).
+    pub data: &'a [u8],
+    /// Bytes from one row to the next.
+    pub stride: usize,
+    /// Width in samples (>= 1).
+    pub width: usize,
+    /// Height in rows (>= 1).
+    pub height: usize,
+    /// Sample storage and shifts.
+    pub layout: SampleLayout,
+}
+
+impl<'a> HostLuma<'a> {
+    /// Wraps mapped rows. `None` when a dimension is zero, `layout.bytes` is not 1 or 2,
+    /// `stride` is shorter than a row or `data` is shorter than the geometry needs.
+    pub fn new(
+        data: &'a [u8],
+        stride: usize,
+        width: usize,
+        height: usize,
+        layout: SampleLayout,
+    ) -> Option<Self> {
+        if width == 0 || height == 0 || !(1..=2).contains(&layout.bytes) {
+            return None;
+        }
+        let row = width.checked_mul(layout.bytes)?;
+        if stride < row {
+            return None;
+        }
+        let needed = (height - 1).checked_mul(stride)?.checked_add(row)?;
+        (data.len() >= needed).then_some(Self {
+            data,
+            stride,
+            width,
+            height,
+            layout,
+        })
+    }
+
+    /// The `width * layout.bytes` bytes of row `y` (`y < height`; a view built with
+    /// [`HostLuma::new`] always holds them, so out-of-range rows give an empty slice).
+    #[inline]
+    pub fn row_bytes(&self, y: usize) -> &'a [u8] {
+        let start = y * self.stride;
+        self.data
+            .get(start..start + self.width * self.layout.bytes)
+            .unwrap_or(&[])
+    }
+
+    /// Converts the rows into packed right-aligned `u16` samples at the scoring depth
+    /// (`out` is resized to `width * height`).
+    pub fn to_packed(&self, out: &mut Vec<u16>) {
+        out.resize(self.width * self.height, 0);
+        for (y, dst) in out.chunks_exact_mut(self.width).enumerate() {
+            let row = self.row_bytes(y);
+            if row.len() < self.width * self.layout.bytes {
+                continue;
+            }
+            if self.layout.bytes == 1 && self.layout.up == 0 && self.layout.depth >= 8 {
+                for (d, s) in dst.iter_mut().zip(row) {
+                    *d = u16::from(*s);
+                }
+            } else {
+                for (x, d) in dst.iter_mut().enumerate() {
+                    *d = self.layout.sample(row, x);
+                }
+            }
+        }
+    }
+}
+
+/// A luma plane in CUDA device memory that the kernels can read where it lies.
+///
+/// `hold` keeps the memory valid (the GStreamer buffer and its CUDA mapping, or an imported
+/// DMABuf) until the kernels that read it have finished; the GPU backend drops it then.
+pub struct DeviceLuma {
+    /// `CUdeviceptr` of sample (0, 0).
+    pub ptr: u64,
+    /// Bytes from one row to the next (even when samples are 2 bytes).
+    pub pitch: usize,
+    /// Width in samples.
+    pub width: usize,
+    /// Height in rows.
+    pub height: usize,
+    /// Sample storage and shifts.
+    pub layout: SampleLayout,
+    /// The `CUcontext` that owns the memory (as an address): the backend reads it in place
+    /// when this is its own context and copies it peer-to-peer otherwise.
+    pub context: usize,
+    /// What must live until the kernels are done with the memory.
+    pub hold: Box<dyn Send>,
+}
+
+impl std::fmt::Debug for DeviceLuma {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceLuma")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("pitch", &self.pitch)
+            .field("width", &self.width)
+            .field("height", &self.height)
+            .field("layout", &self.layout)
+            .field("context", &format_args!("{:#x}", self.context))
+            .finish_non_exhaustive()
+    }
+}
+
+/// One luma plane handed to a backend.
+#[derive(Debug)]
+pub enum LumaInput<'a> {
+    /// Packed or strided right-aligned `u16` samples at the scoring depth.
+    Packed(LumaPlane<'a>),
+    /// Mapped host rows in the buffer's own layout (system memory, a read-back DMABuf).
+    Host(HostLuma<'a>),
+    /// Device memory (GStreamer CUDA memory, an imported DMABuf); only for the GPU backend.
+    Device(DeviceLuma),
+}
+
+impl LumaInput<'_> {
+    /// `(width, height)` in samples.
+    pub fn size(&self) -> (usize, usize) {
+        match self {
+            LumaInput::Packed(p) => (p.width, p.height),
+            LumaInput::Host(h) => (h.width, h.height),
+            LumaInput::Device(d) => (d.width, d.height),
+        }
     }
 }

@@ -9,7 +9,7 @@ pub mod pool;
 pub mod scorer;
 pub mod window;
 
-pub use frame::{FeatureError, LumaPlane};
+pub use frame::{DeviceLuma, FeatureError, HostLuma, LumaInput, LumaPlane, SampleLayout};
 pub use log::{LogFormat, LogWriter};
 pub use model::Model;
 pub use pool::{Pool, Pooled};

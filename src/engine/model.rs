@@ -27,6 +27,10 @@ pub const DEFAULT_MODEL: &str = "vmaf_v0.6.1";
 /// few hundred); guards against absurd files.
 const MAX_SUPPORT_VECTORS: usize = 1 << 20;
 
+/// Largest model file read (the published models are about 20 KiB); guards against a
+/// `model` property naming a device such as `/dev/zero`.
+pub const MAX_MODEL_FILE_BYTES: u64 = 64 << 20;
+
 /// Why a model could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -176,17 +180,18 @@ impl Model {
     /// JSON model file.
     ///
     /// Errors: [`ModelError::Unreadable`] when it is no built-in name and the file cannot be
-    /// read, [`ModelError::Invalid`] when the content is not a usable model.
+    /// read, is not a regular file (a directory, a FIFO or a device such as `/dev/zero`, which
+    /// would block or never end) or is larger than [`MAX_MODEL_FILE_BYTES`];
+    /// [`ModelError::Invalid`] when the content is not a usable model.
     pub fn load(spec: &str) -> Result<Self, ModelError> {
         if let Some((name, text)) = BUILTIN_MODELS.iter().find(|(n, _)| *n == spec) {
             return Self::from_json(name, text);
         }
-        let text =
-            std::fs::read_to_string(Path::new(spec)).map_err(|source| ModelError::Unreadable {
-                path: spec.to_owned(),
-                source,
-                builtins: builtin_names(),
-            })?;
+        let text = read_model_file(Path::new(spec)).map_err(|source| ModelError::Unreadable {
+            path: spec.to_owned(),
+            source,
+            builtins: builtin_names(),
+        })?;
         Self::from_json(spec, &text)
     }
 
@@ -285,6 +290,15 @@ impl Model {
         };
         let transform = match d.score_transform {
             None => ScoreTransform::default(),
+            Some(t)
+                if t.knots
+                    .as_ref()
+                    .is_some_and(|k| k.windows(2).any(|w| w[1][0] <= w[0][0])) =>
+            {
+                return Err(invalid(
+                    "score_transform knots must have strictly increasing x".into(),
+                ))
+            }
             Some(t) => ScoreTransform {
                 enabled: t.enabled.unwrap_or(false),
                 p: [t.p0, t.p1, t.p2],
@@ -399,6 +413,30 @@ impl Model {
         }
         y
     }
+}
+
+/// Reads a model file: a regular file (checked before opening, so a FIFO cannot block) of at
+/// most [`MAX_MODEL_FILE_BYTES`], as UTF-8 text.
+fn read_model_file(path: &Path) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    let not_regular = || Error::new(ErrorKind::InvalidInput, "not a regular file");
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(not_regular());
+    }
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    let mut text = String::new();
+    file.take(MAX_MODEL_FILE_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_MODEL_FILE_BYTES {
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than {MAX_MODEL_FILE_BYTES} bytes"),
+        ));
+    }
+    Ok(text)
 }
 
 /// libvmaf's piecewise-linear mapping through `knots` (extrapolating the end segments).

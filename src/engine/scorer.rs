@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::cpu::adm::AdmScores;
 use crate::cpu::motion::MOTION_MAX_VAL;
 use crate::cpu::vif::VifScores;
-use crate::engine::frame::{FeatureError, LumaPlane};
+use crate::engine::frame::{FeatureError, LumaInput, LumaPlane};
 use crate::engine::model::{Model, ModelFeature};
 use crate::engine::pool::Pool;
 
@@ -47,15 +47,37 @@ pub trait Backend: Send {
     /// Short name for logs and messages (`"cpu"`, `"cuda"`).
     fn name(&self) -> &'static str;
     /// Starts the motion SAD score against the previous submitted reference (0 for the first
-    /// frame after creation or [`Backend::reset`]) and, when `full`, VIF and ADM. The planes
-    /// are read only during the call. May block while [`Backend::max_in_flight`] frames are
-    /// in flight.
+    /// frame after creation or [`Backend::reset`]) and, when `full`, VIF and ADM. Host planes
+    /// are read only during the call; a [`LumaInput::Device`] plane's `hold` is kept until
+    /// the kernels reading it have finished. May block while [`Backend::max_in_flight`]
+    /// frames are in flight.
+    ///
+    /// Errors: [`EngineError::Feature`] for planes of another geometry, or a
+    /// [`LumaInput::Device`] plane given to a backend without [`Backend::reads_device`];
+    /// [`EngineError::Backend`] for device faults.
+    fn submit_input(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        full: bool,
+    ) -> Result<(), EngineError>;
+    /// [`Backend::submit_input`] with packed `u16` planes.
     fn submit(
         &mut self,
         reference: &LumaPlane,
         distorted: &LumaPlane,
         full: bool,
-    ) -> Result<(), EngineError>;
+    ) -> Result<(), EngineError> {
+        self.submit_input(
+            LumaInput::Packed(*reference),
+            LumaInput::Packed(*distorted),
+            full,
+        )
+    }
+    /// Whether [`LumaInput::Device`] planes are accepted (the GPU backend).
+    fn reads_device(&self) -> bool {
+        false
+    }
     /// Features of the oldest submitted frame not yet collected. `wait == false`: `None` when
     /// that frame is not finished yet; `wait == true`: blocks until it is. `None` as well when
     /// nothing is in flight.
@@ -211,6 +233,11 @@ impl<T> Scorer<T> {
         self.backend.name()
     }
 
+    /// Whether the backend reads [`LumaInput::Device`] planes in place.
+    pub fn reads_device(&self) -> bool {
+        self.backend.reads_device()
+    }
+
     /// Metric names in log order.
     pub fn names(&self) -> &Arc<[String]> {
         &self.names
@@ -235,9 +262,24 @@ impl<T> Scorer<T> {
         distorted: &LumaPlane,
         tag: T,
     ) -> Result<Vec<Scored<T>>, EngineError> {
+        self.push_input(
+            LumaInput::Packed(*reference),
+            LumaInput::Packed(*distorted),
+            tag,
+        )
+    }
+
+    /// [`Scorer::push`] with planes in any [`LumaInput`] form the backend accepts
+    /// ([`Scorer::reads_device`]).
+    pub fn push_input(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        tag: T,
+    ) -> Result<Vec<Scored<T>>, EngineError> {
         let index = self.next_index;
         let full = index % self.subsample == 0;
-        self.backend.submit(reference, distorted, full)?;
+        self.backend.submit_input(reference, distorted, full)?;
         self.next_index += 1;
         let first = index == 0 || std::mem::take(&mut self.restart);
         self.queue.push_back(Queued {

@@ -1,6 +1,8 @@
 //! `vmafcompare` subclass: pads, caps, properties, `aggregate()`, messages, meta and the
 //! state changes that drive the engine's lifecycle.
 
+use std::collections::BTreeSet;
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::Instant;
@@ -12,12 +14,15 @@ use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 use gst_video::prelude::*;
 
-use super::{FrameMessage, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME};
+use super::{
+    FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME,
+};
 use crate::cpu::{self, CpuBackend};
+use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::{CudaBackend, GpuDevice};
 use crate::engine::{
-    model::DEFAULT_MODEL, Backend, EngineError, FrameScores, LogFormat, LogWriter, LumaPlane,
-    Model, Scored, Scorer,
+    model::DEFAULT_MODEL, Backend, DeviceLuma, EngineError, FrameScores, HostLuma, LogFormat,
+    LogWriter, LumaInput, Model, SampleLayout, Scored, Scorer,
 };
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
@@ -55,6 +60,9 @@ const FORMATS: &[gst_video::VideoFormat] = &[
 const DEFAULT_SUBSAMPLE: u32 = 1;
 const DEFAULT_DEVICE_ID: u32 = 0;
 const MAX_SUBSAMPLE: u32 = 1_000_000;
+/// Largest width and height accepted (16K video is 15360x8640): bounds the memory the
+/// extractors allocate for one geometry, so absurd caps are refused instead of exhausting it.
+const MAX_DIMENSION: u32 = 16384;
 
 #[derive(Debug, Clone)]
 struct Settings {
@@ -114,6 +122,54 @@ impl PadVideo {
     }
 }
 
+/// One pad's luma plane, mapped for the backend for the time of one submission.
+// Lives on the stack for one call; boxing the mapped frame would allocate per frame.
+#[allow(clippy::large_enum_variant)]
+enum MappedLuma<'a> {
+    /// Mapped in host memory until the submission returns.
+    Host {
+        frame: gst_video::VideoFrameRef<&'a gst::BufferRef>,
+        layout: SampleLayout,
+    },
+    /// Device memory, moved into the backend by the submission (`None` afterwards).
+    Device(Option<DeviceLuma>),
+}
+
+impl MappedLuma<'_> {
+    /// The backend's view of the plane.
+    fn input(&mut self) -> Result<LumaInput<'_>, String> {
+        match self {
+            MappedLuma::Host { frame, layout } => {
+                let (w, h) = (frame.width() as usize, frame.height() as usize);
+                let stride = frame.plane_stride()[0] as usize;
+                let data = frame
+                    .plane_data(0)
+                    .map_err(|e| format!("cannot read the luma plane: {e}"))?;
+                HostLuma::new(data, stride, w, h, *layout)
+                    .map(LumaInput::Host)
+                    .ok_or_else(|| {
+                        format!(
+                            "luma plane holds {} bytes, fewer than {w}x{h} samples at stride {stride}",
+                            data.len()
+                        )
+                    })
+            }
+            MappedLuma::Device(d) => d
+                .take()
+                .map(LumaInput::Device)
+                .ok_or_else(|| "internal: device plane submitted twice".into()),
+        }
+    }
+}
+
+/// Why a pair could not be pushed.
+enum PairError {
+    /// Mapping or reading a buffer failed.
+    Map(String),
+    /// The backend failed.
+    Engine(EngineError),
+}
+
 /// Per-stream state, created at READY->PAUSED and dropped at PAUSED->READY.
 #[derive(Default)]
 struct State {
@@ -123,8 +179,10 @@ struct State {
     /// Geometry the scorer's backend was made for: (width, height, bpc).
     geometry: Option<(u32, u32, u32)>,
     log: Option<LogWriter>,
-    ref_luma: Vec<u16>,
-    dis_luma: Vec<u16>,
+    /// How each pad's frames reached the backend ([0]: reference, [1]: distorted).
+    paths: [BTreeSet<InputPath>; 2],
+    /// The driver refused to import a DMABuf: read DMABufs back from now on.
+    dmabuf_refused: bool,
     unpaired_reference: u64,
     unpaired_distorted: u64,
     started: Option<Instant>,
@@ -145,10 +203,20 @@ pub struct VmafCompare {
     prepared: Mutex<Option<Prepared>>,
     state: Mutex<State>,
     monitor: monitor::Monitor,
+    /// The `GstCudaContext` shared with CUDA neighbours (`gst.cuda.context`), from NULL->READY
+    /// to READY->NULL: the pipeline's when one was offered, else one wrapping the element's
+    /// own (primary) context.
+    cuda_context: Mutex<Option<gst::Object>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A GAP buffer carries no picture to score (the aggregator turns GAP events into empty
+/// buffers with this flag).
+fn is_gap(buffer: &gst::BufferRef) -> bool {
+    buffer.flags().contains(gst::BufferFlags::GAP)
 }
 
 #[glib::object_subclass]
@@ -176,6 +244,7 @@ impl ObjectSubclass for VmafCompare {
             prepared: Mutex::new(None),
             state: Mutex::new(State::default()),
             monitor: monitor::Monitor::default(),
+            cuda_context: Mutex::new(None),
         }
     }
 }
@@ -323,9 +392,21 @@ impl ElementImpl for VmafCompare {
 
     fn pad_templates() -> &'static [gst::PadTemplate] {
         static TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
-            let caps = gst_video::VideoCapsBuilder::new()
-                .format_list(FORMATS.iter().copied())
-                .build();
+            // CUDA memory first (read in place), then DMABuf (imported or read back), then
+            // system memory: `nvh264dec ! vmafcompare` negotiates CUDA memory unasked.
+            let with = |feature: Option<&str>| {
+                let b = gst_video::VideoCapsBuilder::new().format_list(FORMATS.iter().copied());
+                match feature {
+                    Some(f) => b.features([f]).build(),
+                    None => b.build(),
+                }
+            };
+            let mut caps = with(Some(CAPS_FEATURE_CUDA_MEMORY));
+            {
+                let c = caps.make_mut();
+                c.append(with(Some(gst_allocators::CAPS_FEATURE_MEMORY_DMABUF)));
+                c.append(with(None));
+            }
             let mut out = Vec::new();
             for (name, dir) in [
                 ("reference", gst::PadDirection::Sink),
@@ -363,8 +444,22 @@ impl ElementImpl for VmafCompare {
         let ret = self.parent_change_state(transition)?;
         if transition == gst::StateChange::ReadyToNull {
             *lock(&self.prepared) = None;
+            *lock(&self.cuda_context) = None;
         }
         Ok(ret)
+    }
+
+    fn set_context(&self, context: &gst::Context) {
+        if context.context_type() == CONTEXT_TYPE {
+            if let Some(lib) = gst_cuda::library() {
+                let device_id = lock(&self.settings).device_id as i32;
+                let element = self.obj().upcast_ref::<gst::Element>().clone();
+                let mut slot = lock(&self.cuda_context).take();
+                lib.handle_set_context(&element, context, device_id, &mut slot);
+                *lock(&self.cuda_context) = slot;
+            }
+        }
+        self.parent_set_context(context)
     }
 }
 
@@ -424,11 +519,105 @@ impl VmafCompare {
             model.features.len(),
             model.support_vectors()
         );
+        if let Some(dev) = gpu.as_deref() {
+            self.share_cuda_context(dev);
+        }
         *lock(&self.prepared) = Some(Prepared {
             model: Arc::new(model),
             gpu,
         });
         Ok(())
+    }
+
+    /// NULL->READY with a GPU: finds the pipeline's `gst.cuda.context` (neighbours' answers
+    /// to a context query, then the application or bin through a need-context message) or,
+    /// when there is none, offers one wrapping this element's primary context, so that CUDA
+    /// decoders and `cudaupload` allocate in the context the kernels run in (zero copy).
+    /// Without `libgstcuda-1.0` there is nothing to share and CUDA memory cannot reach us.
+    fn share_cuda_context(&self, dev: &GpuDevice) {
+        let Some(lib) = gst_cuda::library() else {
+            gst::debug!(
+                CAT,
+                imp = self,
+                "GStreamer CUDA library not available ({}): system memory and DMABuf only",
+                gst_cuda::load_error().unwrap_or("unknown reason")
+            );
+            return;
+        };
+        if !lib.load_driver() {
+            gst::debug!(CAT, imp = self, "gst_cuda_load_library failed");
+            return;
+        }
+        if lock(&self.cuda_context).is_some() {
+            return;
+        }
+        let obj = self.obj();
+        let element = obj.upcast_ref::<gst::Element>().clone();
+        let device_id = dev.ordinal() as i32;
+        let pads = [
+            obj.src_pad().upcast_ref::<gst::Pad>().clone(),
+            self.reference_pad.clone().upcast(),
+            self.distorted_pad.clone().upcast(),
+        ];
+        for pad in pads {
+            let mut q = gst::query::Context::new(CONTEXT_TYPE);
+            if pad.peer_query(&mut q) {
+                if let Some(c) = q.context_owned() {
+                    let mut slot = None;
+                    lib.handle_set_context(&element, &c, device_id, &mut slot);
+                    if slot.is_some() {
+                        gst::debug!(CAT, imp = self, "CUDA context from {}'s peer", pad.name());
+                        *lock(&self.cuda_context) = slot;
+                        return;
+                    }
+                }
+            }
+        }
+        // The application or a bin may answer synchronously through set_context().
+        let _ = obj.post_message(
+            gst::message::NeedContext::builder(CONTEXT_TYPE)
+                .src(&*obj)
+                .build(),
+        );
+        if lock(&self.cuda_context).is_some() {
+            gst::debug!(CAT, imp = self, "CUDA context from the application or bin");
+            return;
+        }
+        let ctx = dev.context();
+        let Some(wrapped) = lib.wrap_context(ctx.cu_ctx() as usize, ctx.cu_device(), ctx.clone())
+        else {
+            gst::warning!(CAT, imp = self, "cannot wrap the CUDA context for sharing");
+            return;
+        };
+        let Some(context) = lib.new_context(&wrapped) else {
+            return;
+        };
+        *lock(&self.cuda_context) = Some(wrapped);
+        gst::debug!(
+            CAT,
+            imp = self,
+            "sharing the element's CUDA context (device {device_id})"
+        );
+        let _ = obj.post_message(
+            gst::message::HaveContext::builder(context)
+                .src(&*obj)
+                .build(),
+        );
+    }
+
+    /// Answers a `gst.cuda.context` query with the shared context.
+    fn answer_context_query(&self, query: &mut gst::QueryRef) -> bool {
+        let gst::QueryViewMut::Context(q) = query.view_mut() else {
+            return false;
+        };
+        if q.context_type() != CONTEXT_TYPE {
+            return false;
+        }
+        let (Some(lib), Some(ctx)) = (gst_cuda::library(), lock(&self.cuda_context).clone()) else {
+            return false;
+        };
+        let element = self.obj().upcast_ref::<gst::Element>().clone();
+        lib.handle_context_query(&element, query, &ctx)
     }
 
     fn other_pad(&self, pad: &gst_base::AggregatorPad) -> &'static str {
@@ -464,6 +653,21 @@ impl VmafCompare {
                     h,
                     cpu::MIN_WIDTH,
                     cpu::MIN_HEIGHT
+                )
+            );
+            return false;
+        }
+        if w > MAX_DIMENSION || h > MAX_DIMENSION {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                (
+                    "{} pad: {}x{} is larger than the {}x{} maximum",
+                    pad.name(),
+                    w,
+                    h,
+                    MAX_DIMENSION,
+                    MAX_DIMENSION
                 )
             );
             return false;
@@ -531,56 +735,132 @@ impl VmafCompare {
         segment.to_running_time(buffer.pts()?)
     }
 
-    /// Copies the luma plane of `buffer` into `out` as right-aligned samples of `bpc` bits
-    /// (shifting lower-depth video up), only the `width` valid samples of each row.
-    fn extract_luma(
+    /// Maps the luma plane of `buffer` for the backend: in place on the GPU when it is CUDA
+    /// memory (or an importable DMABuf) and the backend reads device memory, else mapped in
+    /// host memory. Returns the mapping and the path taken; the first use of each path on a
+    /// pad is logged at debug level.
+    ///
+    /// Errors: a text naming what failed (the map, the layout).
+    fn map_luma<'a>(
+        &self,
         video: &PadVideo,
-        buffer: &gst::Buffer,
+        buffer: &'a gst::Buffer,
         bpc: u32,
-        out: &mut Vec<u16>,
-    ) -> Result<(), String> {
-        let frame =
-            gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), &video.info)
-                .map_err(|e| format!("cannot map buffer: {e}"))?;
+        gpu: Option<&GpuDevice>,
+        state: &mut State,
+    ) -> Result<(MappedLuma<'a>, InputPath), String> {
         let finfo = video.info.format_info();
-        let (w, h) = (video.info.width() as usize, video.info.height() as usize);
-        let stride = frame.plane_stride()[0] as usize;
-        let data = frame
-            .plane_data(0)
-            .map_err(|e| format!("cannot read the luma plane: {e}"))?;
-        let pstride = finfo.pixel_stride()[0] as usize;
-        let poffset = finfo.poffset()[0] as usize;
-        let shift = finfo.shift()[0];
-        let up = bpc.saturating_sub(video.depth);
-        let needed =
-            (h - 1) * stride + (w - 1) * pstride + poffset + if finfo.bits() > 8 { 2 } else { 1 };
-        if data.len() < needed {
+        let bytes = if finfo.bits() > 8 { 2 } else { 1 };
+        if finfo.pixel_stride()[0] as usize != bytes || finfo.poffset()[0] != 0 {
             return Err(format!(
-                "luma plane holds {} bytes, {} needed",
-                data.len(),
-                needed
+                "format {} has interleaved luma, which is not supported",
+                video.info.format().to_str()
             ));
         }
-        out.resize(w * h, 0);
-        for (y, dst) in out.chunks_exact_mut(w).enumerate() {
-            let row = &data[y * stride + poffset..];
-            if finfo.bits() > 8 {
-                for (x, d) in dst.iter_mut().enumerate() {
-                    let i = x * pstride;
-                    let v = u16::from_le_bytes([row[i], row[i + 1]]);
-                    *d = (v >> shift) << up;
-                }
-            } else if pstride == 1 {
-                for (d, s) in dst.iter_mut().zip(&row[..w]) {
-                    *d = u16::from(*s) << up;
-                }
+        let layout = SampleLayout {
+            bytes,
+            down: finfo.shift()[0],
+            depth: video.depth,
+            up: bpc.saturating_sub(video.depth),
+        };
+        let (w, h) = (video.info.width() as usize, video.info.height() as usize);
+        let single = buffer.n_memory() == 1;
+        let mem = (buffer.n_memory() > 0).then(|| buffer.peek_memory(0));
+        let lib = gst_cuda::library();
+        let is_cuda = matches!((lib, mem), (Some(l), Some(m)) if single && l.is_cuda_memory(m));
+        let dmabuf = mem.and_then(|m| m.downcast_memory_ref::<gst_allocators::DmaBufMemory>());
+        if let (Some(dev), Some(lib)) = (gpu, lib.filter(|_| is_cuda)) {
+            let plane = lib.map_device(buffer).map_err(|e| e.to_string())?;
+            let own = dev.context().cu_ctx() as usize;
+            let path = if plane.context == own {
+                InputPath::Cuda
             } else {
-                for (x, d) in dst.iter_mut().enumerate() {
-                    *d = u16::from(row[x * pstride]) << up;
+                InputPath::CudaPeerCopy
+            };
+            let luma = DeviceLuma {
+                ptr: plane.ptr,
+                pitch: plane.pitch,
+                width: w,
+                height: h,
+                layout,
+                context: plane.context,
+                hold: Box::new(plane.mapping),
+            };
+            return Ok((MappedLuma::Device(Some(luma)), path));
+        }
+        if let (Some(dev), Some(dm)) = (gpu, dmabuf.filter(|_| single && !state.dmabuf_refused)) {
+            match self.import_dmabuf(dev, dm, buffer, &video.info) {
+                Ok((ptr, pitch, hold)) => {
+                    let luma = DeviceLuma {
+                        ptr,
+                        pitch,
+                        width: w,
+                        height: h,
+                        layout,
+                        context: dev.context().cu_ctx() as usize,
+                        hold,
+                    };
+                    return Ok((MappedLuma::Device(Some(luma)), InputPath::DmabufImport));
+                }
+                Err(e) => {
+                    state.dmabuf_refused = true;
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "DMABuf import refused ({e}): reading DMABuf frames back through host memory"
+                    );
                 }
             }
         }
-        Ok(())
+        let frame =
+            gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), &video.info)
+                .map_err(|e| format!("cannot map buffer: {e}"))?;
+        let path = if is_cuda {
+            InputPath::CudaDownload
+        } else if dmabuf.is_some() {
+            InputPath::DmabufReadback
+        } else {
+            InputPath::System
+        };
+        Ok((MappedLuma::Host { frame, layout }, path))
+    }
+
+    /// Imports the DMABuf of a single-memory `buffer` into the GPU's context and locates its
+    /// luma plane. Returns `(device pointer, pitch, hold)`.
+    fn import_dmabuf(
+        &self,
+        dev: &GpuDevice,
+        mem: &gst_allocators::DmaBufMemoryRef,
+        buffer: &gst::Buffer,
+        info: &gst_video::VideoInfo,
+    ) -> Result<(u64, usize, Box<dyn Send>), String> {
+        let fd = mem.fd();
+        if fd < 0 {
+            return Err("DMABuf memory without a file descriptor".into());
+        }
+        // SAFETY: the memory owns `fd` and outlives this call (the buffer holds it).
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        // A dma-buf's size is what lseek to its end reports.
+        let size = {
+            let dup = fd.try_clone_to_owned().map_err(|e| e.to_string())?;
+            let mut file = std::fs::File::from(dup);
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(|e| e.to_string())?
+        };
+        let imported = dev.import_dmabuf(fd, size).map_err(|e| e.to_string())?;
+        let (offset, stride) = match buffer.meta::<gst_video::VideoMeta>() {
+            Some(m) => (m.offset()[0], m.stride()[0] as usize),
+            None => (info.offset()[0], info.stride()[0] as usize),
+        };
+        let start = mem.offset() + offset;
+        let needed = start + stride * (info.height() as usize - 1) + info.width() as usize;
+        if needed > imported.len() {
+            return Err(format!(
+                "DMABuf of {} bytes, {needed} needed",
+                imported.len()
+            ));
+        }
+        let ptr = imported.ptr() + start as u64;
+        Ok((ptr, stride, Box::new((imported, buffer.clone()))))
     }
 
     /// Makes (or remakes, after a size change) the scorer for the negotiated geometry.
@@ -723,6 +1003,17 @@ impl VmafCompare {
             queue.complete(buffer, attached);
             return Ok(gst::FlowSuccess::Ok);
         }
+        if is_gap(&buffer) && buffer.size() == 0 {
+            // A GAP without a picture (the aggregator's form of a GAP event) leaves as a GAP
+            // event, in order: downstream elements cannot map an empty video buffer.
+            if let Some(pts) = buffer.pts() {
+                let gap = gst::event::Gap::builder(pts)
+                    .duration(buffer.duration())
+                    .build();
+                let _ = self.obj().src_pad().push_event(gap);
+            }
+            return Ok(gst::FlowSuccess::Ok);
+        }
         self.obj().finish_buffer(buffer)
     }
 
@@ -769,6 +1060,51 @@ impl VmafCompare {
         ret
     }
 
+    /// Maps both planes (see [`Self::map_luma`]), records the paths taken and pushes the
+    /// pair into the scorer. `gpu` is used only when the scorer's backend reads device memory.
+    #[allow(clippy::too_many_arguments)]
+    fn push_pair(
+        &self,
+        state: &mut State,
+        (rv, reference): (&PadVideo, &gst::Buffer),
+        (dv, distorted): (&PadVideo, &gst::Buffer),
+        bpc: u32,
+        gpu: Option<&GpuDevice>,
+        tag: Tag,
+    ) -> Result<Vec<Scored<Tag>>, PairError> {
+        let gpu = gpu.filter(|_| state.scorer.as_ref().is_some_and(|s| s.reads_device()));
+        let (mut rm, rp) = self
+            .map_luma(rv, reference, bpc, gpu, state)
+            .map_err(|e| PairError::Map(format!("reference: {e}")))?;
+        let (mut dm, dp) = self
+            .map_luma(dv, distorted, bpc, gpu, state)
+            .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
+        for (i, (pad, path)) in [("reference", rp), ("distorted", dp)]
+            .into_iter()
+            .enumerate()
+        {
+            if state.paths[i].insert(path) {
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "{pad} frames reach the backend via '{}'",
+                    path.name()
+                );
+            }
+        }
+        let r = rm
+            .input()
+            .map_err(|e| PairError::Map(format!("reference: {e}")))?;
+        let d = dm
+            .input()
+            .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
+        let scorer = state
+            .scorer
+            .as_mut()
+            .ok_or_else(|| PairError::Map("internal: no scorer".into()))?;
+        scorer.push_input(r, d, tag).map_err(PairError::Engine)
+    }
+
     fn score_pair(
         &self,
         reference: gst::Buffer,
@@ -784,58 +1120,71 @@ impl VmafCompare {
         ) else {
             return Err(gst::FlowError::NotNegotiated);
         };
-        let mut ref_luma = std::mem::take(&mut state.ref_luma);
-        let mut dis_luma = std::mem::take(&mut state.dis_luma);
-        let extracted = Self::extract_luma(&rv, &reference, bpc, &mut ref_luma)
-            .map_err(|e| format!("reference: {e}"))
-            .and_then(|_| {
-                Self::extract_luma(&dv, &distorted, bpc, &mut dis_luma)
-                    .map_err(|e| format!("distorted: {e}"))
-            });
-        if let Err(e) = extracted {
-            drop(state);
-            gst::element_imp_error!(self, gst::StreamError::Decode, ("{}", e));
-            return Err(gst::FlowError::Error);
-        }
         let (w, h) = (w as usize, h as usize);
+        let gpu = lock(&self.prepared).as_ref().and_then(|p| p.gpu.clone());
         let tag = Tag {
-            buffer: distorted,
+            buffer: distorted.clone(),
             running_time,
         };
         let retry = tag.clone();
         let mut failed_over = Vec::new();
-        let result = match (
-            LumaPlane::packed(&ref_luma, w, h, bpc),
-            LumaPlane::packed(&dis_luma, w, h, bpc),
-            state.scorer.as_mut(),
-        ) {
-            (Some(r), Some(d), Some(scorer)) => match scorer.push(&r, &d, tag) {
-                Err(e)
-                    if scorer.backend_name() != "cpu"
-                        && lock(&self.settings).backend == VmafBackend::Auto =>
-                {
-                    // The GPU failed mid-stream: finish the stream on the CPU.
-                    let prepared = lock(&self.prepared).as_ref().map(|p| p.model.clone());
-                    match prepared.map(|m| CpuBackend::new(w, h, bpc, m.vif, m.adm)) {
-                        Some(Ok(cpu)) => {
-                            let (done, lost) = scorer.fail_over(Box::new(cpu));
-                            gst::element_imp_warning!(
-                                self,
-                                gst::ResourceError::Failed,
-                                ("GPU scoring failed ({}): continuing on the CPU; {} frames in flight were not scored", e, lost)
-                            );
-                            failed_over = done;
-                            scorer.push(&r, &d, retry).map_err(|e| e.to_string())
+        let pushed = self.push_pair(
+            &mut state,
+            (&rv, &reference),
+            (&dv, &distorted),
+            bpc,
+            gpu.as_deref(),
+            tag,
+        );
+        let result = match pushed {
+            Ok(done) => Ok(done),
+            Err(PairError::Map(e)) => {
+                drop(state);
+                gst::element_imp_error!(self, gst::StreamError::Decode, ("{}", e));
+                return Err(gst::FlowError::Error);
+            }
+            Err(PairError::Engine(e))
+                if state
+                    .scorer
+                    .as_ref()
+                    .is_some_and(|s| s.backend_name() != "cpu")
+                    && lock(&self.settings).backend == VmafBackend::Auto =>
+            {
+                // The GPU failed mid-stream: finish the stream on the CPU.
+                let model = lock(&self.prepared).as_ref().map(|p| p.model.clone());
+                match model.map(|m| CpuBackend::new(w, h, bpc, m.vif, m.adm)) {
+                    Some(Ok(cpu)) => {
+                        let lost = match state.scorer.as_mut() {
+                            Some(scorer) => {
+                                let (done, lost) = scorer.fail_over(Box::new(cpu));
+                                failed_over = done;
+                                lost
+                            }
+                            None => 0,
+                        };
+                        gst::element_imp_warning!(
+                            self,
+                            gst::ResourceError::Failed,
+                            ("GPU scoring failed ({}): continuing on the CPU; {} frames in flight were not scored", e, lost)
+                        );
+                        match self.push_pair(
+                            &mut state,
+                            (&rv, &reference),
+                            (&dv, &distorted),
+                            bpc,
+                            None,
+                            retry,
+                        ) {
+                            Ok(done) => Ok(done),
+                            Err(PairError::Map(e)) => Err(e),
+                            Err(PairError::Engine(e)) => Err(e.to_string()),
                         }
-                        _ => Err(e.to_string()),
                     }
+                    _ => Err(e.to_string()),
                 }
-                other => other.map_err(|e| e.to_string()),
-            },
-            _ => Err("internal: luma planes or scorer missing".to_owned()),
+            }
+            Err(PairError::Engine(e)) => Err(e.to_string()),
         };
-        state.ref_luma = ref_luma;
-        state.dis_luma = dis_luma;
         if state.started.is_none() {
             state.started = Some(Instant::now());
         }
@@ -869,7 +1218,9 @@ impl VmafCompare {
             running_time,
         };
         let mut state = lock(&self.state);
-        state.unpaired_distorted += 1;
+        if !is_gap(&tag.buffer) {
+            state.unpaired_distorted += 1;
+        }
         let now = match state.scorer.as_mut() {
             Some(s) => s.push_unpaired(tag),
             None => Some(Scored {
@@ -931,12 +1282,16 @@ impl VmafCompare {
             None => (0, Vec::new(), "cpu".to_owned()),
         };
         let (skipped, late) = self.monitor_counts();
+        let joined =
+            |set: &BTreeSet<InputPath>| set.iter().map(|p| p.name()).collect::<Vec<_>>().join("+");
         let summary = SummaryMessage {
             frames,
             unpaired_reference: state.unpaired_reference,
             unpaired_distorted: state.unpaired_distorted,
             backend,
             model: settings.model.clone(),
+            reference_input: joined(&state.paths[0]),
+            distorted_input: joined(&state.paths[1]),
             metrics,
             skipped,
             late,
@@ -977,6 +1332,28 @@ impl VmafCompare {
         );
     }
 
+    /// Creates (truncating) the `results-location` log, if one is set.
+    fn open_log(&self) -> Result<Option<LogWriter>, gst::ErrorMessage> {
+        let settings = lock(&self.settings).clone();
+        let Some(location) = settings.results_location.as_deref() else {
+            return Ok(None);
+        };
+        let format = match settings.results_format {
+            ResultsFormat::Json => LogFormat::Json,
+            ResultsFormat::Xml => LogFormat::Xml,
+            ResultsFormat::Csv => LogFormat::Csv,
+        };
+        LogWriter::create(&PathBuf::from(location), format)
+            .map(Some)
+            .map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    ("{}", e),
+                    ["Check that the directory exists and is writable (results-location)."]
+                )
+            })
+    }
+
     fn close_log(&self, state: &mut State) -> Result<(), crate::engine::log::LogError> {
         let Some(log) = state.log.take() else {
             return Ok(());
@@ -999,23 +1376,10 @@ impl VmafCompare {
 
 impl AggregatorImpl for VmafCompare {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
-        let settings = lock(&self.settings).clone();
-        let mut state = State::default();
-        if let Some(location) = settings.results_location.as_deref() {
-            let format = match settings.results_format {
-                ResultsFormat::Json => LogFormat::Json,
-                ResultsFormat::Xml => LogFormat::Xml,
-                ResultsFormat::Csv => LogFormat::Csv,
-            };
-            let log = LogWriter::create(&PathBuf::from(location), format).map_err(|e| {
-                gst::error_msg!(
-                    gst::ResourceError::OpenWrite,
-                    ("{}", e),
-                    ["Check that the directory exists and is writable (results-location)."]
-                )
-            })?;
-            state.log = Some(log);
-        }
+        let state = State {
+            log: self.open_log()?,
+            ..State::default()
+        };
         *lock(&self.state) = state;
         self.monitor_start();
         Ok(())
@@ -1042,6 +1406,14 @@ impl AggregatorImpl for VmafCompare {
         self.parent_sink_event(pad, event)
     }
 
+    fn sink_query(&self, pad: &gst_base::AggregatorPad, query: &mut gst::QueryRef) -> bool {
+        self.answer_context_query(query) || self.parent_sink_query(pad, query)
+    }
+
+    fn src_query(&self, query: &mut gst::QueryRef) -> bool {
+        self.answer_context_query(query) || self.parent_src_query(query)
+    }
+
     fn update_src_caps(&self, _caps: &gst::Caps) -> Result<gst::Caps, gst::FlowError> {
         match self.distorted_pad.current_caps() {
             Some(c) => Ok(c),
@@ -1049,6 +1421,9 @@ impl AggregatorImpl for VmafCompare {
         }
     }
 
+    /// A flushing seek starts a new run from the seek position: indices, motion, pooling,
+    /// the unpaired counts and the results log all restart, so the summary and the log
+    /// describe the same frames, as a fresh run from there would.
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
         self.monitor_flush();
         let mut state = lock(&self.state);
@@ -1056,15 +1431,57 @@ impl AggregatorImpl for VmafCompare {
             s.reset();
         }
         state.finished = false;
+        state.unpaired_reference = 0;
+        state.unpaired_distorted = 0;
+        state.started = None;
+        if state.log.take().is_some() {
+            match self.open_log() {
+                Ok(log) => state.log = log,
+                Err(e) => {
+                    drop(state);
+                    self.post_error_message(e);
+                    return Err(gst::FlowError::Error);
+                }
+            }
+        }
         drop(state);
         self.parent_flush()
     }
 
+    /// Drops buffers that lie wholly outside their pad's segment, such as the frames a
+    /// parser pushes from before a seek target: they are not part of the stream, so they are
+    /// neither scored (which would feed motion and indices) nor counted as unpaired.
+    fn clip(&self, pad: &gst_base::AggregatorPad, buffer: gst::Buffer) -> Option<gst::Buffer> {
+        let Some(pts) = buffer.pts() else {
+            return Some(buffer);
+        };
+        let segment = pad.segment();
+        let Some(segment) = segment.downcast_ref::<gst::ClockTime>() else {
+            return Some(buffer);
+        };
+        let end = buffer.duration().map(|d| pts + d);
+        if segment.clip(pts, end).is_none() {
+            gst::debug!(
+                CAT,
+                obj = pad,
+                "dropping buffer at {pts} outside the segment"
+            );
+            return None;
+        }
+        Some(buffer)
+    }
+
+    /// Live pipelines: the earliest running time at which something must happen without new
+    /// data, as the aggregator times out at that time plus the latency: an output buffer of
+    /// the scoring queue reaching its deadline, or a buffer waiting on a sink pad for a
+    /// partner that did not come (a pad that never receives data), which is then dropped or
+    /// passed on unscored instead of blocking its upstream forever (see
+    /// `VmafCompare::live_next_time`). `None` (wait for data) when nothing waits.
     fn next_time(&self) -> Option<gst::ClockTime> {
         self.live_next_time()
     }
 
-    fn aggregate(&self, _timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+    fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
         // Live pipelines: frames the scoring thread finished leave first, in order.
         self.live_release(false)?;
         if self.aligning() {
@@ -1076,8 +1493,14 @@ impl AggregatorImpl for VmafCompare {
         match (rb, db) {
             (Some((r, rrt)), Some((d, drt))) => {
                 // Pair by running time (the distorted one shifted back by its delay): when
-                // one side is more than half a frame ahead, the earlier buffer has no partner.
-                let half = d.duration().or(r.duration()).map(|d| d / 2);
+                // one side is more than half a frame ahead, the earlier buffer has no
+                // partner. Half of the shorter frame, so that with differing frame rates
+                // each frame of the slower stream pairs with the nearest frame of the
+                // faster one.
+                let half = match (d.duration(), r.duration()) {
+                    (Some(a), Some(b)) => Some(a.min(b) / 2),
+                    (a, b) => a.or(b).map(|d| d / 2),
+                };
                 if let (Some(rrt), Some(drt), Some(half)) = (rrt, drt, half) {
                     match self.unpaired_side(rrt, drt, half) {
                         Some(true) => {
@@ -1087,7 +1510,9 @@ impl AggregatorImpl for VmafCompare {
                                 "reference at {rrt} has no partner, dropping"
                             );
                             drop(self.pop_input(0));
-                            lock(&self.state).unpaired_reference += 1;
+                            if !is_gap(&r) {
+                                lock(&self.state).unpaired_reference += 1;
+                            }
                             return Ok(gst::FlowSuccess::Ok);
                         }
                         Some(false) => {
@@ -1105,16 +1530,25 @@ impl AggregatorImpl for VmafCompare {
                 let (Some(r), Some(d)) = (self.pop_input(0), self.pop_input(1)) else {
                     return Ok(gst::FlowSuccess::Ok);
                 };
+                if is_gap(&r) || is_gap(&d) {
+                    // No picture on one side: nothing to score; the other side is unpaired.
+                    if !is_gap(&r) {
+                        lock(&self.state).unpaired_reference += 1;
+                    }
+                    return self.pass_unpaired_distorted(d);
+                }
                 self.score_or_queue(r, d)
             }
-            // A timeout (live: an output deadline came) is not a missing partner: that pad's
-            // buffer may still come, late; pairing by running time decides then.
-            (Some(_), None) if self.input_eos(1) => {
+            // One side waits alone: its partner is missing when the other stream ended, or
+            // when a live timeout finds its deadline passed (`partner_overdue`).
+            (Some((r, _)), None) if self.input_eos(1) || self.partner_overdue(0, timeout) => {
                 drop(self.pop_input(0));
-                lock(&self.state).unpaired_reference += 1;
+                if !is_gap(&r) {
+                    lock(&self.state).unpaired_reference += 1;
+                }
                 Ok(gst::FlowSuccess::Ok)
             }
-            (None, Some(_)) if self.input_eos(0) => {
+            (None, Some(_)) if self.input_eos(0) || self.partner_overdue(1, timeout) => {
                 let d = self.pop_input(1).ok_or(gst::FlowError::Error)?;
                 self.pass_unpaired_distorted(d)
             }

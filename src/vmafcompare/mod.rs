@@ -206,6 +206,12 @@ pub struct SummaryMessage {
     pub backend: String,
     /// Model name or path.
     pub model: String,
+    /// How the reference frames reached the backend: the [`InputPath`] names taken, joined by
+    /// `+` when they changed during the stream (e.g. `cuda`, `system`, `dmabuf-readback`);
+    /// empty when no frame was scored.
+    pub reference_input: String,
+    /// The same for the distorted frames.
+    pub distorted_input: String,
     /// Pooled statistics per metric, libvmaf names, log order.
     pub metrics: Vec<(String, PooledMetric)>,
     /// Frame pairs left unscored because scoring could not keep up with a live pipeline
@@ -217,12 +223,49 @@ pub struct SummaryMessage {
     pub late: u64,
 }
 
+/// How one pad's frames reached the backend (field values `reference-input` and
+/// `distorted-input` of the summary message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum InputPath {
+    /// `system`: system memory, mapped and its valid luma rows copied (to the CPU backend's
+    /// planes, or through pinned staging to the GPU).
+    System,
+    /// `cuda`: GStreamer CUDA memory of the element's own context, read in place by the
+    /// kernels (no copy).
+    Cuda,
+    /// `cuda-peer-copy`: CUDA memory of another context or device, copied peer-to-peer.
+    CudaPeerCopy,
+    /// `cuda-download`: CUDA memory mapped to system memory by GStreamer for the CPU backend.
+    CudaDownload,
+    /// `dmabuf-import`: a DMABuf imported into CUDA as external memory and read in place.
+    DmabufImport,
+    /// `dmabuf-readback`: a DMABuf mapped and its valid luma rows copied (the driver refused
+    /// the import, or the CPU backend scores).
+    DmabufReadback,
+}
+
+impl InputPath {
+    /// The name used in the summary message and in logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputPath::System => "system",
+            InputPath::Cuda => "cuda",
+            InputPath::CudaPeerCopy => "cuda-peer-copy",
+            InputPath::CudaDownload => "cuda-download",
+            InputPath::DmabufImport => "dmabuf-import",
+            InputPath::DmabufReadback => "dmabuf-readback",
+        }
+    }
+}
+
 const SUMMARY_FIELDS: &[&str] = &[
     "frames",
     "unpaired-reference",
     "unpaired-distorted",
     "backend",
     "model",
+    "reference-input",
+    "distorted-input",
     "skipped",
     "late",
 ];
@@ -245,6 +288,8 @@ impl SummaryMessage {
             .field("unpaired-distorted", self.unpaired_distorted)
             .field("backend", &self.backend)
             .field("model", &self.model)
+            .field("reference-input", &self.reference_input)
+            .field("distorted-input", &self.distorted_input)
             .field("skipped", self.skipped)
             .field("late", self.late)
             .build();
@@ -293,6 +338,8 @@ impl TryFrom<&gst::StructureRef> for SummaryMessage {
             unpaired_distorted: count("unpaired-distorted"),
             backend: text("backend"),
             model: text("model"),
+            reference_input: text("reference-input"),
+            distorted_input: text("distorted-input"),
             metrics,
             skipped: count("skipped"),
             late: count("late"),

@@ -79,9 +79,14 @@ pub fn raw_branch(path: &std::path::Path, w: u32, h: u32, format: &str, pad: &st
 #[derive(Default, Debug)]
 pub struct RunOutput {
     pub frames: Vec<FrameMessage>,
+    /// Name of the element that posted each of `frames` (same order).
+    pub frames_from: Vec<String>,
     pub summary: Option<SummaryMessage>,
     pub errors: Vec<String>,
     pub warnings: Vec<String>,
+    /// The errors and warnings as posted, for their domain and code.
+    pub error_details: Vec<gst::glib::Error>,
+    pub warning_details: Vec<gst::glib::Error>,
     /// Scores read back from the buffers that reached `appsink name=out`, if present.
     pub metas: Vec<FrameMessage>,
     /// Buffers that reached `appsink name=out`.
@@ -90,13 +95,31 @@ pub struct RunOutput {
     pub start_failed: bool,
 }
 
-/// Runs `desc` to EOS or error (at most `timeout`), collecting messages and output metas.
-pub fn run(desc: &str, timeout: Duration) -> RunOutput {
+/// A pipeline set to PLAYING whose bus has not been read yet (feed its `appsrc`s, then
+/// [`Running::finish`]).
+pub struct Running {
+    pub pipeline: gst::Pipeline,
+    metas: std::sync::Arc<std::sync::Mutex<(Vec<FrameMessage>, usize)>>,
+    start_failed: bool,
+}
+
+/// Builds `desc`, hooks `appsink name=out` (if present) and sets it to PLAYING.
+pub fn start(desc: &str) -> Running {
     init();
     let pipeline = gst::parse::launch(desc)
         .unwrap_or_else(|e| panic!("cannot build pipeline {desc}: {e}"))
         .downcast::<gst::Pipeline>()
         .expect("a pipeline");
+    start_pipeline(pipeline)
+}
+
+/// [`run`] on a pipeline already built (e.g. with appsrcs fed by the test).
+pub fn run_pipeline(pipeline: &gst::Pipeline, timeout: Duration) -> RunOutput {
+    start_pipeline(pipeline.clone()).finish(timeout)
+}
+
+/// [`start`] on a pipeline already built.
+pub fn start_pipeline(pipeline: gst::Pipeline) -> Running {
     let metas = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), 0usize)));
     if let Some(sink) = pipeline.by_name("out") {
         let sink = sink.downcast::<gst_app::AppSink>().expect("appsink");
@@ -115,49 +138,73 @@ pub fn run(desc: &str, timeout: Duration) -> RunOutput {
                 .build(),
         );
     }
-    let mut out = RunOutput::default();
-    let bus = pipeline.bus().expect("bus");
-    if pipeline.set_state(gst::State::Playing).is_err() {
-        out.start_failed = true;
+    let start_failed = pipeline.set_state(gst::State::Playing).is_err();
+    Running {
+        pipeline,
+        metas,
+        start_failed,
     }
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            out.errors.push("timeout".into());
-            break;
-        }
-        let Some(msg) = bus.timed_pop(gst::ClockTime::from_nseconds(left.as_nanos() as u64)) else {
-            continue;
+}
+
+impl Running {
+    /// Reads the bus to EOS or the first error (at most `timeout`, then "timeout" is added
+    /// to the errors), sets the pipeline to NULL and returns what was collected.
+    pub fn finish(self, timeout: Duration) -> RunOutput {
+        let mut out = RunOutput {
+            start_failed: self.start_failed,
+            ..RunOutput::default()
         };
-        match msg.view() {
-            gst::MessageView::Eos(_) => break,
-            gst::MessageView::Error(e) => {
-                out.errors.push(format!("{} ({:?})", e.error(), e.debug()));
+        let bus = self.pipeline.bus().expect("bus");
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                out.errors.push("timeout".into());
                 break;
             }
-            gst::MessageView::Warning(w) => {
-                out.warnings
-                    .push(format!("{} ({:?})", w.error(), w.debug()))
-            }
-            gst::MessageView::Element(e) => {
-                if let Some(s) = e.structure() {
-                    if s.name() == FRAME_MESSAGE_NAME {
-                        out.frames
-                            .push(FrameMessage::try_from(s).expect("frame message parses"));
-                    } else if s.name() == SUMMARY_MESSAGE_NAME {
-                        out.summary = Some(SummaryMessage::try_from(s).expect("summary parses"));
+            let Some(msg) = bus.timed_pop(gst::ClockTime::from_nseconds(left.as_nanos() as u64))
+            else {
+                continue;
+            };
+            match msg.view() {
+                gst::MessageView::Eos(_) => break,
+                gst::MessageView::Error(e) => {
+                    out.errors.push(format!("{} ({:?})", e.error(), e.debug()));
+                    out.error_details.push(e.error());
+                    break;
+                }
+                gst::MessageView::Warning(w) => {
+                    out.warnings
+                        .push(format!("{} ({:?})", w.error(), w.debug()));
+                    out.warning_details.push(w.error());
+                }
+                gst::MessageView::Element(e) => {
+                    if let Some(s) = e.structure() {
+                        if s.name() == FRAME_MESSAGE_NAME {
+                            out.frames
+                                .push(FrameMessage::try_from(s).expect("frame message parses"));
+                            out.frames_from
+                                .push(msg.src().map(|o| o.name().to_string()).unwrap_or_default());
+                        } else if s.name() == SUMMARY_MESSAGE_NAME {
+                            out.summary =
+                                Some(SummaryMessage::try_from(s).expect("summary parses"));
+                        }
                     }
                 }
+                _ => {}
             }
-            _ => {}
         }
+        let _ = self.pipeline.set_state(gst::State::Null);
+        let g = self.metas.lock().unwrap();
+        out.metas = g.0.clone();
+        out.buffers_out = g.1;
+        out
     }
-    let _ = pipeline.set_state(gst::State::Null);
-    let g = metas.lock().unwrap();
-    out.metas = g.0.clone();
-    out.buffers_out = g.1;
-    out
+}
+
+/// Runs `desc` to EOS or error (at most `timeout`), collecting messages and output metas.
+pub fn run(desc: &str, timeout: Duration) -> RunOutput {
+    start(desc).finish(timeout)
 }
 
 /// Per-frame metrics of a libvmaf JSON log, by frame.

@@ -848,15 +848,78 @@ impl VmafCompare {
         })
     }
 
-    /// Running time of the oldest output buffer waiting in a live pipeline: the aggregator
-    /// wakes up at its deadline (this plus the latency) to push it.
+    /// The aggregator's `next_time` in a live pipeline: the earliest of the running time of
+    /// the oldest output buffer waiting in the scoring queue (it leaves at its deadline, this
+    /// plus the latency) and that of a buffer waiting on a sink pad for its partner (see
+    /// [`VmafCompare::partner_overdue`]). `None` (wait for data) with `on-full=block`, where
+    /// buffers wait for their scores and partners, not for a deadline (waking up at a
+    /// deadline that has passed would only spin), and while auto-alignment collects frames.
     pub(super) fn live_next_time(&self) -> Option<gst::ClockTime> {
-        // With on-full=block buffers wait for their scores, not for a deadline: waking up at
-        // a deadline that has passed would only spin.
-        if lock(&self.monitor.stream).settings.on_full == OnFull::Block {
-            return None;
+        {
+            let stream = lock(&self.monitor.stream);
+            if stream.settings.on_full == OnFull::Block || stream.aligner.is_some() {
+                return None;
+            }
         }
-        self.monitor.queue()?.next_time()
+        let output = self.monitor.queue().and_then(|q| q.next_time());
+        [output, self.waiting_since(0), self.waiting_since(1)]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Running time, on the distorted stream's time line, of the buffer waiting on the pad of
+    /// `side` (0 reference, 1 distorted) for a partner: the reference's is shifted by the
+    /// distorted delay, since its partner is the distorted frame that much later. `None`
+    /// without a buffer or running time, or while buffers held by auto-alignment come first
+    /// on that side.
+    fn waiting_since(&self, side: usize) -> Option<gst::ClockTime> {
+        let delay = {
+            let stream = lock(&self.monitor.stream);
+            if !stream.held[side].is_empty() {
+                return None;
+            }
+            if side == 0 {
+                stream.delay
+            } else {
+                0
+            }
+        };
+        let pad = self.pad(side);
+        let rt = pad
+            .peek_buffer()
+            .and_then(|b| Self::running_time(pad, &b))?;
+        let t = (ns(rt) + i128::from(delay)).clamp(0, i128::from(u64::MAX));
+        Some(gst::ClockTime::from_nseconds(t as u64))
+    }
+
+    /// Whether the next buffer of `side`, waiting alone, stops waiting for its partner
+    /// (reference: dropped; distorted: passed on unscored; both counted as unpaired). Only
+    /// on an aggregator timeout, and then, in a live pipeline with a clock, only when that
+    /// buffer's own deadline has passed: its running time (see `waiting_since`) plus the
+    /// latency, by when a partner still on time would have arrived. A timeout for an output
+    /// deadline leaves a waiting buffer alone. Never with `on-full=block` (every frame waits
+    /// for its partner) nor for buffers held by auto-alignment.
+    pub(super) fn partner_overdue(&self, side: usize, timeout: bool) -> bool {
+        if !timeout {
+            return false;
+        }
+        {
+            let stream = lock(&self.monitor.stream);
+            if stream.settings.on_full == OnFull::Block || !stream.held[side].is_empty() {
+                return false;
+            }
+        }
+        let obj = self.obj();
+        match (
+            self.waiting_since(side),
+            obj.current_running_time(),
+            obj.latency(),
+        ) {
+            (Some(t), Some(now), Some(latency)) => t.saturating_add(latency) <= now,
+            // No running time, clock or latency to compare: the timeout decides.
+            _ => true,
+        }
     }
 
     /// Counts for the summary: (skipped, late).

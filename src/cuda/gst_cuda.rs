@@ -1,0 +1,319 @@
+//! GStreamer's CUDA library (`libgstcuda-1.0`, gst-plugins-bad 1.22), loaded at run time.
+//!
+//! The plugin links nothing of it: where the library is absent the plugin still loads, CUDA
+//! memory never reaches it (no producer can make any) and the system-memory path runs. Where it
+//! is present, this module gives the few calls the element needs: recognising CUDA memory,
+//! mapping it for the device (`GST_MAP_CUDA`), reading the context that owns it, and sharing a
+//! `GstCudaContext` through GStreamer's context mechanism (`gst.cuda.context`).
+//!
+//! Source of the ABI used: the 1.22 headers `gst/cuda/gstcudamemory.h` (the public fields of
+//! `GstCudaMemory`, `GST_MAP_CUDA`), `gstcudacontext.h`, `gstcudautils.h`, `gstcudaloader.h`.
+
+use std::ffi::{c_int, c_void};
+use std::sync::OnceLock;
+
+use gst::glib;
+use gst::glib::translate::{from_glib_full, FromGlibPtrNone, IntoGlibPtr, ToGlibPtr};
+use gst::prelude::*;
+
+use super::error::CudaError;
+
+/// Context type name of the shared CUDA context (`GST_CUDA_CONTEXT_TYPE`).
+pub const CONTEXT_TYPE: &str = "gst.cuda.context";
+/// Caps feature of CUDA memory (`GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY`).
+pub const CAPS_FEATURE_CUDA_MEMORY: &str = "memory:CUDAMemory";
+/// `GST_MAP_CUDA`: map flag that returns the `CUdeviceptr` instead of a host copy.
+const GST_MAP_CUDA: u32 = gst::ffi::GST_MAP_FLAG_LAST << 1;
+
+/// The public head of `GstCudaMemory` (1.22): the memory, then the owning context and the
+/// video layout (pitched planes) of the allocation.
+#[repr(C)]
+struct GstCudaMemoryHead {
+    mem: gst::ffi::GstMemory,
+    context: *mut gst::ffi::GstObject,
+    info: gst_video::ffi::GstVideoInfo,
+}
+
+type FnVoidBool = unsafe extern "C" fn() -> glib::ffi::gboolean;
+type FnIsCudaMemory = unsafe extern "C" fn(*mut gst::ffi::GstMemory) -> glib::ffi::gboolean;
+type FnGetType = unsafe extern "C" fn() -> glib::ffi::GType;
+type FnNew = unsafe extern "C" fn(u32) -> *mut gst::ffi::GstObject;
+type FnNewWrapped = unsafe extern "C" fn(*mut c_void, c_int) -> *mut gst::ffi::GstObject;
+type FnGetHandle = unsafe extern "C" fn(*mut gst::ffi::GstObject) -> *mut c_void;
+type FnHandleQuery = unsafe extern "C" fn(
+    *mut gst::ffi::GstElement,
+    *mut gst::ffi::GstQuery,
+    *mut gst::ffi::GstObject,
+) -> glib::ffi::gboolean;
+type FnHandleSetContext = unsafe extern "C" fn(
+    *mut gst::ffi::GstElement,
+    *mut gst::ffi::GstContext,
+    c_int,
+    *mut *mut gst::ffi::GstObject,
+) -> glib::ffi::gboolean;
+type FnNewContext = unsafe extern "C" fn(*mut gst::ffi::GstObject) -> *mut gst::ffi::GstContext;
+
+/// The loaded library and its entry points.
+pub struct GstCuda {
+    load_library: FnVoidBool,
+    is_cuda_memory: FnIsCudaMemory,
+    context_get_type: FnGetType,
+    context_new: FnNew,
+    context_new_wrapped: FnNewWrapped,
+    context_get_handle: FnGetHandle,
+    handle_context_query: FnHandleQuery,
+    handle_set_context: FnHandleSetContext,
+    context_new_cuda_context: FnNewContext,
+    /// Kept loaded for the process's lifetime (the function pointers above point into it).
+    _lib: libloading::Library,
+}
+
+/// Loads `libgstcuda-1.0.so.0` once. `None` (with the reason logged by the caller through
+/// [`load_error`]) when it or one of the symbols is missing.
+pub fn library() -> Option<&'static GstCuda> {
+    LIB.get_or_init(load).as_ref().ok()
+}
+
+/// Why [`library`] returned `None`, if it did.
+pub fn load_error() -> Option<&'static str> {
+    LIB.get_or_init(load).as_ref().err().map(String::as_str)
+}
+
+static LIB: OnceLock<Result<GstCuda, String>> = OnceLock::new();
+
+fn load() -> Result<GstCuda, String> {
+    const NAME: &str = "libgstcuda-1.0.so.0";
+    // SAFETY: loading GStreamer's own library runs only its (GObject-style) initialisers,
+    // which have no preconditions; it is never unloaded.
+    let lib = unsafe { libloading::Library::new(NAME) }.map_err(|e| format!("{NAME}: {e}"))?;
+    macro_rules! sym {
+        ($name:literal, $ty:ty) => {{
+            // SAFETY: the symbol has this C signature in GStreamer 1.22's headers (see the
+            // module docs); the pointer stays valid while `lib` is loaded (forever).
+            let s: libloading::Symbol<'_, $ty> = unsafe { lib.get($name) }
+                .map_err(|e| format!("{NAME}: {}: {e}", String::from_utf8_lossy($name)))?;
+            *s
+        }};
+    }
+    Ok(GstCuda {
+        load_library: sym!(b"gst_cuda_load_library", FnVoidBool),
+        is_cuda_memory: sym!(b"gst_is_cuda_memory", FnIsCudaMemory),
+        context_get_type: sym!(b"gst_cuda_context_get_type", FnGetType),
+        context_new: sym!(b"gst_cuda_context_new", FnNew),
+        context_new_wrapped: sym!(b"gst_cuda_context_new_wrapped", FnNewWrapped),
+        context_get_handle: sym!(b"gst_cuda_context_get_handle", FnGetHandle),
+        handle_context_query: sym!(b"gst_cuda_handle_context_query", FnHandleQuery),
+        handle_set_context: sym!(b"gst_cuda_handle_set_context", FnHandleSetContext),
+        context_new_cuda_context: sym!(b"gst_context_new_cuda_context", FnNewContext),
+        _lib: lib,
+    })
+}
+
+/// A mapping of CUDA memory for the device (`GST_MAP_READ | GST_MAP_CUDA`), holding a
+/// reference to its buffer. Unmapped when dropped; kept by the GPU backend until the kernels
+/// that read it have finished.
+pub struct CudaMapping {
+    mem: *mut gst::ffi::GstMemory,
+    info: gst::ffi::GstMapInfo,
+    _buffer: gst::Buffer,
+}
+
+// SAFETY: the mapping is a device pointer plus GStreamer objects whose unmap and unref are
+// thread-safe; nothing in it is tied to the thread that mapped it.
+unsafe impl Send for CudaMapping {}
+
+impl Drop for CudaMapping {
+    fn drop(&mut self) {
+        // SAFETY: `mem` was mapped with `info` by `map_device` and is kept alive by the
+        // buffer reference; it is unmapped exactly once.
+        unsafe { gst::ffi::gst_memory_unmap(self.mem, &mut self.info) };
+    }
+}
+
+/// The luma plane of a buffer of CUDA memory, mapped for the device.
+pub struct DevicePlane {
+    /// `CUdeviceptr` of the plane's first sample.
+    pub ptr: u64,
+    /// Bytes from one row to the next.
+    pub pitch: usize,
+    /// The `CUcontext` that owns the memory, as an address.
+    pub context: usize,
+    /// Keeps the mapping (and buffer) alive.
+    pub mapping: CudaMapping,
+}
+
+impl GstCuda {
+    /// Loads the CUDA driver inside GStreamer's library (`gst_cuda_load_library`). Must
+    /// return true before any context call; call only after libcuda is known to load.
+    pub fn load_driver(&self) -> bool {
+        // SAFETY: no arguments; idempotent.
+        unsafe { (self.load_library)() != glib::ffi::GFALSE }
+    }
+
+    /// Whether `mem` is GStreamer CUDA memory.
+    pub fn is_cuda_memory(&self, mem: &gst::MemoryRef) -> bool {
+        // SAFETY: a valid memory pointer; the call only reads its allocator's type.
+        unsafe { (self.is_cuda_memory)(mem.as_mut_ptr()) != glib::ffi::GFALSE }
+    }
+
+    /// Whether `obj` is a `GstCudaContext`.
+    fn is_context(&self, obj: &gst::Object) -> bool {
+        // SAFETY: get_type has no preconditions.
+        let t: glib::Type = unsafe { glib::translate::from_glib((self.context_get_type)()) };
+        obj.type_().is_a(t)
+    }
+
+    /// The `CUcontext` of a `GstCudaContext`, as an address (0 if `obj` is not one).
+    pub fn context_handle(&self, obj: &gst::Object) -> usize {
+        if !self.is_context(obj) {
+            return 0;
+        }
+        // SAFETY: `obj` is a live GstCudaContext (checked above).
+        unsafe { (self.context_get_handle)(obj.to_glib_none().0) as usize }
+    }
+
+    /// Maps the single CUDA memory of `buffer` for the device and locates its luma plane:
+    /// `offset` and `stride` of plane 0 come from the buffer's video meta when it has one,
+    /// else from the memory's own layout.
+    ///
+    /// Errors: [`CudaError::Driver`] naming what is wrong (not one CUDA memory, map failed).
+    pub fn map_device(&self, buffer: &gst::Buffer) -> Result<DevicePlane, CudaError> {
+        let bad = |code: &str| CudaError::Driver {
+            call: "gst_memory_map(GST_MAP_CUDA)",
+            code: code.to_owned(),
+        };
+        if buffer.n_memory() != 1 {
+            return Err(bad("CUDA buffer with more than one memory"));
+        }
+        let mem = buffer.peek_memory(0);
+        if !self.is_cuda_memory(mem) {
+            return Err(bad("not CUDA memory"));
+        }
+        let raw = mem.as_mut_ptr();
+        // SAFETY: `raw` is GstCudaMemory (checked): its public head has this layout in 1.22.
+        let head = unsafe { &*(raw as *const GstCudaMemoryHead) };
+        let (mut offset, mut stride) = (head.info.offset[0], head.info.stride[0] as usize);
+        if let Some(meta) = buffer.meta::<gst_video::VideoMeta>() {
+            offset = meta.offset()[0];
+            stride = meta.stride()[0] as usize;
+        }
+        let context = if head.context.is_null() {
+            0
+        } else {
+            // SAFETY: the memory holds a reference on its context for its lifetime.
+            let ctx = unsafe { gst::Object::from_glib_none(head.context) };
+            self.context_handle(&ctx)
+        };
+        let mut info = std::mem::MaybeUninit::<gst::ffi::GstMapInfo>::zeroed();
+        // SAFETY: `raw` is a live memory of `buffer`; `info` receives the mapping.
+        let ok = unsafe {
+            gst::ffi::gst_memory_map(
+                raw,
+                info.as_mut_ptr(),
+                gst::ffi::GST_MAP_READ | GST_MAP_CUDA,
+            )
+        };
+        if ok == glib::ffi::GFALSE {
+            return Err(bad("mapping the CUDA memory for the device failed"));
+        }
+        // SAFETY: initialised by the successful map.
+        let info = unsafe { info.assume_init() };
+        let mapping = CudaMapping {
+            mem: raw,
+            info,
+            _buffer: buffer.clone(),
+        };
+        Ok(DevicePlane {
+            ptr: mapping.info.data as u64 + offset as u64,
+            pitch: stride,
+            context,
+            mapping,
+        })
+    }
+
+    /// Wraps `cu_ctx` (a context of device `cu_device`) in a new `GstCudaContext` that does
+    /// not own it. `keep` is attached to the object and dropped when it is finalized: pass
+    /// what keeps the `CUcontext` alive (the primary context's retain) so that elements that
+    /// share the object never see a dead context.
+    pub fn wrap_context<K: Send + Sync + 'static>(
+        &self,
+        cu_ctx: usize,
+        cu_device: i32,
+        keep: K,
+    ) -> Option<gst::Object> {
+        // SAFETY: a live context and its device; returns a new (floating-sunk) reference.
+        let ptr = unsafe { (self.context_new_wrapped)(cu_ctx as *mut c_void, cu_device) };
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: transfer full.
+        let obj: gst::Object = unsafe { from_glib_full(ptr) };
+        // SAFETY: the key is ours and only ever holds a `K`.
+        unsafe { obj.set_data("vmafcompare-context-keep", keep) };
+        Some(obj)
+    }
+
+    /// A new `GstCudaContext` owning a new (non-primary) `CUcontext` on device `device_id`
+    /// (`gst_cuda_context_new`), as nvcodec elements make when no context is shared. For
+    /// applications and tests that want elements in a context of their own.
+    pub fn new_owned_context(&self, device_id: u32) -> Option<gst::Object> {
+        // SAFETY: returns a new reference or NULL.
+        let ptr = unsafe { (self.context_new)(device_id) };
+        (!ptr.is_null()).then(|| unsafe { from_glib_full(ptr) })
+    }
+
+    /// A `GstContext` of type [`CONTEXT_TYPE`] carrying `ctx` (persistent).
+    pub fn new_context(&self, ctx: &gst::Object) -> Option<gst::Context> {
+        // SAFETY: a live GstCudaContext; returns a new reference.
+        let ptr = unsafe { (self.context_new_cuda_context)(ctx.to_glib_none().0) };
+        (!ptr.is_null()).then(|| unsafe { from_glib_full(ptr) })
+    }
+
+    /// `set_context` helper: takes the `GstCudaContext` out of `context` into `slot` when
+    /// the slot is empty and the context is of `device_id` (-1: any).
+    pub fn handle_set_context(
+        &self,
+        element: &gst::Element,
+        context: &gst::Context,
+        device_id: i32,
+        slot: &mut Option<gst::Object>,
+    ) {
+        let mut raw: *mut gst::ffi::GstObject = match slot.take() {
+            // Ownership moves into `raw` and back below.
+            Some(o) => o.into_glib_ptr(),
+            None => std::ptr::null_mut(),
+        };
+        // SAFETY: live element and context; `raw` is null or an owned GstCudaContext, which
+        // the call keeps or replaces with a new owned reference.
+        unsafe {
+            (self.handle_set_context)(
+                element.to_glib_none().0,
+                context.to_glib_none().0,
+                device_id,
+                &mut raw,
+            );
+        }
+        if !raw.is_null() {
+            // SAFETY: transfer full (see above).
+            *slot = Some(unsafe { from_glib_full(raw) });
+        }
+    }
+
+    /// Answers a context query of type [`CONTEXT_TYPE`] with `ctx`. Returns whether it was
+    /// answered.
+    pub fn handle_context_query(
+        &self,
+        element: &gst::Element,
+        query: &mut gst::QueryRef,
+        ctx: &gst::Object,
+    ) -> bool {
+        // SAFETY: live element, query and context.
+        unsafe {
+            (self.handle_context_query)(
+                element.to_glib_none().0,
+                query.as_mut_ptr(),
+                ctx.to_glib_none().0,
+            ) != glib::ffi::GFALSE
+        }
+    }
+}
