@@ -1003,9 +1003,14 @@ impl VmafCompare {
             queue.complete(buffer, attached);
             return Ok(gst::FlowSuccess::Ok);
         }
+        self.finish_output(buffer)
+    }
+
+    /// Pushes one output buffer: a GAP without a picture (the aggregator's form of a GAP
+    /// event) leaves as a GAP event, in order: downstream elements cannot map an empty video
+    /// buffer.
+    fn finish_output(&self, buffer: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
         if is_gap(&buffer) && buffer.size() == 0 {
-            // A GAP without a picture (the aggregator's form of a GAP event) leaves as a GAP
-            // event, in order: downstream elements cannot map an empty video buffer.
             if let Some(pts) = buffer.pts() {
                 let gap = gst::event::Gap::builder(pts)
                     .duration(buffer.duration())
@@ -1205,9 +1210,12 @@ impl VmafCompare {
         &self,
         buffer: gst::Buffer,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let gap = is_gap(&buffer);
         let buffer = match self.live_pass(buffer) {
             Ok(ret) => {
-                lock(&self.state).unpaired_distorted += 1;
+                if !gap {
+                    lock(&self.state).unpaired_distorted += 1;
+                }
                 return Ok(ret);
             }
             Err(buffer) => buffer,

@@ -761,7 +761,7 @@ impl VmafCompare {
                     gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}");
                 }
             }
-            ret = self.obj().finish_buffer(buffer);
+            ret = self.finish_output(buffer);
             if ret.is_err() {
                 break;
             }
