@@ -300,10 +300,16 @@ fn thumb(info: &gst_video::VideoInfo, depth: u32, buffer: &gst::Buffer) -> Resul
             data.len()
         ));
     }
+    // Bits above the format's depth are not part of the sample (as in scoring).
+    let mask = if depth >= 16 {
+        u16::MAX
+    } else {
+        (1u16 << depth) - 1
+    };
     Thumb::from_fn(w, h, depth, |x, y| {
         let i = y * stride + poffset + x * pstride;
         if wide {
-            u16::from_le_bytes([data[i], data[i + 1]]) >> shift
+            (u16::from_le_bytes([data[i], data[i + 1]]) >> shift) & mask
         } else {
             u16::from(data[i])
         }
