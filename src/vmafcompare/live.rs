@@ -360,7 +360,9 @@ impl ScoringQueue {
         }
     }
 
-    /// Drops queued jobs and slots and waits for the job in progress (flush).
+    /// Drops queued jobs and slots, waits for the job in progress and restarts the skip and
+    /// late counts (flush: a new run starts from the seek position, as the element's other
+    /// counts do).
     pub(crate) fn clear(&self) {
         let mut g = self.shared.lock();
         let pairs = g
@@ -375,6 +377,9 @@ impl ScoringQueue {
         }
         g.slots.clear();
         g.error = None;
+        g.skipped = 0;
+        g.skipped_in_order = 0;
+        g.late = 0;
     }
 
     /// The first scoring error, if any.
