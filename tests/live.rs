@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, Once};
 
 use common::*;
 use gst::prelude::*;
+use gst_video::prelude::*;
 use gstvmafcompare::vmafcompare::{
     frame_meta, AlertMessage, FrameMessage, OffsetMessage, SummaryMessage, WindowStats,
     ALERT_MESSAGE_NAME, FRAME_MESSAGE_NAME, OFFSET_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
@@ -503,6 +504,170 @@ fn frame_messages_carry_window_stats_and_alerts_cross_with_hysteresis() {
     }
     // Without a threshold, no alert.
     assert!(plain.alerts.is_empty());
+}
+
+/// An I420 frame of `w`x`h` whose luma is a gradient moving with `t` (`noise`: a fixed
+/// dither added, for the distorted stream), mid-grey chroma; no timestamps (appsrc's
+/// do-timestamp gives them), 40 ms long.
+fn i420(info: &gst_video::VideoInfo, t: usize, noise: bool) -> gst::Buffer {
+    let mut buf = gst::Buffer::with_size(info.size()).unwrap();
+    buf.get_mut()
+        .unwrap()
+        .set_duration(gst::ClockTime::from_mseconds(40));
+    let mut frame = gst_video::VideoFrame::from_buffer_writable(buf, info).unwrap();
+    for p in 1..frame.n_planes() {
+        frame.plane_data_mut(p).unwrap().fill(128);
+    }
+    let (w, h) = (info.width() as usize, info.height() as usize);
+    let stride = frame.plane_stride()[0] as usize;
+    let luma = frame.plane_data_mut(0).unwrap();
+    for y in 0..h {
+        for x in 0..w {
+            let v = (x * 5 + y * 3 + t * 7 + ((x * y) % 7) * 4) % 220;
+            let d = if noise { (x * 7919 + y * 31) % 9 } else { 0 };
+            luma[y * stride + x] = (v + d) as u8;
+        }
+    }
+    frame.into_buffer()
+}
+
+#[test]
+fn a_live_stream_that_stops_leaves_the_other_on_time_and_gaps_leave_as_events() {
+    // Both pads live, scoring on the scoring thread (on-full=skip, the default). The
+    // reference stops after 10 frames: each later distorted buffer waits for a partner until
+    // its deadline (running time + latency), then leaves unscored, before any EOS, even
+    // though the aggregator wakes up meanwhile for the scoring queue's own deadlines.
+    // Distorted frame 4 is a GAP: it leaves as a GAP event (no empty buffer downstream) and
+    // its reference counts as unpaired.
+    init();
+    let pipeline = gst::parse::launch(
+        "vmafcompare name=cmp backend=cpu ! appsink name=out sync=false \
+         appsrc name=r format=time is-live=true do-timestamp=true ! cmp.reference \
+         appsrc name=d format=time is-live=true do-timestamp=true ! cmp.distorted",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    // (arrival, pts, carries scores, bytes) of each buffer at the sink.
+    type Arrival = (std::time::Instant, Option<gst::ClockTime>, bool, usize);
+    let arrivals: Arc<Mutex<Vec<Arrival>>> = Arc::default();
+    let sink = pipeline
+        .by_name("out")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    let a = arrivals.clone();
+    sink.set_callbacks(
+        gst_app::AppSinkCallbacks::builder()
+            .new_sample(move |s| {
+                let sample = s.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                if let Some(b) = sample.buffer() {
+                    let at = std::time::Instant::now();
+                    let scored = frame_meta(b).is_some();
+                    a.lock().unwrap().push((at, b.pts(), scored, b.size()));
+                }
+                Ok(gst::FlowSuccess::Ok)
+            })
+            .build(),
+    );
+    let src = |n: &str| {
+        pipeline
+            .by_name(n)
+            .unwrap()
+            .downcast::<gst_app::AppSrc>()
+            .unwrap()
+    };
+    let (r, d) = (src("r"), src("d"));
+    let vi = gst_video::VideoInfo::builder(gst_video::VideoFormat::I420, 64, 48)
+        .fps(gst::Fraction::new(25, 1))
+        .build()
+        .unwrap();
+    let caps = vi.to_caps().unwrap();
+    r.set_caps(Some(&caps));
+    d.set_caps(Some(&caps));
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let (paired, alone) = (10usize, 10usize);
+    let mut pushed = Vec::new();
+    for i in 0..paired + alone {
+        if i < paired {
+            let _ = r.push_buffer(i420(&vi, i, false));
+        }
+        let db = if i == 4 {
+            let mut g = gst::Buffer::new();
+            let b = g.get_mut().unwrap();
+            b.set_duration(gst::ClockTime::from_mseconds(40));
+            b.set_flags(gst::BufferFlags::GAP | gst::BufferFlags::DROPPABLE);
+            g
+        } else {
+            i420(&vi, i, true)
+        };
+        pushed.push(std::time::Instant::now());
+        let _ = d.push_buffer(db);
+        std::thread::sleep(std::time::Duration::from_millis(40));
+    }
+    // Bounded wait for every non-GAP distorted buffer, before any EOS.
+    let want = paired + alone - 1;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while arrivals.lock().unwrap().len() < want && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let got = arrivals.lock().unwrap().clone();
+    assert_eq!(
+        got.len(),
+        want,
+        "distorted buffers held back after the reference stopped"
+    );
+    assert!(got.windows(2).all(|w| w[0].1 < w[1].1), "in order");
+    assert!(got.iter().all(|g| g.3 > 0), "an empty GAP buffer left");
+    // The distorted buffers without a reference: unscored, and not before their deadline
+    // (the element's latency alone is 4 frames: one for motion, queue-size 3).
+    let own = std::time::Duration::from_millis(160);
+    for (i, (at, _, scored, _)) in got.iter().enumerate().skip(paired - 1) {
+        let sent = pushed[i + 1];
+        assert!(!scored, "buffer {} has scores without a reference", i + 1);
+        let waited = at.duration_since(sent);
+        assert!(
+            waited + std::time::Duration::from_millis(15) >= own,
+            "buffer {} left after {waited:?}, before the latency",
+            i + 1
+        );
+    }
+    let _ = r.end_of_stream();
+    let _ = d.end_of_stream();
+    let bus = pipeline.bus().unwrap();
+    let mut frames = Vec::new();
+    let mut summary = None;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) else {
+            continue;
+        };
+        match msg.view() {
+            gst::MessageView::Eos(_) => break,
+            gst::MessageView::Error(e) => panic!("{}", e.error()),
+            gst::MessageView::Element(e) => match e.structure() {
+                Some(s) if s.name() == FRAME_MESSAGE_NAME => {
+                    frames.push(FrameMessage::try_from(s).unwrap())
+                }
+                Some(s) if s.name() == SUMMARY_MESSAGE_NAME => {
+                    summary = SummaryMessage::try_from(s).ok()
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    let s = summary.expect("summary at EOS");
+    assert_eq!(
+        (s.unpaired_reference, s.unpaired_distorted),
+        (1, alone as u64),
+        "{s:?}"
+    );
+    assert_eq!(s.frames + s.skipped, paired as u64 - 1, "{s:?}");
+    assert_eq!(frames.len() as u64, s.frames);
+    let with_meta = got.iter().filter(|g| g.2).count() as u64;
+    assert_eq!(with_meta + s.late, s.frames, "{s:?}");
 }
 
 #[test]
