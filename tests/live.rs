@@ -303,8 +303,11 @@ fn live_latency_counts_the_scoring_queue_and_the_late_reference() {
     let align = "queue-size=1 auto-align=true align-max-offset=3";
     let (_, searching) = live_latency(&format!("{align} align-duration=10000000000"), false);
     assert_eq!(searching - l1, frame * 3);
+    // Once found, the measured delay is what the reference is late by: the two sources'
+    // start skew (microseconds, more on a loaded machine; none when the reference started
+    // first), well under the frame of an offset.
     let (_, found) = live_latency(&format!("{align} align-duration=200000000"), true);
-    assert_eq!(found, l1);
+    assert!(found >= l1 && found - l1 < frame / 2, "{found} vs {l1}");
 }
 
 /// Frames `range` of an I420 file of `w`x`h` frames, preceded by `freeze` copies of the
