@@ -542,9 +542,11 @@ fn a_live_stream_that_stops_leaves_the_other_on_time_and_gaps_leave_as_events() 
     // though the aggregator wakes up meanwhile for the scoring queue's own deadlines.
     // Distorted frame 4 is a GAP: it leaves as a GAP event (no empty buffer downstream) and
     // its reference counts as unpaired.
+    // The aggregator's `latency` (1 s on top of the element's own 4 frames) keeps a busy
+    // machine's scheduling stalls from unpairing the frames pushed together.
     init();
     let pipeline = gst::parse::launch(
-        "vmafcompare name=cmp backend=cpu ! appsink name=out sync=false \
+        "vmafcompare name=cmp backend=cpu latency=1000000000 ! appsink name=out sync=false \
          appsrc name=r format=time is-live=true do-timestamp=true ! cmp.reference \
          appsrc name=d format=time is-live=true do-timestamp=true ! cmp.distorted",
     )
@@ -623,8 +625,8 @@ fn a_live_stream_that_stops_leaves_the_other_on_time_and_gaps_leave_as_events() 
     assert!(got.windows(2).all(|w| w[0].1 < w[1].1), "in order");
     assert!(got.iter().all(|g| g.3 > 0), "an empty GAP buffer left");
     // The distorted buffers without a reference: unscored, and not before their deadline
-    // (the element's latency alone is 4 frames: one for motion, queue-size 3).
-    let own = std::time::Duration::from_millis(160);
+    // (1 s, plus the element's own 4 frames: one for motion, queue-size 3).
+    let own = std::time::Duration::from_millis(1160);
     for (i, (at, _, scored, _)) in got.iter().enumerate().skip(paired - 1) {
         let sent = pushed[i + 1];
         assert!(!scored, "buffer {} has scores without a reference", i + 1);
