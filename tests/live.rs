@@ -676,6 +676,22 @@ fn a_live_stream_that_stops_leaves_the_other_on_time_and_gaps_leave_as_events() 
 }
 
 #[test]
+fn extreme_frame_durations_and_live_properties_do_not_overflow_the_latency() {
+    // One frame every 2^31 - 1 s, the largest queue and search range: the latency the
+    // element computes from them saturates instead of overflowing (or panicking).
+    let caps = "video/x-raw,format=I420,width=64,height=48,framerate=1/2147483647";
+    let out = run_all(&format!(
+        "vmafcompare name=cmp backend=cpu queue-size=256 auto-align=true \
+           align-max-offset=1000 distorted-delay=-3600000000000 ! appsink name=out sync=false \
+         videotestsrc num-buffers=3 ! {caps} ! cmp.reference \
+         videotestsrc num-buffers=3 pattern=snow ! {caps} ! cmp.distorted"
+    ));
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!(out.outputs.len(), 3);
+    assert!(out.summary.is_some());
+}
+
+#[test]
 fn typed_messages_round_trip_through_structures() {
     init();
     let w = WindowStats {

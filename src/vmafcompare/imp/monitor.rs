@@ -331,7 +331,14 @@ fn attach_meta(buffer: &mut gst::Buffer, scores: &gst::Structure) -> Result<(), 
 /// The element's own latency in a live pipeline: one frame (motion needs the next frame)
 /// plus `queue_size` frames of scoring queue.
 fn own_latency(frame: gst::ClockTime, queue_size: u32) -> gst::ClockTime {
-    gst::ClockTime::from_nseconds(frame.nseconds().saturating_mul(u64::from(queue_size) + 1))
+    clock_time(frame.nseconds().saturating_mul(u64::from(queue_size) + 1))
+}
+
+/// `ns` as a clock time, saturated at [`gst::ClockTime::MAX`]: `u64::MAX` is
+/// `GST_CLOCK_TIME_NONE`, which `ClockTime::from_nseconds` refuses with a panic (extreme
+/// frame durations times large property values saturate to it).
+fn clock_time(ns: u64) -> gst::ClockTime {
+    gst::ClockTime::from_nseconds(ns.min(gst::ClockTime::MAX.nseconds()))
 }
 
 /// Frames auto-alignment compares: `duration` of frames of `frame` each, 1..=MAX_ALIGN_FRAMES.
@@ -452,7 +459,7 @@ impl VmafCompare {
         } else {
             stream.delay.min(0).unsigned_abs()
         };
-        gst::ClockTime::from_nseconds(
+        clock_time(
             own_latency(frame, s.queue_size)
                 .nseconds()
                 .saturating_add(reference_late),
@@ -896,7 +903,7 @@ impl VmafCompare {
             .peek_buffer()
             .and_then(|b| Self::running_time(pad, &b))?;
         let t = (ns(rt) + i128::from(delay)).clamp(0, i128::from(u64::MAX));
-        Some(gst::ClockTime::from_nseconds(t as u64))
+        Some(clock_time(t as u64))
     }
 
     /// Whether the next buffer of `side`, waiting alone, stops waiting for its partner
