@@ -55,9 +55,21 @@ PY
           [[ $res == *" 0 errors"* || $res == *" 0 hazards"* ]] || fail=1
         done
       done ;;
-    cycles)  # NULL->PLAYING->NULL cycles: device memory before and after, both input kinds
-      .gpu/bin/gpu_cycles 100 system || fail=1
-      .gpu/bin/gpu_cycles 100 cuda || fail=1 ;;
+    cycles)  # state cycles with a resolution switch in each: device memory, RSS, handles, fds
+      n=${CYCLES:-1000}
+      .gpu/bin/gpu_cycles --cycles "$n" --mode null --switch || fail=1
+      .gpu/bin/gpu_cycles --cycles "$n" --mode ready --switch | tail -1 || fail=1
+      .gpu/bin/gpu_cycles --cycles "${CUDA_CYCLES:-200}" --mode null --input cuda | tail -1 || fail=1 ;;
+    faults)  # fault injection at every CUDA init/allocation step (test hook cuda::fault)
+      .gpu/bin/gpu_faults --nocapture --test-threads=1 2>&1 | grep -E '^\||steps injected|test result|panicked|assert' || fail=1 ;;
+    oom)  # another user (this process, then a second process) holds almost all device memory
+      .gpu/bin/gpu_oom || fail=1 ;;
+    concurrency)  # 8 pipelines, 4 processes, two elements sharing a CUDA context: cpu and cuda
+      .gpu/bin/concurrency --test-threads=1 2>&1 | grep -E 'test |test result|panicked|not checked' || fail=1 ;;
+    suite)  # the CI suites that change behaviour with a GPU present (bad input, element)
+      for t in bad_input element; do
+        .gpu/bin/$t --test-threads=2 2>&1 | grep -E 'test result|panicked|FAILED|failed' || fail=1
+      done ;;
     bench)  # speed: element fed from system memory, GPU and CPU
       .gpu/bin/gpu_bench || fail=1 ;;
   esac
