@@ -70,6 +70,16 @@ PY
       for t in bad_input element; do
         .gpu/bin/$t --test-threads=2 2>&1 | grep -E 'test result|panicked|FAILED|failed' || fail=1
       done ;;
+    profile)  # ncu per-kernel summary (durations, speed of light) of a short scoring run
+      for cfg in "1920 1080 I420" "3840 2160 I420_10LE"; do
+        read -r w h f <<<"$cfg"
+        caps="video/x-raw,format=$f,width=$w,height=$h,framerate=30/1"
+        ncu --clock-control none --section SpeedOfLight --print-summary per-kernel \
+          gst-launch-1.0 -q videotestsrc num-buffers=6 pattern=snow ! "$caps" ! cmp.reference \
+          videotestsrc num-buffers=6 pattern=ball ! "$caps" ! cmp.distorted \
+          vmafcompare name=cmp backend=cuda frame-message=false ! fakesink > "$out/ncu_${h}p_$f.txt" 2>&1
+        echo "ncu ${w}x${h} $f: $(grep -c . "$out/ncu_${h}p_$f.txt") lines -> ncu_${h}p_$f.txt"
+      done ;;
     bench)  # speed: element fed from system memory, GPU and CPU
       .gpu/bin/gpu_bench || fail=1 ;;
   esac
