@@ -117,8 +117,17 @@ fn run(args: &Args) -> Result<bool, String> {
     gstvmafcompare::plugin_register_static().map_err(|e| e.to_string())?;
     // Holding the device keeps the primary context alive, so the readings compare like with
     // like; the element retains and releases its own reference each cycle.
-    let dev = GpuDevice::open(0).map_err(|e| format!("no GPU: {e}"))?;
-    let free = || dev.mem_get_info().map(|(f, _)| f).unwrap_or(0);
+    // (`--backend cpu` runs without a GPU: device readings are then 0.)
+    let dev = if args.backend == "cpu" {
+        None
+    } else {
+        Some(GpuDevice::open(0).map_err(|e| format!("no GPU: {e}"))?)
+    };
+    let free = || {
+        dev.as_ref()
+            .and_then(|d| d.mem_get_info().ok())
+            .map_or(0, |(f, _)| f)
+    };
     let upload = if args.input == Input::Cuda {
         " ! cudaupload ! video/x-raw(memory:CUDAMemory)"
     } else {
@@ -162,6 +171,9 @@ fn run(args: &Args) -> Result<bool, String> {
     };
     let mut summaries = 0usize;
     let mut run_once = || -> Result<(), String> {
+        // The first size before PLAYING: no stale caps of the last cycle go out first.
+        r.set_caps(Some(&caps(sizes[0].0, sizes[0].1)));
+        d.set_caps(Some(&caps(sizes[0].0, sizes[0].1)));
         pipeline
             .set_state(gst::State::Playing)
             .map_err(|e| format!("to PLAYING: {e}"))?;
@@ -225,7 +237,8 @@ fn run(args: &Args) -> Result<bool, String> {
     let last = mean(&rss_at[rss_at.len().saturating_sub(tenth)..]);
     let peak = rss_at.iter().copied().max().unwrap_or(0) as f64;
     let ok_mem = lost <= 1024.0 * 1024.0;
-    let ok_handles = after.1 == before.1 && after.2 <= before.2 && in_null == [1, 3, 0, 0];
+    let own = if dev.is_some() { [1, 3, 0, 0] } else { [0; 4] };
+    let ok_handles = after.1 == before.1 && after.2 <= before.2 && in_null == own;
     let ok_rss = last - first <= 4.0 * 1024.0 * 1024.0;
     println!(
         "| cycles | mode | input | switch | device free before / after (MiB) | lost (MiB) | RSS first / last tenth, peak (MiB) | handles [ctx, mod, stream, event] before / after / in NULL | fds before / after | summaries | verdict |"

@@ -110,9 +110,8 @@ fn score(args: &Args, backend: &str) -> Result<Run, String> {
         warnings: Vec::new(),
         backend: String::new(),
     };
-    if let Err(e) = pipeline.set_state(gst::State::Playing) {
-        run.errors.push(format!("set_state: {e}"));
-    }
+    // A refused state change leaves its reason as an error message on the bus.
+    let started = pipeline.set_state(gst::State::Playing).is_ok();
     let bus = pipeline.bus().ok_or("no bus")?;
     while let Some(m) = bus.timed_pop(gst::ClockTime::from_seconds(60)) {
         match m.view() {
@@ -138,6 +137,9 @@ fn score(args: &Args, backend: &str) -> Result<Run, String> {
         }
     }
     let _ = pipeline.set_state(gst::State::Null);
+    if !started && run.errors.is_empty() {
+        run.errors.push("the pipeline refused to start".to_owned());
+    }
     Ok(run)
 }
 
