@@ -33,8 +33,13 @@ cargo build --release "${examples[@]/#/--example=}"
 for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
 strip "$out"/bin/* 2>/dev/null || true
 if [[ $BIN_ONLY == 1 ]]; then
-  plugin=$(find "$out/lib" -name libgstvmafcompare.so | head -1)
-  cp target/release/libgstvmafcompare.so "${plugin:?no staged plugin}"
+  # The plugin lives in the runtime archive: replace it there.
+  tmp=$(mktemp -d)
+  tar -xzf "$out/gst-runtime.tar.gz" -C "$tmp"
+  cp target/release/libgstvmafcompare.so "$tmp/gst-runtime/plugins/"
+  strip "$tmp/gst-runtime/plugins/libgstvmafcompare.so" 2>/dev/null || true
+  tar -czf "$out/gst-runtime.tar.gz" -C "$tmp" gst-runtime
+  rm -rf "$tmp"
   du -sh "$out"
   exit 0
 fi
