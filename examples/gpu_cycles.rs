@@ -1,101 +1,272 @@
-//! Device memory across state cycles: runs a scoring pipeline with `backend=cuda`
-//! NULL -> PLAYING (to EOS) -> NULL `N` times in one process and prints free device memory
-//! (`cuMemGetInfo`) before and after. Exits 1 when more than 1 MiB is missing at the end.
+//! State cycles of a scoring pipeline in one process (issue 5, item 1): device memory
+//! (`cuMemGetInfo`), process RSS, open file descriptors and the CUDA handles the backend holds
+//! (`gstvmafcompare::cuda::fault::live`) before and after `N` cycles.
 //!
-//! `cargo run --release --example gpu_cycles -- 100 [system|cuda]`: with `cuda`, both pads
-//! receive GStreamer CUDA memory from `cudaupload` (read in place by the kernels, in the
-//! context the element shares), else system memory.
+//! Each cycle feeds both pads from `appsrc`: 3 frames at 1920x1080, then (with `--switch`) a
+//! caps change to 1280x720 and 3 more frames, then EOS, waits for EOS on the bus and:
+//! - `--mode null`: PLAYING -> NULL -> PLAYING (the element opens and closes the GPU);
+//! - `--mode ready`: PLAYING -> READY -> PLAYING (the GPU stays open, the backend does not).
+//!
+//! With `--input cuda` the frames pass `cudaupload` (GStreamer CUDA memory, read in place).
+//! Exits 1 when more than 1 MiB of device memory is missing at the end, a handle count grew,
+//! or RSS grew by more than 4 MiB between the first and the last tenth of the cycles.
+//!
+//! `cargo run --release --example gpu_cycles -- --cycles 1000 --mode ready --switch`
 
+use clap::{Parser, ValueEnum};
 use gst::prelude::*;
-use gstvmafcompare::cuda::GpuDevice;
+use gstvmafcompare::cuda::{fault, GpuDevice};
+use gstvmafcompare::vmafcompare::SUMMARY_MESSAGE_NAME;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+enum Mode {
+    /// PLAYING -> NULL -> PLAYING.
+    Null,
+    /// PLAYING -> READY -> PLAYING.
+    Ready,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+enum Input {
+    /// System memory.
+    System,
+    /// GStreamer CUDA memory from `cudaupload`.
+    Cuda,
+}
+
+#[derive(Parser)]
+#[command(about = "Device memory, RSS and handles across vmafcompare state cycles")]
+struct Args {
+    /// Number of measured cycles (after one warm-up cycle).
+    #[arg(long, default_value_t = 100)]
+    cycles: usize,
+    /// Which state the pipeline returns to between runs.
+    #[arg(long, value_enum, default_value_t = Mode::Null)]
+    mode: Mode,
+    /// Memory the frames arrive in.
+    #[arg(long, value_enum, default_value_t = Input::System)]
+    input: Input,
+    /// Switch the resolution (1920x1080 -> 1280x720) mid-stream in every cycle.
+    #[arg(long)]
+    switch: bool,
+    /// vmafcompare backend.
+    #[arg(long, default_value = "cuda")]
+    backend: String,
+}
+
+/// Resident set size of this process in bytes (`/proc/self/statm`).
+fn rss() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    pages * page
+}
+
+/// Open file descriptors of this process.
+fn fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// An NV12 frame: a moving gradient (reference) or the same with deterministic noise
+/// (distorted); chroma neutral.
+fn frame(w: usize, h: usize, n: usize, noisy: bool) -> gst::Buffer {
+    let mut data = vec![128u8; w * h + w * h / 2];
+    let mut seed = 0x9e37_79b9u32 ^ (n as u32);
+    for y in 0..h {
+        for x in 0..w {
+            let mut v = ((x + 3 * n) ^ (y / 2)) as u8;
+            if noisy {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                v = v.saturating_add((seed % 9) as u8);
+            }
+            data[y * w + x] = v;
+        }
+    }
+    gst::Buffer::from_mut_slice(data)
+}
+
+fn caps(w: usize, h: usize) -> gst::Caps {
+    gst::Caps::builder("video/x-raw")
+        .field("format", "NV12")
+        .field("width", w as i32)
+        .field("height", h as i32)
+        .field("framerate", gst::Fraction::new(30, 1))
+        .build()
+}
 
 fn main() {
-    let cycles: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(100);
-    let init = gst::init()
-        .map_err(|e| e.to_string())
-        .and_then(|_| gstvmafcompare::plugin_register_static().map_err(|e| e.to_string()));
-    if let Err(e) = init {
-        eprintln!("cannot initialise GStreamer: {e}");
-        std::process::exit(1);
-    }
+    let args = Args::parse();
+    std::process::exit(match run(&args) {
+        Ok(ok) => i32::from(!ok),
+        Err(e) => {
+            eprintln!("gpu_cycles: {e}");
+            1
+        }
+    });
+}
+
+fn run(args: &Args) -> Result<bool, String> {
+    gst::init().map_err(|e| e.to_string())?;
+    gstvmafcompare::plugin_register_static().map_err(|e| e.to_string())?;
     // Holding the device keeps the primary context alive, so the readings compare like with
     // like; the element retains and releases its own reference each cycle.
-    let dev = match GpuDevice::open(0) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("no GPU: {e}");
-            std::process::exit(1);
-        }
+    // (`--backend cpu` runs without a GPU: device readings are then 0.)
+    let dev = if args.backend == "cpu" {
+        None
+    } else {
+        Some(GpuDevice::open(0).map_err(|e| format!("no GPU: {e}"))?)
     };
-    let free = || dev.mem_get_info().map(|(f, _)| f).unwrap_or(0);
-    let cuda = std::env::args().nth(2).as_deref() == Some("cuda");
-    let upload = if cuda {
+    let free = || {
+        dev.as_ref()
+            .and_then(|d| d.mem_get_info().ok())
+            .map_or(0, |(f, _)| f)
+    };
+    let upload = if args.input == Input::Cuda {
         " ! cudaupload ! video/x-raw(memory:CUDAMemory)"
     } else {
         ""
     };
     let desc = format!(
-        "videotestsrc num-buffers=5 pattern=ball ! video/x-raw,format=NV12,width=1920,height=1080{upload} ! cmp.reference \
-         videotestsrc num-buffers=5 pattern=snow ! video/x-raw,format=NV12,width=1920,height=1080{upload} ! cmp.distorted \
-         vmafcompare name=cmp backend=cuda frame-message=false ! fakesink"
+        "appsrc name=r format=time{upload} ! cmp.reference \
+         appsrc name=d format=time{upload} ! cmp.distorted \
+         vmafcompare name=cmp backend={} frame-message=false ! fakesink",
+        args.backend
     );
-    let pipeline = match gst::parse::launch(&desc) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(1);
-        }
+    let pipeline = gst::parse::launch(&desc)
+        .map_err(|e| e.to_string())?
+        .downcast::<gst::Pipeline>()
+        .map_err(|_| "not a pipeline")?;
+    let src = |name: &str| -> Result<gst_app::AppSrc, String> {
+        pipeline
+            .by_name(name)
+            .and_then(|e| e.downcast::<gst_app::AppSrc>().ok())
+            .ok_or_else(|| format!("no appsrc {name}"))
     };
-    let run_once = || -> Result<(), String> {
+    let (r, d) = (src("r")?, src("d")?);
+    let mut sizes = vec![(1920usize, 1080usize)];
+    if args.switch {
+        sizes.push((1280, 720));
+    }
+    // Frames made once; each push shares their memory.
+    let frames: Vec<(usize, usize, Vec<(gst::Buffer, gst::Buffer)>)> = sizes
+        .iter()
+        .map(|&(w, h)| {
+            let f = (0..3)
+                .map(|n| (frame(w, h, n, false), frame(w, h, n, true)))
+                .collect();
+            (w, h, f)
+        })
+        .collect();
+    let bus = pipeline.bus().ok_or("no bus")?;
+    let away = match args.mode {
+        Mode::Null => gst::State::Null,
+        Mode::Ready => gst::State::Ready,
+    };
+    let mut summaries = 0usize;
+    let mut run_once = || -> Result<(), String> {
+        // The first size before PLAYING: no stale caps of the last cycle go out first.
+        r.set_caps(Some(&caps(sizes[0].0, sizes[0].1)));
+        d.set_caps(Some(&caps(sizes[0].0, sizes[0].1)));
         pipeline
             .set_state(gst::State::Playing)
-            .map_err(|e| e.to_string())?;
-        let bus = pipeline.bus().ok_or("no bus")?;
-        let res = match bus.timed_pop_filtered(
-            gst::ClockTime::from_seconds(60),
-            &[gst::MessageType::Eos, gst::MessageType::Error],
-        ) {
-            Some(m) => match m.view() {
-                gst::MessageView::Error(e) => Err(e.error().to_string()),
-                _ => Ok(()),
-            },
-            None => Err("timeout".into()),
+            .map_err(|e| format!("to PLAYING: {e}"))?;
+        let mut pts = 0u64;
+        for (w, h, pairs) in &frames {
+            r.set_caps(Some(&caps(*w, *h)));
+            d.set_caps(Some(&caps(*w, *h)));
+            for (rb, db) in pairs {
+                for (s, b) in [(&r, rb), (&d, db)] {
+                    let mut b = b.copy();
+                    {
+                        let b = b.make_mut();
+                        b.set_pts(gst::ClockTime::from_mseconds(pts * 33));
+                        b.set_duration(gst::ClockTime::from_mseconds(33));
+                    }
+                    s.push_buffer(b).map_err(|e| format!("push: {e}"))?;
+                }
+                pts += 1;
+            }
+        }
+        let _ = r.end_of_stream();
+        let _ = d.end_of_stream();
+        let res = loop {
+            match bus.timed_pop(gst::ClockTime::from_seconds(60)) {
+                None => break Err("timeout".to_owned()),
+                Some(m) => match m.view() {
+                    gst::MessageView::Error(e) => break Err(e.error().to_string()),
+                    gst::MessageView::Eos(_) => break Ok(()),
+                    gst::MessageView::Element(e)
+                        if e.structure()
+                            .is_some_and(|s| s.name() == SUMMARY_MESSAGE_NAME) =>
+                    {
+                        summaries += 1
+                    }
+                    _ => {}
+                },
+            }
         };
         pipeline
-            .set_state(gst::State::Null)
-            .map_err(|e| e.to_string())?;
+            .set_state(away)
+            .map_err(|e| format!("to {away:?}: {e}"))?;
         res
     };
-    // One warm-up cycle: the driver's own lazy allocations happen once per process.
-    if let Err(e) = run_once() {
-        eprintln!("cycle failed: {e}");
-        std::process::exit(1);
+    // One warm-up cycle: the driver's and GStreamer's lazy one-time allocations.
+    run_once().map_err(|e| format!("warm-up cycle: {e}"))?;
+    let before = (free(), fault::live(), fds());
+    let mut rss_at = Vec::with_capacity(args.cycles);
+    for i in 0..args.cycles {
+        run_once().map_err(|e| format!("cycle {i}: {e}"))?;
+        rss_at.push(rss());
     }
-    let before = free();
-    for i in 0..cycles {
-        if let Err(e) = run_once() {
-            eprintln!("cycle {i} failed: {e}");
-            std::process::exit(1);
-        }
-    }
-    let after = free();
-    let mib = |b: usize| b as f64 / (1024.0 * 1024.0);
-    let lost = before.saturating_sub(after);
-    println!("| cycles | input | free before (MiB) | free after (MiB) | lost (MiB) |");
-    println!("| --- | --- | --- | --- | --- |");
+    let after = (free(), fault::live(), fds());
+    let _ = pipeline.set_state(gst::State::Null);
+    // In NULL only this program's own device is left: one context, three modules.
+    let in_null = fault::live();
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    let lost = before.0 as f64 - after.0 as f64;
+    let tenth = (args.cycles / 10).max(1);
+    let mean = |s: &[u64]| s.iter().sum::<u64>() as f64 / s.len().max(1) as f64;
+    let first = mean(&rss_at[..tenth.min(rss_at.len())]);
+    let last = mean(&rss_at[rss_at.len().saturating_sub(tenth)..]);
+    let peak = rss_at.iter().copied().max().unwrap_or(0) as f64;
+    let ok_mem = lost <= 1024.0 * 1024.0;
+    let own = if dev.is_some() { [1, 3, 0, 0] } else { [0; 4] };
+    let ok_handles = after.1 == before.1 && after.2 <= before.2 && in_null == own;
+    let ok_rss = last - first <= 4.0 * 1024.0 * 1024.0;
     println!(
-        "| {cycles} | {} | {:.1} | {:.1} | {:.3} |",
-        if cuda {
-            "CUDA memory (cudaupload)"
-        } else {
-            "system memory"
-        },
-        mib(before),
-        mib(after),
-        mib(lost)
+        "| cycles | mode | input | switch | device free before / after (MiB) | lost (MiB) | RSS first / last tenth, peak (MiB) | handles [ctx, mod, stream, event] before / after / in NULL | fds before / after | summaries | verdict |"
     );
-    std::process::exit(i32::from(lost > 1024 * 1024));
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!(
+        "| {} | {:?} | {:?} | {} | {:.1} / {:.1} | {:.3} | {:.1} / {:.1}, {:.1} | {:?} / {:?} / {:?} | {} / {} | {} | {} |",
+        args.cycles,
+        args.mode,
+        args.input,
+        if args.switch { "1080p -> 720p" } else { "no" },
+        mib(before.0 as f64),
+        mib(after.0 as f64),
+        mib(lost),
+        mib(first),
+        mib(last),
+        mib(peak),
+        before.1,
+        after.1,
+        in_null,
+        before.2,
+        after.2,
+        summaries,
+        if ok_mem && ok_handles && ok_rss {
+            "ok"
+        } else {
+            "FAILED"
+        }
+    );
+    Ok(ok_mem && ok_handles && ok_rss)
 }

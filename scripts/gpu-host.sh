@@ -55,9 +55,31 @@ PY
           [[ $res == *" 0 errors"* || $res == *" 0 hazards"* ]] || fail=1
         done
       done ;;
-    cycles)  # NULL->PLAYING->NULL cycles: device memory before and after, both input kinds
-      .gpu/bin/gpu_cycles 100 system || fail=1
-      .gpu/bin/gpu_cycles 100 cuda || fail=1 ;;
+    cycles)  # state cycles with a resolution switch in each: device memory, RSS, handles, fds
+      n=${CYCLES:-1000}
+      .gpu/bin/gpu_cycles --cycles "$n" --mode null --switch || fail=1
+      .gpu/bin/gpu_cycles --cycles "$n" --mode ready --switch | tail -1 || fail=1
+      .gpu/bin/gpu_cycles --cycles "${CUDA_CYCLES:-200}" --mode null --input cuda | tail -1 || fail=1 ;;
+    faults)  # fault injection at every CUDA init/allocation step (test hook cuda::fault)
+      .gpu/bin/gpu_faults --nocapture --test-threads=1 2>&1 | grep -E '^\||steps injected|test result|panicked|assert' || fail=1 ;;
+    oom)  # another user (this process, then a second process) holds almost all device memory
+      .gpu/bin/gpu_oom || fail=1 ;;
+    concurrency)  # 8 pipelines, 4 processes, two elements sharing a CUDA context: cpu and cuda
+      .gpu/bin/concurrency --test-threads=1 2>&1 | grep -E 'test |test result|panicked|not checked' || fail=1 ;;
+    suite)  # the CI suites that change behaviour with a GPU present (bad input, element)
+      for t in bad_input element; do
+        .gpu/bin/$t --test-threads=2 2>&1 | grep -E 'test result|panicked|FAILED|failed' || fail=1
+      done ;;
+    profile)  # ncu per-kernel summary (durations, speed of light) of a short scoring run
+      for cfg in "1920 1080 I420" "3840 2160 I420_10LE"; do
+        read -r w h f <<<"$cfg"
+        caps="video/x-raw,format=$f,width=$w,height=$h,framerate=30/1"
+        ncu --clock-control none --section SpeedOfLight --print-summary per-kernel \
+          gst-launch-1.0 -q videotestsrc num-buffers=6 pattern=snow ! "$caps" ! cmp.reference \
+          videotestsrc num-buffers=6 pattern=ball ! "$caps" ! cmp.distorted \
+          vmafcompare name=cmp backend=cuda frame-message=false ! fakesink > "$out/ncu_${h}p_$f.txt" 2>&1
+        echo "ncu ${w}x${h} $f: $(grep -c . "$out/ncu_${h}p_$f.txt") lines -> ncu_${h}p_$f.txt"
+      done ;;
     bench)  # speed: element fed from system memory, GPU and CPU
       .gpu/bin/gpu_bench || fail=1 ;;
     soak)   # not in the default list: a live 1080p pipeline on the GPU for SOAK_SECONDS

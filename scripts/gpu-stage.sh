@@ -9,7 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.gpu
 shared=${SHARED_DIR:-../shared}
-rm -rf "$out" && mkdir -p "$out"/{bin,lib,ref,clips}
+# BIN_ONLY=1 rebuilds and replaces the binaries and the plugin only (runtime and clips kept).
+if [[ ${BIN_ONLY:-0} == 1 && -f $out/gst-runtime.tar.gz ]]; then
+  rm -rf "$out/bin" && mkdir -p "$out/bin"
+else
+  BIN_ONLY=0
+  rm -rf "$out" && mkdir -p "$out"/{bin,lib,ref,clips}
+fi
 cargo build --release
 # Test and example executables (release profile: optimised, no debug info).
 cargo test --release --no-run --message-format=json 2>/dev/null \
@@ -20,12 +26,23 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["target"]["name"], m["executable"])' \
   | while read -r name exe; do
-      case $name in gpu|cuda_backend|dmabuf) cp "$exe" "$out/bin/$name" ;; esac
+      case $name in gpu|cuda_backend|dmabuf|gpu_faults|concurrency|bad_input|element) cp "$exe" "$out/bin/$name" ;; esac
     done
-examples=(gpu_check gpu_cycles gpu_bench cuda_inputs soak)
+examples=(gpu_check gpu_cycles gpu_bench cuda_inputs gpu_oom soak)
 cargo build --release "${examples[@]/#/--example=}"
 for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
 strip "$out"/bin/* 2>/dev/null || true
+if [[ $BIN_ONLY == 1 ]]; then
+  # The plugin lives in the runtime archive: replace it there.
+  tmp=$(mktemp -d)
+  tar -xzf "$out/gst-runtime.tar.gz" -C "$tmp"
+  cp target/release/libgstvmafcompare.so "$tmp/gst-runtime/plugins/"
+  strip "$tmp/gst-runtime/plugins/libgstvmafcompare.so" 2>/dev/null || true
+  tar -czf "$out/gst-runtime.tar.gz" -C "$tmp" gst-runtime
+  rm -rf "$tmp"
+  du -sh "$out"
+  exit 0
+fi
 cp -L /usr/lib/x86_64-linux-gnu/libgstcheck-1.0.so.0 "$out/lib/" 2>/dev/null || true
 bash "$shared/gpu/stage-runtime.sh" "$out" target/release/libgstvmafcompare.so
 cp "$shared"/vmaf-reference/* "$out/ref/"

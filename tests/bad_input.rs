@@ -322,18 +322,26 @@ fn bits_above_the_depth_are_ignored() {
                 .map(|(i, &v)| v | ((((i * 7 + seed) % 64) as u16) << bpc))
                 .collect()
         };
-        let feed = Feed::new("");
-        feed.caps(&vi, &vi);
-        for (i, (r, d)) in pairs.iter().enumerate() {
-            let t = ms(40 * i as u64);
-            feed.push(
-                Some(buffer(&vi, &dirty(r, 1), t, ms(40))),
-                Some(buffer(&vi, &dirty(d, 2), t, ms(40))),
+        // The GPU masks in its sample loader: checked too where a GPU is usable.
+        let gpu = gstvmafcompare::cuda::GpuDevice::open(0).is_ok();
+        for props in ["", "backend=cuda"].into_iter().take(1 + usize::from(gpu)) {
+            let feed = Feed::new(props);
+            feed.caps(&vi, &vi);
+            for (i, (r, d)) in pairs.iter().enumerate() {
+                let t = ms(40 * i as u64);
+                feed.push(
+                    Some(buffer(&vi, &dirty(r, 1), t, ms(40))),
+                    Some(buffer(&vi, &dirty(d, 2), t, ms(40))),
+                );
+            }
+            let out = feed.finish();
+            assert!(out.errors.is_empty(), "{:?}", out.errors);
+            assert_scores(
+                &out,
+                &direct(&pairs, 64, 48, bpc),
+                &format!("{format:?} {props}"),
             );
         }
-        let out = feed.finish();
-        assert!(out.errors.is_empty(), "{:?}", out.errors);
-        assert_scores(&out, &direct(&pairs, 64, 48, bpc), &format!("{format:?}"));
     }
 }
 

@@ -12,6 +12,7 @@ mod common;
 use std::sync::{Arc, Barrier};
 
 use common::*;
+use gst::prelude::*;
 
 /// Environment of the child processes: the cases to run (comma-separated indices) and the
 /// backend. The parent runs this test binary again with them, filtered to
@@ -158,15 +159,32 @@ fn two_elements_in_one_pipeline_score_as_alone() {
     let cases = cases();
     for backend in backends() {
         let (a, b) = (&cases[0], &cases[4]);
-        let out = run(
-            &format!(
-                "vmafcompare name=a backend={backend} ! fakesink {} \
-                 vmafcompare name=b backend={backend} ! fakesink {}",
-                (a.branches)("a"),
-                (b.branches)("b")
-            ),
-            LONG,
-        );
+        let running = start(&format!(
+            "vmafcompare name=a backend={backend} ! fakesink {} \
+             vmafcompare name=b backend={backend} ! fakesink {}",
+            (a.branches)("a"),
+            (b.branches)("b")
+        ));
+        if backend == "cuda" {
+            // Both elements hold one and the same GstCudaContext (the first one's, found
+            // by the second through the bin).
+            let _ = running.pipeline.state(gst::ClockTime::from_seconds(30));
+            let shared = |name: &str| {
+                running
+                    .pipeline
+                    .by_name(name)
+                    .and_then(|e| e.context("gst.cuda.context"))
+                    .and_then(|c| {
+                        c.structure()
+                            .get::<gst::glib::Object>("gst.cuda.context")
+                            .ok()
+                    })
+            };
+            let (ca, cb) = (shared("a"), shared("b"));
+            assert!(ca.is_some(), "element a holds no gst.cuda.context");
+            assert_eq!(ca, cb, "the two elements hold different CUDA contexts");
+        }
+        let out = running.finish(LONG);
         assert!(out.errors.is_empty(), "{:?}", out.errors);
         for (name, case) in [("a", a), ("b", b)] {
             let got: Vec<Vec<(String, u64)>> = out

@@ -216,6 +216,10 @@ fn unwritable_results_location_fails_before_the_first_frame() {
 
 #[test]
 fn cuda_backend_is_refused_with_a_clear_error() {
+    if gpu_usable() {
+        eprintln!("skipped: a GPU is usable here (tests/gpu.rs covers backend=cuda)");
+        return;
+    }
     let err = start_error("backend=cuda");
     assert!(
         err.to_lowercase().contains("cuda") && err.contains("backend=cpu"),
@@ -233,12 +237,23 @@ fn auto_backend_warns_and_scores_on_cpu() {
     );
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     assert_eq!(out.frames.len(), 3);
+    if gpu_usable() {
+        // A GPU host: auto takes the GPU, silently.
+        assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+        assert_eq!(out.summary.unwrap().backend, "cuda");
+        return;
+    }
     assert!(
         out.warnings.iter().any(|w| w.contains("CPU")),
         "{:?}",
         out.warnings
     );
     assert_eq!(out.summary.unwrap().backend, "cpu");
+}
+
+/// Whether the CUDA backend can run here (a GPU host), where the no-GPU expectations differ.
+fn gpu_usable() -> bool {
+    gstvmafcompare::cuda::GpuDevice::open(0).is_ok()
 }
 
 #[test]

@@ -17,6 +17,7 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlic
 use super::adm::AdmGpu;
 use super::context::GpuDevice;
 use super::error::{CudaError, DriverResultExt};
+use super::fault::{Counted, Handle};
 use super::motion::MotionGpu;
 use super::plane::DevPlane;
 use super::vif::VifGpu;
@@ -56,6 +57,8 @@ struct Slot {
     index: u64,
     full: bool,
     has_motion: bool,
+    /// The two events, for [`super::fault::live`].
+    _counted: [Counted; 2],
 }
 
 impl Slot {
@@ -95,6 +98,7 @@ impl Slot {
             index: 0,
             full: false,
             has_motion: false,
+            _counted: [Counted::new(Handle::Event), Counted::new(Handle::Event)],
         })
     }
 }
@@ -139,6 +143,8 @@ pub struct CudaBackend {
     holds: VecDeque<Hold>,
     /// A failure of `reset` (which cannot return one), reported by the next call.
     deferred: Option<CudaError>,
+    /// The two streams, for [`super::fault::live`].
+    _counted: [Counted; 2],
 }
 
 fn engine_err(e: CudaError) -> EngineError {
@@ -221,6 +227,7 @@ impl CudaBackend {
             ready: VecDeque::with_capacity(SLOTS),
             holds: VecDeque::with_capacity(2 * SLOTS + 2),
             deferred: None,
+            _counted: [Counted::new(Handle::Stream), Counted::new(Handle::Stream)],
         })
     }
 
@@ -397,10 +404,11 @@ impl CudaBackend {
         distorted: LumaInput<'_>,
         full: bool,
     ) -> Result<(), CudaError> {
+        // The first CUDA step of each frame (tests/gpu_faults.rs counts init steps up to it).
         self.compute
             .context()
             .bind_to_thread()
-            .during("cuCtxSetCurrent")?;
+            .during("cuCtxSetCurrent(frame)")?;
         let index = self.submitted;
         let has_motion = index > 0;
         let prev = (s + SLOTS - 1) % SLOTS;

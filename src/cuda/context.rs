@@ -9,6 +9,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePt
 use cudarc::nvrtc::Ptx;
 
 use super::error::{CudaError, DriverResultExt};
+use super::fault::{Counted, Handle};
 
 /// PTX of `kernels/motion.cu` (compiled by `build.rs`, or the committed `kernels/ptx` copy),
 /// NUL-terminated for `cuModuleLoadData`.
@@ -39,6 +40,8 @@ pub struct GpuDevice {
     // Field order is drop order: modules before the context they live in.
     modules: Modules,
     ctx: Arc<CudaContext>,
+    /// The retained context and the three modules, for [`super::fault::live`].
+    _counted: [Counted; 4],
 }
 
 /// Loads one NUL-terminated PTX text into `ctx`.
@@ -91,6 +94,12 @@ impl GpuDevice {
         Ok(GpuDevice {
             modules: Modules { motion, vif, adm },
             ctx,
+            _counted: [
+                Counted::new(Handle::Context),
+                Counted::new(Handle::Module),
+                Counted::new(Handle::Module),
+                Counted::new(Handle::Module),
+            ],
         })
     }
 

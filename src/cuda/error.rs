@@ -20,12 +20,13 @@ pub enum CudaError {
         /// Devices present.
         count: usize,
     },
-    /// An allocation failed for lack of device memory.
-    #[error("out of GPU memory: {call} asked for {bytes} bytes ({code})")]
+    /// A call failed for lack of device memory (an allocation, or a module load, stream or
+    /// context creation that needs some).
+    #[error("out of GPU memory: {call}{} ({code}); free GPU memory (other processes, other elements) or use backend=auto to fall back to the CPU", asked(*.bytes))]
     OutOfMemory {
         /// What was being allocated.
         call: &'static str,
-        /// Bytes asked for.
+        /// Bytes asked for (0 when the call is not an allocation of a known size).
         bytes: usize,
         /// The CUresult name, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
         code: String,
@@ -52,9 +53,25 @@ fn is_oom(e: &DriverError) -> bool {
     e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
 }
 
+fn asked(bytes: usize) -> String {
+    if bytes == 0 {
+        String::new()
+    } else {
+        format!(" asked for {bytes} bytes")
+    }
+}
+
 impl CudaError {
-    /// Maps a driver error of `call`.
+    /// Maps a driver error of `call` (`CUDA_ERROR_OUT_OF_MEMORY` becomes
+    /// [`CudaError::OutOfMemory`]).
     pub fn driver(call: &'static str, e: DriverError) -> Self {
+        if is_oom(&e) {
+            return Self::OutOfMemory {
+                call,
+                bytes: 0,
+                code: code_name(&e),
+            };
+        }
         Self::Driver {
             call,
             code: code_name(&e),
@@ -63,14 +80,9 @@ impl CudaError {
 
     /// Maps an allocation error of `bytes` bytes in `call` (out of memory is reported as such).
     pub fn alloc(call: &'static str, bytes: usize, e: DriverError) -> Self {
-        if is_oom(&e) {
-            Self::OutOfMemory {
-                call,
-                bytes,
-                code: code_name(&e),
-            }
-        } else {
-            Self::driver(call, e)
+        match Self::driver(call, e) {
+            Self::OutOfMemory { call, code, .. } => Self::OutOfMemory { call, bytes, code },
+            other => other,
         }
     }
 }
@@ -83,12 +95,18 @@ pub trait DriverResultExt<T> {
     fn allocating(self, call: &'static str, bytes: usize) -> Result<T, CudaError>;
 }
 
+/// Both methods also pass each step to the test hook [`super::fault::check`], which can make
+/// a step that succeeded fail (dropping what it made, as a real failure would).
 impl<T> DriverResultExt<T> for Result<T, DriverError> {
     fn during(self, call: &'static str) -> Result<T, CudaError> {
-        self.map_err(|e| CudaError::driver(call, e))
+        let made = self.map_err(|e| CudaError::driver(call, e))?;
+        super::fault::check(call, false).map_err(|e| CudaError::driver(call, e))?;
+        Ok(made)
     }
 
     fn allocating(self, call: &'static str, bytes: usize) -> Result<T, CudaError> {
-        self.map_err(|e| CudaError::alloc(call, bytes, e))
+        let made = self.map_err(|e| CudaError::alloc(call, bytes, e))?;
+        super::fault::check(call, true).map_err(|e| CudaError::alloc(call, bytes, e))?;
+        Ok(made)
     }
 }

@@ -8,6 +8,7 @@ pub mod adm;
 pub mod backend;
 pub mod context;
 pub mod error;
+pub mod fault;
 pub mod gst_cuda;
 pub mod motion;
 pub mod plane;

@@ -672,38 +672,10 @@ impl VmafCompare {
             );
             return false;
         }
+        // Sizes are compared when frames are paired (`ensure_scorer`), not here: a pad may
+        // renegotiate before its first buffer (a source re-sending stale sticky caps on
+        // restart), and both pads may switch size mid-stream one after the other.
         let mut state = lock(&self.state);
-        let other = if pad == &self.reference_pad {
-            state.distorted.as_ref()
-        } else {
-            state.reference.as_ref()
-        };
-        // Before the first pair, a size mismatch is a negotiation error. Once scoring runs,
-        // both pads may switch size one after the other; pairs are checked as they are made.
-        if let Some(other) = other.filter(|_| state.geometry.is_none()) {
-            if other.size() != (w, h) {
-                let (ow, oh) = other.size();
-                let (rw, rh, dw, dh) = if pad == &self.reference_pad {
-                    (w, h, ow, oh)
-                } else {
-                    (ow, oh, w, h)
-                };
-                drop(state);
-                gst::element_imp_error!(
-                    self,
-                    gst::CoreError::Negotiation,
-                    (
-                        "reference is {}x{} but distorted is {}x{}: both pads must carry the same width and height",
-                        rw,
-                        rh,
-                        dw,
-                        dh
-                    ),
-                    ["Scale one stream (e.g. videoscale) so both have the same size."]
-                );
-                return false;
-            }
-        }
         gst::debug!(
             CAT,
             imp = self,

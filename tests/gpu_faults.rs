@@ -1,0 +1,169 @@
+//! Fault injection at every CUDA init and allocation step (issue 5, item 2), on a GPU.
+//!
+//! A recording run lists the CUDA steps of a scoring run (opening the device at
+//! NULL -> READY, making the backend at the first caps) up to the first per-frame step. Then,
+//! for each step `k` of that list, the test hook `gstvmafcompare::cuda::fault` makes step `k`
+//! fail and the test checks:
+//! - `backend=cuda`: the element posts an error whose text names the failing step; once the
+//!   pipeline is back in NULL, free device memory (`cuMemGetInfo`) is back to its value before
+//!   the run (within 1 MiB) and the backend holds no more streams, events, modules or contexts
+//!   than before (every earlier step undone);
+//! - `backend=auto`: a warning names the step, and the stream is scored on the CPU with
+//!   exactly the CPU backend's scores;
+//! - the next `backend=cuda` run, unarmed, succeeds with the same scores.
+//!
+//! Skips where no GPU is usable (CI); `VMAFCOMPARE_REQUIRE_GPU=1` turns the skip into a
+//! failure (the GPU host). Run: `cargo test --release --test gpu_faults -- --nocapture`.
+
+mod common;
+
+use common::*;
+use gstvmafcompare::cuda::{fault, GpuDevice};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn desc(backend: &str) -> String {
+    let pair = reference_pairs()
+        .into_iter()
+        .find(|p| p.width == 576 && p.format == "I420")
+        .expect("576x324 8-bit reference pair");
+    format!(
+        "{} {} vmafcompare name=cmp backend={backend} ! fakesink",
+        raw_branch(
+            &pair.reference,
+            pair.width,
+            pair.height,
+            pair.format,
+            "reference"
+        ),
+        raw_branch(
+            &pair.distorted,
+            pair.width,
+            pair.height,
+            pair.format,
+            "distorted"
+        ),
+    )
+}
+
+fn scores(out: &RunOutput) -> Vec<Vec<u64>> {
+    out.frames
+        .iter()
+        .map(|f| f.metrics.iter().map(|(_, v)| v.to_bits()).collect())
+        .collect()
+}
+
+#[test]
+fn every_init_and_allocation_step_can_fail_cleanly() {
+    init();
+    let dev = match GpuDevice::open(0) {
+        Ok(d) => d,
+        Err(e) => {
+            assert!(
+                std::env::var_os("VMAFCOMPARE_REQUIRE_GPU").is_none(),
+                "VMAFCOMPARE_REQUIRE_GPU is set but no GPU: {e}"
+            );
+            eprintln!("skipped: no usable GPU here ({e})");
+            return;
+        }
+    };
+    // The test's own device keeps the primary context alive, so free memory compares like
+    // with like between runs.
+    let free = || dev.mem_get_info().map(|(f, _)| f).unwrap_or(0);
+    let cpu = run(&desc("cpu"), LONG);
+    assert!(cpu.errors.is_empty(), "cpu: {:?}", cpu.errors);
+    let expected = scores(&cpu);
+    assert_eq!(expected.len(), 3);
+    // Warm-up: the driver's lazy per-process allocations.
+    let warm = run(&desc("cuda"), LONG);
+    assert!(warm.errors.is_empty(), "cuda: {:?}", warm.errors);
+
+    fault::record();
+    let recorded = run(&desc("cuda"), LONG);
+    let names = fault::disarm();
+    assert!(recorded.errors.is_empty(), "{:?}", recorded.errors);
+    assert_eq!(
+        scores(&recorded),
+        expected,
+        "GPU scores differ from the CPU's"
+    );
+    let first_frame = names
+        .iter()
+        .position(|n| *n == "cuCtxSetCurrent(frame)")
+        .expect("a per-frame step was recorded");
+    let steps = &names[..first_frame];
+    assert!(steps.len() >= 10, "too few init steps recorded: {steps:?}");
+
+    let base_free = free();
+    let base_live = fault::live();
+    println!("| step | CUDA step | backend=cuda error | device memory after (MiB) | handles after | backend=auto | next run |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let mut failures = Vec::new();
+    for (k, name) in steps.iter().enumerate() {
+        let k = k + 1;
+        fault::arm(k as u64);
+        let out = run(&desc("cuda"), LONG);
+        let fired = fault::fired();
+        fault::disarm();
+        let error = out.errors.first().cloned().unwrap_or_default();
+        let delta = (free() as f64 - base_free as f64) / MIB;
+        let live = fault::live();
+
+        fault::arm(k as u64);
+        let auto = run(&desc("auto"), LONG);
+        fault::disarm();
+        let auto_ok = auto.errors.is_empty()
+            && scores(&auto) == expected
+            && auto.warnings.iter().any(|w| w.contains(name));
+
+        let next = run(&desc("cuda"), LONG);
+        let next_ok = next.errors.is_empty()
+            && scores(&next) == expected
+            && next.summary.as_ref().is_some_and(|s| s.backend == "cuda");
+
+        let short: String = error.split(" (Some").next().unwrap_or("").to_owned();
+        println!(
+            "| {k} | {name} | {short} | {delta:+.3} | {live:?} | {} | {} |",
+            if auto_ok {
+                "CPU, scores equal"
+            } else {
+                "WRONG"
+            },
+            if next_ok { "ok" } else { "FAILED" }
+        );
+        let mut wrong = Vec::new();
+        if fired != Some(*name) {
+            wrong.push(format!("fired {fired:?}"));
+        }
+        if !error.contains(name) {
+            wrong.push(format!("error {error:?} does not name the step"));
+        }
+        if delta.abs() > 1.0 {
+            wrong.push(format!("device memory {delta:+.3} MiB"));
+        }
+        if live != base_live {
+            wrong.push(format!("handles {live:?}, before {base_live:?}"));
+        }
+        if !auto_ok {
+            wrong.push(format!(
+                "auto: errors {:?}, warnings {:?}, {} frames",
+                auto.errors,
+                auto.warnings,
+                auto.frames.len()
+            ));
+        }
+        if !next_ok {
+            wrong.push(format!("next run: {:?}", next.errors));
+        }
+        if !wrong.is_empty() {
+            failures.push(format!("step {k} ({name}): {}", wrong.join("; ")));
+        }
+    }
+    println!(
+        "{} init/allocation steps injected; device memory {:.1} MiB free at the start, handles {:?}",
+        steps.len(),
+        base_free as f64 / MIB,
+        base_live
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
