@@ -178,8 +178,11 @@ fn cell_text(text: &str) -> String {
 /// A frame size and bit depth.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Cell {
+    /// Luma width in samples.
     width: usize,
+    /// Luma height in rows.
     height: usize,
+    /// Bits per sample: 8 or 10.
     bpc: u32,
 }
 
@@ -251,8 +254,11 @@ where
 /// The input frames of one configuration: reference and distorted buffers (same count, at
 /// least one) and their caps.
 struct Frames {
+    /// Reference frames, pushed in turn.
     refs: Vec<gst::Buffer>,
+    /// Distorted frames, `diss[i]` paired with `refs[i]`.
     diss: Vec<gst::Buffer>,
+    /// Caps of both `appsrc`.
     caps: gst::Caps,
 }
 
@@ -293,8 +299,11 @@ fn host_frames(data: &std::path::Path, cell: Cell) -> Result<Frames, BoxError> {
 /// The GPU as this program sees it: the primary context of device 0 (the one the element
 /// computes in), held for the whole run.
 struct Gpu {
+    /// The retained primary context (released when this is dropped).
     ctx: Arc<CudaContext>,
+    /// Device name as the driver reports it.
     name: String,
+    /// Device memory in bytes.
     total: usize,
 }
 
@@ -335,7 +344,9 @@ enum Feed {
 struct RunSpec<'a> {
     /// `backend` property value.
     backend: &'a str,
+    /// What to push.
     frames: &'a Frames,
+    /// How to push it.
     feed: Feed,
     /// Device memory is sampled on this GPU, when given.
     probe: Option<&'a Gpu>,
@@ -354,12 +365,15 @@ struct Collected {
 
 /// What one run produced.
 struct Outcome {
+    /// `(index, when posted)` of every frame message, in posting order.
     arrivals: Vec<(u64, Instant)>,
+    /// The frame messages of indices below [`KEEP`].
     first: Vec<FrameMessage>,
     /// Pairs pushed.
     pushed: u64,
     /// Paced runs: when each pair's reference was pushed.
     pushes: Vec<Instant>,
+    /// The summary message posted at end of stream.
     summary: Option<SummaryMessage>,
     /// Device memory taken while the pipeline ran (bytes), with a probe.
     device_bytes: Option<usize>,
@@ -684,7 +698,9 @@ fn latency(o: &Outcome) -> Result<(f64, f64, f64), String> {
 /// Frames in CUDA memory made by `cudaupload`, and the pre-roll pipelines that made them
 /// (kept in PLAYING, so their buffer pools stay active, until this is dropped).
 struct CudaFrames {
+    /// The buffers (one `GstCudaMemory` each) and their `memory:CUDAMemory` caps.
     frames: Frames,
+    /// The `cudaupload` pipelines, set to NULL on drop after the buffers are released.
     pipelines: Vec<gst::Pipeline>,
 }
 
@@ -783,15 +799,25 @@ fn upload(gpu: &Gpu, host: &Frames, cell: Cell) -> Result<Result<CudaFrames, Str
 
 /// One row of the main table.
 struct Row {
+    /// Size and depth.
     cell: Cell,
+    /// `backend=cuda` fps, system memory.
     system: Val,
+    /// `backend=cuda` fps, CUDA memory.
     cuda: Val,
+    /// Input path of the CUDA-memory run, as the summary reports it.
     cuda_input: String,
+    /// Device memory of the system-memory run, MiB.
     device_mib: Val,
+    /// Median latency of the paced run, ms.
     p50: Val,
+    /// 99th-percentile latency of the paced run, ms.
     p99: Val,
+    /// Pace of the latency run, fps.
     paced: Val,
+    /// Median pairs pushed after a frame before its message.
     lag: Val,
+    /// `backend=cpu` fps.
     cpu: Val,
     /// `yes`, `= cpu`, `NO`, or `-` (nothing to compare).
     scores: String,
@@ -835,7 +861,9 @@ impl Row {
 
 /// One row of the streams table.
 struct AggRow<'a> {
+    /// `cuda` or `cpu`.
     backend: &'a str,
+    /// Elements run at once.
     elements: usize,
     /// Aggregate steady fps.
     fps: Val,
