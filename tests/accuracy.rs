@@ -123,7 +123,9 @@ fn places(a: f64, b: f64, places: i32) -> bool {
 #[test]
 fn golden_values_from_netflix_tests() {
     let pairs = reference_pairs();
-    let cases: [(usize, &[(&str, f64, i32)]); 2] = [
+    // (pair, [(metric, pooled mean, decimal places that must agree)])
+    type Golden = &'static [(&'static str, f64, i32)];
+    let cases: [(usize, Golden); 2] = [
         (
             1, // 576x324 10-bit, 3 frames: vmafexec_test.py
             &[

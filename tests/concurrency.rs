@@ -169,16 +169,16 @@ fn two_elements_in_one_pipeline_score_as_alone() {
             // Both elements hold one and the same GstCudaContext (the first one's, found
             // by the second through the bin).
             let _ = running.pipeline.state(gst::ClockTime::from_seconds(30));
+            // Each element answers a context query on its src pad with the context it uses.
             let shared = |name: &str| {
-                running
-                    .pipeline
-                    .by_name(name)
-                    .and_then(|e| e.context("gst.cuda.context"))
-                    .and_then(|c| {
-                        c.structure()
-                            .get::<gst::glib::Object>("gst.cuda.context")
-                            .ok()
-                    })
+                let element = running.pipeline.by_name(name)?;
+                let pad = element.static_pad("src")?;
+                let mut q = gst::query::Context::new("gst.cuda.context");
+                pad.query(&mut q).then_some(())?;
+                q.context_owned()?
+                    .structure()
+                    .get::<gst::glib::Object>("gst.cuda.context")
+                    .ok()
             };
             let (ca, cb) = (shared("a"), shared("b"));
             assert!(ca.is_some(), "element a holds no gst.cuda.context");

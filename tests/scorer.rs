@@ -19,11 +19,13 @@ struct Fake {
 }
 
 fn features(i: u64) -> RawFeatures {
-    let mut r = RawFeatures::default();
-    r.motion_sad = if i == 0 {
-        0.0
-    } else {
-        (i * 7 % 5) as f64 + 0.5
+    let mut r = RawFeatures {
+        motion_sad: if i == 0 {
+            0.0
+        } else {
+            (i * 7 % 5) as f64 + 0.5
+        },
+        ..RawFeatures::default()
     };
     r.vif.scale = [0.5, 0.9, 0.95, 0.97];
     r.adm.adm2 = 0.9 + i as f64 * 1e-3;

@@ -2,14 +2,39 @@
 //! ../shared/vmaf-reference, scaled up for larger sizes.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::Path;
+
+/// Luma planes of several frames, each `width * height` samples.
+pub type Planes = Vec<Vec<u16>>;
+
+/// Luma planes of `n` frames of a raw 4:2:0 file at `bpc` bits. Panics when the file cannot
+/// be read or is too short (see [`try_read_luma`]).
+pub fn read_luma(path: &Path, w: usize, h: usize, bpc: u32, n: usize) -> Planes {
+    try_read_luma(path, w, h, bpc, n).unwrap_or_else(|e| panic!("{e}"))
+}
 
 /// Luma planes of `n` frames of a raw 4:2:0 file at `bpc` bits.
-pub fn read_luma(path: &PathBuf, w: usize, h: usize, bpc: u32, n: usize) -> Vec<Vec<u16>> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+///
+/// Errors: a text naming the file when it cannot be read or holds fewer than `n` frames.
+pub fn try_read_luma(
+    path: &Path,
+    w: usize,
+    h: usize,
+    bpc: u32,
+    n: usize,
+) -> Result<Planes, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let bps = if bpc > 8 { 2 } else { 1 };
     let frame = (w * h + 2 * w.div_ceil(2) * h.div_ceil(2)) * bps;
-    (0..n)
+    if bytes.len() < n * frame {
+        return Err(format!(
+            "{}: {} bytes, {n} frames of {w}x{h} at {bpc} bits need {}",
+            path.display(),
+            bytes.len(),
+            n * frame
+        ));
+    }
+    Ok((0..n)
         .map(|i| {
             let y = &bytes[i * frame..i * frame + w * h * bps];
             if bps == 1 {
@@ -20,7 +45,7 @@ pub fn read_luma(path: &PathBuf, w: usize, h: usize, bpc: u32, n: usize) -> Vec<
                     .collect()
             }
         })
-        .collect()
+        .collect())
 }
 
 /// Bilinear upscale of a plane (content for the 1080p rows).
@@ -45,23 +70,29 @@ pub fn upscale(src: &[u16], sw: usize, sh: usize, dw: usize, dh: usize) -> Vec<u
     out
 }
 
-/// `n` reference and distorted luma planes of `w` x `h` at `bpc` (8 or 10) bits, from the
-/// 576x324 src01 pair in `data`, scaled when the size differs.
-pub fn pair_planes(
-    data: &std::path::Path,
+/// Three reference and three distorted luma planes of `w` x `h` at `bpc` (8 or 10) bits,
+/// from the 576x324 src01 pair in `data`, scaled when the size differs. Panics when the
+/// files are missing (see [`try_pair_planes`]).
+pub fn pair_planes(data: &std::path::Path, w: usize, h: usize, bpc: u32) -> (Planes, Planes) {
+    try_pair_planes(data, w, h, bpc).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`pair_planes`]. Errors: a text naming the missing or short file.
+pub fn try_pair_planes(
+    data: &Path,
     w: usize,
     h: usize,
     bpc: u32,
-) -> (Vec<Vec<u16>>, Vec<Vec<u16>>) {
+) -> Result<(Planes, Planes), String> {
     let tag = if bpc > 8 { "420p10" } else { "420p8" };
-    let load = |kind: &str| {
+    let load = |kind: &str| -> Result<Planes, String> {
         let p = data.join(format!("src01_{kind}_576x324_{tag}_3f.yuv"));
-        let planes = read_luma(&p, 576, 324, bpc, 3);
-        if (w, h) == (576, 324) {
+        let planes = try_read_luma(&p, 576, 324, bpc, 3)?;
+        Ok(if (w, h) == (576, 324) {
             planes
         } else {
             planes.iter().map(|p| upscale(p, 576, 324, w, h)).collect()
-        }
+        })
     };
-    (load("ref"), load("dis"))
+    Ok((load("ref")?, load("dis")?))
 }

@@ -335,7 +335,7 @@ impl Adm {
         }
 
         let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); 4];
-        for scale in 0..4 {
+        for (scale, slot) in per_scale.iter_mut().enumerate() {
             self.dwt_scale(scale, reference, distorted);
             let (w, h) = self.dims[scale + 1];
             let (n, d, a) = if scale == 0 {
@@ -343,7 +343,7 @@ impl Adm {
             } else {
                 self.score_scale::<false>(scale, w, h, cfg.enhn_gain_limit)
             };
-            per_scale[scale] = (n, d, a);
+            *slot = (n, d, a);
         }
 
         Ok(finish_scores(self.width, self.height, per_scale))

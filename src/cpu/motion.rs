@@ -133,9 +133,9 @@ mod tests {
         for i in 0..h {
             for j in 0..w {
                 let mut acc = 0i64;
-                for k in 0..5 {
+                for (k, f) in FILTER.iter().enumerate() {
                     let r = mirror(i as isize - 2 + k as isize, h);
-                    acc += FILTER[k] * (prev[r * w + j] as i64 - cur[r * w + j] as i64);
+                    acc += f * (prev[r * w + j] as i64 - cur[r * w + j] as i64);
                 }
                 y[j] = if bpc == 8 {
                     ((acc + 128) >> 8) as i32
@@ -146,8 +146,8 @@ mod tests {
             let mut row = 0u32;
             for j in 0..w {
                 let mut acc = 0i64;
-                for k in 0..5 {
-                    acc += FILTER[k] * y[mirror(j as isize - 2 + k as isize, w)] as i64;
+                for (k, f) in FILTER.iter().enumerate() {
+                    acc += f * y[mirror(j as isize - 2 + k as isize, w)] as i64;
                 }
                 row += (((acc + (1 << 15)) >> 16) as i32).unsigned_abs();
             }

@@ -55,6 +55,8 @@ type FnNewContext = unsafe extern "C" fn(*mut gst::ffi::GstObject) -> *mut gst::
 
 /// The loaded library and its entry points.
 pub struct GstCuda {
+    /// `gst_cuda_load_library` succeeded (called once, in [`library`]'s initialiser).
+    driver_loaded: std::sync::OnceLock<bool>,
     load_library: FnVoidBool,
     is_cuda_memory: FnIsCudaMemory,
     context_get_type: FnGetType,
@@ -96,6 +98,7 @@ fn load() -> Result<GstCuda, String> {
         }};
     }
     Ok(GstCuda {
+        driver_loaded: std::sync::OnceLock::new(),
         load_library: sym!(b"gst_cuda_load_library", FnVoidBool),
         is_cuda_memory: sym!(b"gst_is_cuda_memory", FnIsCudaMemory),
         context_get_type: sym!(b"gst_cuda_context_get_type", FnGetType),
@@ -145,9 +148,19 @@ pub struct DevicePlane {
 impl GstCuda {
     /// Loads the CUDA driver inside GStreamer's library (`gst_cuda_load_library`). Must
     /// return true before any context call; call only after libcuda is known to load.
+    ///
+    /// Called once per process, serialised: GStreamer 1.22's loader is not thread-safe (two
+    /// threads loading at once can briefly see a NULL entry in its function table, and the
+    /// next CUDA call through it aborts the process), so concurrent elements must not race
+    /// into it. Every context call of this module checks it first.
     pub fn load_driver(&self) -> bool {
-        // SAFETY: no arguments; idempotent.
-        unsafe { (self.load_library)() != glib::ffi::GFALSE }
+        *self.driver_loaded.get_or_init(|| {
+            // SAFETY: libcuda must load for the call to succeed, and is checked first
+            // (cudarc's probe only dlopens it); no arguments.
+            let present = unsafe { cudarc::driver::sys::is_culib_present() };
+            // SAFETY: as above.
+            present && unsafe { (self.load_library)() != glib::ffi::GFALSE }
+        })
     }
 
     /// Whether `mem` is GStreamer CUDA memory.
@@ -182,6 +195,9 @@ impl GstCuda {
             call: "gst_memory_map(GST_MAP_CUDA)",
             code: code.to_owned(),
         };
+        if !self.load_driver() {
+            return Err(bad("the CUDA driver did not load in GStreamer's CUDA library"));
+        }
         if buffer.n_memory() != 1 {
             return Err(bad("CUDA buffer with more than one memory"));
         }
@@ -241,6 +257,9 @@ impl GstCuda {
         cu_device: i32,
         keep: K,
     ) -> Option<gst::Object> {
+        if !self.load_driver() {
+            return None;
+        }
         // SAFETY: a live context and its device; returns a new (floating-sunk) reference.
         let ptr = unsafe { (self.context_new_wrapped)(cu_ctx as *mut c_void, cu_device) };
         if ptr.is_null() {
@@ -257,6 +276,9 @@ impl GstCuda {
     /// (`gst_cuda_context_new`), as nvcodec elements make when no context is shared. For
     /// applications and tests that want elements in a context of their own.
     pub fn new_owned_context(&self, device_id: u32) -> Option<gst::Object> {
+        if !self.load_driver() {
+            return None;
+        }
         // SAFETY: returns a new reference or NULL.
         let ptr = unsafe { (self.context_new)(device_id) };
         (!ptr.is_null()).then(|| unsafe { from_glib_full(ptr) })
@@ -278,6 +300,9 @@ impl GstCuda {
         device_id: i32,
         slot: &mut Option<gst::Object>,
     ) {
+        if !self.load_driver() {
+            return;
+        }
         let mut raw: *mut gst::ffi::GstObject = match slot.take() {
             // Ownership moves into `raw` and back below.
             Some(o) => o.into_glib_ptr(),
@@ -307,6 +332,9 @@ impl GstCuda {
         query: &mut gst::QueryRef,
         ctx: &gst::Object,
     ) -> bool {
+        if !self.load_driver() {
+            return false;
+        }
         // SAFETY: live element, query and context.
         unsafe {
             (self.handle_context_query)(

@@ -66,9 +66,12 @@ fn json_value(v: f64) -> String {
 }
 
 enum Sink {
-    Json { first: bool },
+    Json {
+        first: bool,
+    },
     Xml(quick_xml::Writer<BufWriter<File>>),
-    Csv(csv::Writer<BufWriter<File>>),
+    /// Boxed: the CSV writer's buffers make it several times larger than the other variants.
+    Csv(Box<csv::Writer<BufWriter<File>>>),
 }
 
 /// A log being written. Created (and the file opened) before the first frame, so an
@@ -99,7 +102,9 @@ impl LogWriter {
             ),
             LogFormat::Csv => (
                 None,
-                Sink::Csv(csv::WriterBuilder::new().flexible(true).from_writer(buf)),
+                Sink::Csv(Box::new(
+                    csv::WriterBuilder::new().flexible(true).from_writer(buf),
+                )),
             ),
         };
         Ok(Self {

@@ -278,7 +278,7 @@ impl<T> Scorer<T> {
         tag: T,
     ) -> Result<Vec<Scored<T>>, EngineError> {
         let index = self.next_index;
-        let full = index % self.subsample == 0;
+        let full = index.is_multiple_of(self.subsample);
         self.backend.submit_input(reference, distorted, full)?;
         self.next_index += 1;
         let first = index == 0 || std::mem::take(&mut self.restart);
