@@ -92,6 +92,9 @@ fn frame(w: usize, h: usize, n: usize, noisy: bool) -> gst::Buffer {
     gst::Buffer::from_mut_slice(data)
 }
 
+/// Width, height and the (reference, distorted) frames pushed at that size.
+type Segment = (usize, usize, Vec<(gst::Buffer, gst::Buffer)>);
+
 fn caps(w: usize, h: usize) -> gst::Caps {
     gst::Caps::builder("video/x-raw")
         .field("format", "NV12")
@@ -155,7 +158,7 @@ fn run(args: &Args) -> Result<bool, String> {
         sizes.push((1280, 720));
     }
     // Frames made once; each push shares their memory.
-    let frames: Vec<(usize, usize, Vec<(gst::Buffer, gst::Buffer)>)> = sizes
+    let frames: Vec<Segment> = sizes
         .iter()
         .map(|&(w, h)| {
             let f = (0..3)
