@@ -64,9 +64,13 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(dev: &GpuDevice, compute: &Arc<CudaStream>, pixels: usize) -> Result<Self, CudaError> {
+    /// `plane_bytes`: one plane at the backend's sample size (1 byte up to 8 bits, else 2).
+    fn new(
+        dev: &GpuDevice,
+        compute: &Arc<CudaStream>,
+        plane_bytes: usize,
+    ) -> Result<Self, CudaError> {
         let ctx = dev.context();
-        let plane_bytes = pixels * 2;
         // SAFETY: the staging is written (the rows uploaded) before each upload, and the
         // results are only read after a read-back into them has completed.
         let host_ref = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes, 0) }
@@ -204,7 +208,7 @@ impl CudaBackend {
         let adm_part = AdmGpu::new(&dev.modules().adm, &compute, width, height, bpc)?;
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
-            slots.push(Slot::new(dev, &compute, width * height)?);
+            slots.push(Slot::new(dev, &compute, width * height * sample_bytes(bpc))?);
         }
         // Allocations are stream-ordered on `compute`: finish them before `upload` writes.
         compute
@@ -247,7 +251,13 @@ impl CudaBackend {
             }
             _ => true,
         };
-        if width != self.width || height != self.height || !packed_ok {
+        // Host rows and copied device rows go through planes of the backend's sample size.
+        let bytes_ok = match input {
+            LumaInput::Host(h) => h.layout.bytes <= sample_bytes(self.bpc),
+            LumaInput::Device(d) => d.layout.bytes <= sample_bytes(self.bpc),
+            LumaInput::Packed(_) => true,
+        };
+        if width != self.width || height != self.height || !packed_ok || !bytes_ok {
             return Err(FeatureError::wrong_size(
                 "vmaf",
                 (self.width, self.height, self.bpc),
@@ -257,10 +267,11 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Copies the valid samples of a packed `u16` plane's rows into `dst` (packed, 2 bytes
-    /// per sample, little-endian), in parallel bands of rows. Returns the bytes written.
-    fn stage_packed(p: &LumaPlane, dst: &mut [u8]) -> usize {
-        let (w, row) = (p.width, 2 * p.width);
+    /// Copies the valid samples of a packed `u16` plane's rows into `dst` (packed, `bytes`
+    /// per sample: 2 little-endian, or 1 for planes of at most 8 bits, whose samples are below
+    /// 256 by [`LumaPlane`]'s contract), in parallel bands of rows. Returns the bytes written.
+    fn stage_packed(p: &LumaPlane, dst: &mut [u8], bytes: usize) -> usize {
+        let (w, row) = (p.width, bytes * p.width);
         let total = row * p.height;
         let Some(dst) = dst.get_mut(..total) else {
             return 0;
@@ -271,7 +282,14 @@ impl CudaBackend {
             .for_each(|(b, chunk)| {
                 for (i, out) in chunk.chunks_exact_mut(row).enumerate() {
                     let start = (b * band + i) * p.stride;
-                    if let Some(src) = p.data.get(start..start + w) {
+                    let Some(src) = p.data.get(start..start + w) else {
+                        continue;
+                    };
+                    if bytes == 1 {
+                        for (d, v) in out.iter_mut().zip(src) {
+                            *d = *v as u8;
+                        }
+                    } else {
                         for (d, v) in out.chunks_exact_mut(2).zip(src) {
                             d.copy_from_slice(&v.to_le_bytes());
                         }
@@ -338,7 +356,7 @@ impl CudaBackend {
                     call: "cuMemcpyHtoDAsync(luma)",
                     code: "staging smaller than the plane".to_owned(),
                 })?;
-            // SAFETY: `dev` holds width * height * 2 >= bytes bytes; the pinned source lives
+            // SAFETY: `dev` holds width * height * sample_bytes >= bytes bytes (`check`); the pinned source lives
             // in the slot until the upload is complete (the slot is reused only after its
             // frame was collected, which implies the upload event passed).
             unsafe {
@@ -349,13 +367,20 @@ impl CudaBackend {
         match input {
             LumaInput::Packed(p) => {
                 let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
-                let n = Self::stage_packed(&p, dst);
+                let bytes = sample_bytes(self.bpc);
+                let n = Self::stage_packed(&p, dst, bytes);
                 upload(n, host)?;
-                Ok(DevPlane::new(
-                    dev_ptr,
-                    2 * p.width,
-                    SampleLayout::RIGHT_ALIGNED_U16,
-                ))
+                let layout = if bytes == 1 {
+                    SampleLayout {
+                        bytes: 1,
+                        down: 0,
+                        depth: 8,
+                        up: 0,
+                    }
+                } else {
+                    SampleLayout::RIGHT_ALIGNED_U16
+                };
+                Ok(DevPlane::new(dev_ptr, bytes * p.width, layout))
             }
             LumaInput::Host(h) => {
                 let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
@@ -412,7 +437,7 @@ impl CudaBackend {
                 };
                 // SAFETY: the source is `height` rows of `row` bytes at `pitch` in `context`
                 // (kept alive by `hold` until this frame is collected); the destination holds
-                // width * height * 2 >= row * height bytes.
+                // width * height * sample_bytes >= row * height bytes (`check`).
                 unsafe { sys::cuMemcpy3DPeerAsync(&copy, self.upload.cu_stream()) }
                     .result()
                     .during("cuMemcpy3DPeerAsync(luma)")?;
@@ -568,6 +593,11 @@ impl CudaBackend {
 /// Bytes of staging one parallel task copies at least (a 576x324 8-bit plane stays on one
 /// thread; a 3840x2160 10-bit plane is cut into 32 bands).
 const BAND_BYTES: usize = 512 * 1024;
+
+/// Bytes per sample of the slots' planes: 1 up to 8 bits, else 2.
+fn sample_bytes(bpc: u32) -> usize {
+    if bpc > 8 { 2 } else { 1 }
+}
 
 /// Rows per band for rows of `row` bytes (at least 1).
 fn rows_per_band(row: usize) -> usize {
