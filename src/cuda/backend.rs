@@ -208,7 +208,11 @@ impl CudaBackend {
         let adm_part = AdmGpu::new(&dev.modules().adm, &compute, width, height, bpc)?;
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
-            slots.push(Slot::new(dev, &compute, width * height * sample_bytes(bpc))?);
+            slots.push(Slot::new(
+                dev,
+                &compute,
+                width * height * sample_bytes(bpc),
+            )?);
         }
         // Allocations are stream-ordered on `compute`: finish them before `upload` writes.
         compute
@@ -271,63 +275,51 @@ impl CudaBackend {
     /// per sample: 2 little-endian, or 1 for planes of at most 8 bits, whose samples are below
     /// 256 by [`LumaPlane`]'s contract), in parallel bands of rows. Returns the bytes written.
     fn stage_packed(p: &LumaPlane, dst: &mut [u8], bytes: usize) -> usize {
-        let (w, row) = (p.width, bytes * p.width);
-        let total = row * p.height;
-        let Some(dst) = dst.get_mut(..total) else {
-            return 0;
-        };
-        let band = rows_per_band(row);
-        dst.par_chunks_mut(row * band)
-            .enumerate()
-            .for_each(|(b, chunk)| {
-                for (i, out) in chunk.chunks_exact_mut(row).enumerate() {
-                    let start = (b * band + i) * p.stride;
-                    let Some(src) = p.data.get(start..start + w) else {
-                        continue;
-                    };
-                    if bytes == 1 {
-                        for (d, v) in out.iter_mut().zip(src) {
-                            *d = *v as u8;
-                        }
-                    } else {
-                        for (d, v) in out.chunks_exact_mut(2).zip(src) {
-                            d.copy_from_slice(&v.to_le_bytes());
-                        }
+        let w = p.width;
+        in_bands(dst, bytes * w, p.height, |first, band, row| {
+            for (i, out) in band.chunks_exact_mut(row).enumerate() {
+                let start = (first + i) * p.stride;
+                let Some(src) = p.data.get(start..start + w) else {
+                    continue;
+                };
+                if bytes == 1 {
+                    for (d, v) in out.iter_mut().zip(src) {
+                        *d = *v as u8;
+                    }
+                } else {
+                    for (d, v) in out.chunks_exact_mut(2).zip(src) {
+                        d.copy_from_slice(&v.to_le_bytes());
                     }
                 }
-            });
-        total
+            }
+        })
     }
 
     /// Copies the valid bytes of each row of `h` into `dst` (packed), in parallel bands of
     /// rows: one thread copies at ~6-10 GB/s, short of what the upload takes (issue 6's
     /// measurements). Returns the bytes written.
     fn stage_host(h: &HostLuma, dst: &mut [u8]) -> usize {
-        let row = h.width * h.layout.bytes;
-        let total = row * h.height;
-        let Some(dst) = dst.get_mut(..total) else {
-            return 0;
-        };
-        let band = rows_per_band(row);
-        dst.par_chunks_mut(row * band)
-            .enumerate()
-            .for_each(|(b, chunk)| {
+        in_bands(
+            dst,
+            h.width * h.layout.bytes,
+            h.height,
+            |first, band, row| {
                 if h.stride == row {
                     // Contiguous rows: one copy per band.
-                    let start = b * band * row;
-                    if let Some(src) = h.data.get(start..start + chunk.len()) {
-                        chunk.copy_from_slice(src);
+                    let start = first * row;
+                    if let Some(src) = h.data.get(start..start + band.len()) {
+                        band.copy_from_slice(src);
                     }
                     return;
                 }
-                for (i, out) in chunk.chunks_exact_mut(row).enumerate() {
-                    let src = h.row_bytes(b * band + i);
+                for (i, out) in band.chunks_exact_mut(row).enumerate() {
+                    let src = h.row_bytes(first + i);
                     if src.len() == row {
                         out.copy_from_slice(src);
                     }
                 }
-            });
-        total
+            },
+        )
     }
 
     /// Puts one input plane where the kernels can read it and returns its descriptor: host
@@ -596,12 +588,31 @@ const BAND_BYTES: usize = 512 * 1024;
 
 /// Bytes per sample of the slots' planes: 1 up to 8 bits, else 2.
 fn sample_bytes(bpc: u32) -> usize {
-    if bpc > 8 { 2 } else { 1 }
+    if bpc > 8 {
+        2
+    } else {
+        1
+    }
 }
 
-/// Rows per band for rows of `row` bytes (at least 1).
-fn rows_per_band(row: usize) -> usize {
-    (BAND_BYTES / row.max(1)).max(1)
+/// Splits the first `rows * row` bytes of `dst` into bands of whole rows of at least
+/// [`BAND_BYTES`] and runs `fill(first_row, band, row)` on each, in parallel (rayon). Returns
+/// the bytes covered, or 0 (nothing done) when `dst` is shorter.
+fn in_bands(
+    dst: &mut [u8],
+    row: usize,
+    rows: usize,
+    fill: impl Fn(usize, &mut [u8], usize) + Sync,
+) -> usize {
+    let total = row * rows;
+    let Some(dst) = dst.get_mut(..total) else {
+        return 0;
+    };
+    let band = (BAND_BYTES / row.max(1)).max(1);
+    dst.par_chunks_mut(row.max(1) * band)
+        .enumerate()
+        .for_each(|(b, chunk)| fill(b * band, chunk, row));
+    total
 }
 
 /// Which staging and device plane of which slot an input goes through.

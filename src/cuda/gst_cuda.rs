@@ -196,7 +196,9 @@ impl GstCuda {
             code: code.to_owned(),
         };
         if !self.load_driver() {
-            return Err(bad("the CUDA driver did not load in GStreamer's CUDA library"));
+            return Err(bad(
+                "the CUDA driver did not load in GStreamer's CUDA library",
+            ));
         }
         if buffer.n_memory() != 1 {
             return Err(bad("CUDA buffer with more than one memory"));
