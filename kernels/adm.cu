@@ -113,7 +113,9 @@ extern "C" __global__ void adm_dwt_s0(const Plane ref, const Plane dis,
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     const int i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= oh || j >= ow) return;
-    const Plane& src = blockIdx.z == 0 ? ref : dis;
+    // A copy, not a reference: a reference to a kernel parameter puts both on the stack
+    // (64 bytes of local memory per thread, reserved for every resident thread).
+    const Plane src = blockIdx.z == 0 ? ref : dis;
     int32_t* a = blockIdx.z == 0 ? a_ref : a_dis;
     int32_t* hvd = blockIdx.z == 0 ? hvd_ref : hvd_dis;
 

@@ -70,7 +70,13 @@ PY
       for t in bad_input element; do
         .gpu/bin/$t --test-threads=2 2>&1 | grep -E 'test result|panicked|FAILED|failed' || fail=1
       done ;;
-    profile)  # ncu per-kernel summary (durations, speed of light) of a short scoring run
+    bench)  # speed from system and CUDA memory, device memory, latency, 10-bit cost, several
+            # elements at once, against the CPU backend (examples/vmaf_bench.rs)
+      .gpu/bin/vmaf_bench || fail=1 ;;
+    perf)  # the bench, then the kernel profile below
+      .gpu/bin/vmaf_bench || fail=1 ;&
+    profile)  # Nsight Compute per kernel (durations, speed of light) over 6 frames at 1080p
+              # 8-bit and 2160p 10-bit; reports as text in $out (docs/perf/ keeps copies)
       for cfg in "1920 1080 I420" "3840 2160 I420_10LE"; do
         read -r w h f <<<"$cfg"
         caps="video/x-raw,format=$f,width=$w,height=$h,framerate=30/1"
@@ -79,55 +85,6 @@ PY
           videotestsrc num-buffers=6 pattern=ball ! "$caps" ! cmp.distorted \
           vmafcompare name=cmp backend=cuda frame-message=false ! fakesink > "$out/ncu_${h}p_$f.txt" 2>&1
         echo "ncu ${w}x${h} $f: $(grep -c . "$out/ncu_${h}p_$f.txt") lines -> ncu_${h}p_$f.txt"
-      done ;;
-    bench)  # speed from system and CUDA memory, device memory, latency, 10-bit cost, several
-            # elements at once, against the CPU backend (examples/vmaf_bench.rs)
-      .gpu/bin/vmaf_bench || fail=1 ;;
-    perf)  # the bench, then Nsight Compute's speed of light per kernel over 20 frames at
-           # 1080p 8-bit and 2160p 10-bit (reports in $out/ncu_*.ncu-rep: two of the 8 files
-           # that come back; logs and CSVs stay in a temporary folder)
-      .gpu/bin/vmaf_bench || fail=1
-      if ! command -v ncu >/dev/null; then echo "ncu not found"; fail=1; continue; fi
-      tmp=$(mktemp -d)
-      for p in 1080p8:1920x1080x8 2160p10:3840x2160x10; do
-        name=ncu_${p%%:*}
-        ncu --clock-control none --section SpeedOfLight --target-processes application-only \
-          -f -o "$out/$name" .gpu/bin/vmaf_bench --profile "${p#*:}" --frames 20 >"$tmp/$name.log" 2>&1 \
-          || { echo "ncu ${p#*:} failed:"; tail -5 "$tmp/$name.log"; fail=1; continue; }
-        grep '^profile:' "$tmp/$name.log"
-        ncu -i "$out/$name.ncu-rep" --page raw --csv --print-units base >"$tmp/$name.csv" 2>&1
-        # One row per kernel from the raw CSV; the printed summary, filtered, if that fails.
-        if ! python3 - "$tmp/$name.csv" 20 <<'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))
-head = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
-cols = rows[head]
-k, d = cols.index("Kernel Name"), cols.index("gpu__time_duration.sum")
-mem = cols.index("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed")
-sm = cols.index("sm__throughput.avg.pct_of_peak_sustained_elapsed")
-num = lambda v: float(v.replace(",", ""))
-per = {}
-for r in rows[head + 1:]:  # the units row does not parse as numbers
-    try:
-        x = (num(r[d]), num(r[mem]), num(r[sm]))
-        per.setdefault(r[k], []).append(x)
-    except (ValueError, IndexError):
-        pass
-frames = int(sys.argv[2])
-total = sum(x[0] for v in per.values() for x in v)
-if not total:
-    sys.exit("no kernel rows in the CSV")
-print(f"{sum(len(v) for v in per.values())} launches, {total / frames / 1e3:.1f} us of kernels per frame (profiled, clocks not locked)")
-print("| kernel | launches | mean us | memory % | SM % | share of kernel time |")
-print("| --- | --- | --- | --- | --- | --- |")
-for name, v in sorted(per.items(), key=lambda kv: -sum(x[0] for x in kv[1])):
-    n, t = len(v), sum(x[0] for x in v)
-    print(f"| {name[:48]} | {n} | {t / n / 1e3:.1f} | {sum(x[1] for x in v) / n:.0f} | {sum(x[2] for x in v) / n:.0f} | {100 * t / total:.0f}% |")
-PY
-        then
-          ncu -i "$out/$name.ncu-rep" --print-summary per-kernel 2>&1 \
-            | grep -E ', Context|Duration|Memory Throughput|Compute \(SM\) Throughput' | head -60
-        fi
       done ;;
     soak)   # not in the default list: a live 1080p pipeline on the GPU for SOAK_SECONDS
             # (default 1500: a device session lasts 30 minutes), RSS and free device memory

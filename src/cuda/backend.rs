@@ -64,9 +64,13 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(dev: &GpuDevice, compute: &Arc<CudaStream>, pixels: usize) -> Result<Self, CudaError> {
+    /// `plane_bytes`: one plane at the backend's sample size (1 byte up to 8 bits, else 2).
+    fn new(
+        dev: &GpuDevice,
+        compute: &Arc<CudaStream>,
+        plane_bytes: usize,
+    ) -> Result<Self, CudaError> {
         let ctx = dev.context();
-        let plane_bytes = pixels * 2;
         // SAFETY: the staging is written (the rows uploaded) before each upload, and the
         // results are only read after a read-back into them has completed.
         let host_ref = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes, 0) }
@@ -204,7 +208,11 @@ impl CudaBackend {
         let adm_part = AdmGpu::new(&dev.modules().adm, &compute, width, height, bpc)?;
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
-            slots.push(Slot::new(dev, &compute, width * height)?);
+            slots.push(Slot::new(
+                dev,
+                &compute,
+                width * height * sample_bytes(bpc),
+            )?);
         }
         // Allocations are stream-ordered on `compute`: finish them before `upload` writes.
         compute
@@ -247,7 +255,13 @@ impl CudaBackend {
             }
             _ => true,
         };
-        if width != self.width || height != self.height || !packed_ok {
+        // Host rows and copied device rows go through planes of the backend's sample size.
+        let bytes_ok = match input {
+            LumaInput::Host(h) => h.layout.bytes <= sample_bytes(self.bpc),
+            LumaInput::Device(d) => d.layout.bytes <= sample_bytes(self.bpc),
+            LumaInput::Packed(_) => true,
+        };
+        if width != self.width || height != self.height || !packed_ok || !bytes_ok {
             return Err(FeatureError::wrong_size(
                 "vmaf",
                 (self.width, self.height, self.bpc),
@@ -257,59 +271,55 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Copies the valid samples of a packed `u16` plane's rows into `dst` (packed, 2 bytes
-    /// per sample, little-endian), in parallel bands of rows. Returns the bytes written.
-    fn stage_packed(p: &LumaPlane, dst: &mut [u8]) -> usize {
-        let (w, row) = (p.width, 2 * p.width);
-        let total = row * p.height;
-        let Some(dst) = dst.get_mut(..total) else {
-            return 0;
-        };
-        let band = rows_per_band(row);
-        dst.par_chunks_mut(row * band)
-            .enumerate()
-            .for_each(|(b, chunk)| {
-                for (i, out) in chunk.chunks_exact_mut(row).enumerate() {
-                    let start = (b * band + i) * p.stride;
-                    if let Some(src) = p.data.get(start..start + w) {
-                        for (d, v) in out.chunks_exact_mut(2).zip(src) {
-                            d.copy_from_slice(&v.to_le_bytes());
-                        }
+    /// Copies the valid samples of a packed `u16` plane's rows into `dst` (packed, `bytes`
+    /// per sample: 2 little-endian, or 1 for planes of at most 8 bits, whose samples are below
+    /// 256 by [`LumaPlane`]'s contract), in parallel bands of rows. Returns the bytes written.
+    fn stage_packed(p: &LumaPlane, dst: &mut [u8], bytes: usize) -> usize {
+        let w = p.width;
+        in_bands(dst, bytes * w, p.height, |first, band, row| {
+            for (i, out) in band.chunks_exact_mut(row).enumerate() {
+                let start = (first + i) * p.stride;
+                let Some(src) = p.data.get(start..start + w) else {
+                    continue;
+                };
+                if bytes == 1 {
+                    for (d, v) in out.iter_mut().zip(src) {
+                        *d = *v as u8;
+                    }
+                } else {
+                    for (d, v) in out.chunks_exact_mut(2).zip(src) {
+                        d.copy_from_slice(&v.to_le_bytes());
                     }
                 }
-            });
-        total
+            }
+        })
     }
 
     /// Copies the valid bytes of each row of `h` into `dst` (packed), in parallel bands of
     /// rows: one thread copies at ~6-10 GB/s, short of what the upload takes (issue 6's
     /// measurements). Returns the bytes written.
     fn stage_host(h: &HostLuma, dst: &mut [u8]) -> usize {
-        let row = h.width * h.layout.bytes;
-        let total = row * h.height;
-        let Some(dst) = dst.get_mut(..total) else {
-            return 0;
-        };
-        let band = rows_per_band(row);
-        dst.par_chunks_mut(row * band)
-            .enumerate()
-            .for_each(|(b, chunk)| {
+        in_bands(
+            dst,
+            h.width * h.layout.bytes,
+            h.height,
+            |first, band, row| {
                 if h.stride == row {
                     // Contiguous rows: one copy per band.
-                    let start = b * band * row;
-                    if let Some(src) = h.data.get(start..start + chunk.len()) {
-                        chunk.copy_from_slice(src);
+                    let start = first * row;
+                    if let Some(src) = h.data.get(start..start + band.len()) {
+                        band.copy_from_slice(src);
                     }
                     return;
                 }
-                for (i, out) in chunk.chunks_exact_mut(row).enumerate() {
-                    let src = h.row_bytes(b * band + i);
+                for (i, out) in band.chunks_exact_mut(row).enumerate() {
+                    let src = h.row_bytes(first + i);
                     if src.len() == row {
                         out.copy_from_slice(src);
                     }
                 }
-            });
-        total
+            },
+        )
     }
 
     /// Puts one input plane where the kernels can read it and returns its descriptor: host
@@ -338,7 +348,7 @@ impl CudaBackend {
                     call: "cuMemcpyHtoDAsync(luma)",
                     code: "staging smaller than the plane".to_owned(),
                 })?;
-            // SAFETY: `dev` holds width * height * 2 >= bytes bytes; the pinned source lives
+            // SAFETY: `dev` holds width * height * sample_bytes >= bytes bytes (`check`); the pinned source lives
             // in the slot until the upload is complete (the slot is reused only after its
             // frame was collected, which implies the upload event passed).
             unsafe {
@@ -349,13 +359,20 @@ impl CudaBackend {
         match input {
             LumaInput::Packed(p) => {
                 let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
-                let n = Self::stage_packed(&p, dst);
+                let bytes = sample_bytes(self.bpc);
+                let n = Self::stage_packed(&p, dst, bytes);
                 upload(n, host)?;
-                Ok(DevPlane::new(
-                    dev_ptr,
-                    2 * p.width,
-                    SampleLayout::RIGHT_ALIGNED_U16,
-                ))
+                let layout = if bytes == 1 {
+                    SampleLayout {
+                        bytes: 1,
+                        down: 0,
+                        depth: 8,
+                        up: 0,
+                    }
+                } else {
+                    SampleLayout::RIGHT_ALIGNED_U16
+                };
+                Ok(DevPlane::new(dev_ptr, bytes * p.width, layout))
             }
             LumaInput::Host(h) => {
                 let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
@@ -412,7 +429,7 @@ impl CudaBackend {
                 };
                 // SAFETY: the source is `height` rows of `row` bytes at `pitch` in `context`
                 // (kept alive by `hold` until this frame is collected); the destination holds
-                // width * height * 2 >= row * height bytes.
+                // width * height * sample_bytes >= row * height bytes (`check`).
                 unsafe { sys::cuMemcpy3DPeerAsync(&copy, self.upload.cu_stream()) }
                     .result()
                     .during("cuMemcpy3DPeerAsync(luma)")?;
@@ -569,9 +586,33 @@ impl CudaBackend {
 /// thread; a 3840x2160 10-bit plane is cut into 32 bands).
 const BAND_BYTES: usize = 512 * 1024;
 
-/// Rows per band for rows of `row` bytes (at least 1).
-fn rows_per_band(row: usize) -> usize {
-    (BAND_BYTES / row.max(1)).max(1)
+/// Bytes per sample of the slots' planes: 1 up to 8 bits, else 2.
+fn sample_bytes(bpc: u32) -> usize {
+    if bpc > 8 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Splits the first `rows * row` bytes of `dst` into bands of whole rows of at least
+/// [`BAND_BYTES`] and runs `fill(first_row, band, row)` on each, in parallel (rayon). Returns
+/// the bytes covered, or 0 (nothing done) when `dst` is shorter.
+fn in_bands(
+    dst: &mut [u8],
+    row: usize,
+    rows: usize,
+    fill: impl Fn(usize, &mut [u8], usize) + Sync,
+) -> usize {
+    let total = row * rows;
+    let Some(dst) = dst.get_mut(..total) else {
+        return 0;
+    };
+    let band = (BAND_BYTES / row.max(1)).max(1);
+    dst.par_chunks_mut(row.max(1) * band)
+        .enumerate()
+        .for_each(|(b, chunk)| fill(b * band, chunk, row));
+    total
 }
 
 /// Which staging and device plane of which slot an input goes through.
