@@ -596,13 +596,14 @@ impl VmafCompare {
             offset.compared
         );
         let obj = self.obj();
+        // The delay is known now: a late reference makes the distorted stream wait. Set
+        // before the offset message goes out, so that whoever reads it sees the new latency.
+        obj.set_latency(latency, Some(latency));
         let _ = obj.post_message(
             gst::message::Element::builder(gst::Structure::from(&msg))
                 .src(&*obj)
                 .build(),
         );
-        // The delay is known now: a late reference makes the distorted stream wait.
-        obj.set_latency(latency, Some(latency));
         let _ = obj.post_message(gst::message::Latency::builder().src(&*obj).build());
     }
 
