@@ -259,11 +259,27 @@ fn live_latency(props: &str, after_offset: bool) -> (bool, gst::ClockTime) {
     pipeline.set_state(gst::State::Playing).unwrap();
     let bus = pipeline.bus().unwrap();
     let cmp = pipeline.by_name("cmp").unwrap();
+    // Both sources negotiated (each answers the latency query from then on) ...
     let has_caps = |pad: &str| cmp.static_pad(pad).and_then(|p| p.current_caps()).is_some();
     let start = std::time::Instant::now();
     while !(has_caps("reference") && has_caps("distorted")) {
         assert!(start.elapsed().as_secs() < 30, "no caps");
         std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // ... and the element handled the distorted caps: the pads show caps as soon as the
+    // events are queued, before the element has handled them; it sets its latency (posting
+    // a latency message) when it handles the distorted caps.
+    loop {
+        let msg = bus
+            .timed_pop_filtered(
+                gst::ClockTime::from_seconds(30),
+                &[gst::MessageType::Latency, gst::MessageType::Error],
+            )
+            .expect("latency message from vmafcompare");
+        assert_ne!(msg.type_(), gst::MessageType::Error, "{msg:?}");
+        if msg.src() == Some(cmp.upcast_ref::<gst::Object>()) {
+            break;
+        }
     }
     if after_offset {
         loop {
