@@ -86,6 +86,11 @@ PY
           vmafcompare name=cmp backend=cuda frame-message=false ! fakesink > "$out/ncu_${h}p_$f.txt" 2>&1
         echo "ncu ${w}x${h} $f: $(grep -c . "$out/ncu_${h}p_$f.txt") lines -> ncu_${h}p_$f.txt"
       done ;;
+    soak)   # not in the default list: a live 1080p pipeline on the GPU for SOAK_SECONDS
+            # (default 1500: a device session lasts 30 minutes), RSS and free device memory
+            # every minute, index/timestamp drift (CHECKS=soak bash scripts/gpu-host.sh)
+      .gpu/bin/soak --backend cuda --width 1920 --height 1080 --distortion scale \
+        --duration "${SOAK_SECONDS:-1500}" --interval 60 || fail=1 ;;
   esac
 done
 exit $fail

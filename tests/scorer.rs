@@ -197,3 +197,39 @@ fn unpaired_tags_leave_after_the_frames_pushed_before_them() {
     out.extend(s.finish().expect("finish").into_iter().map(|d| d.tag));
     assert_eq!(out, [0, 1, 101, 2, 3]);
 }
+
+#[test]
+fn skip_completes_the_frame_before_the_gap_and_restarts_motion() {
+    let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
+    let mut s: Scorer<u64> = Scorer::new(fake(2, None), model, 1);
+    let plane = vec![0u16; 64 * 64];
+    let p = LumaPlane::packed(&plane, 64, 64, 8).expect("plane");
+    let mut out = Vec::new();
+    for i in 0..3 {
+        out.extend(s.push(&p, &p, i).expect("push"));
+    }
+    // Frames 3 and 4 are left out (a live scorer fell behind).
+    out.extend(s.skip(2).expect("skip"));
+    for i in 5..8 {
+        out.extend(s.push(&p, &p, i).expect("push"));
+    }
+    out.extend(s.finish().expect("finish"));
+    let got: Vec<(u64, u64)> = out.iter().map(|d| (d.index, d.tag)).collect();
+    assert_eq!(got, [(0, 0), (1, 1), (2, 2), (5, 5), (6, 6), (7, 7)]);
+    // The fake's k-th submission has motion SAD features(k).
+    let sad = |k: u64| features(k).motion_sad;
+    let m = |i: usize, col: usize| out[i].scores.as_ref().expect("scored").values[col];
+    assert_eq!(
+        m(2, 12),
+        sad(2),
+        "last before the gap: motion2 is its own SAD"
+    );
+    assert_eq!(
+        m(3, 12),
+        0.0,
+        "first after the gap: motion2 0, as a fresh run"
+    );
+    assert_eq!(m(3, 13), sad(4), "and motion3 the next frame's SAD");
+    assert_eq!(m(4, 12), sad(4).min(sad(5)));
+    assert_eq!(s.pool().count(), 6, "pooling continues over the gap");
+}

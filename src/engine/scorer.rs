@@ -176,6 +176,8 @@ struct Queued<T> {
     index: u64,
     tag: T,
     full: bool,
+    /// First frame of a run (stream start, or after [`Scorer::skip`]): no motion history.
+    first: bool,
     /// Unpaired tags that arrived after this frame and leave right after it.
     trailing: Vec<T>,
 }
@@ -186,6 +188,7 @@ struct Pending<T> {
     tag: T,
     raw: RawFeatures,
     full: bool,
+    first: bool,
     trailing: Vec<T>,
 }
 
@@ -199,6 +202,8 @@ pub struct Scorer<T> {
     queue: VecDeque<Queued<T>>,
     pending: Option<Pending<T>>,
     pool: Pool,
+    /// The next pushed frame starts a new run (set by [`Scorer::skip`]).
+    restart: bool,
 }
 
 impl<T> Scorer<T> {
@@ -219,6 +224,7 @@ impl<T> Scorer<T> {
             next_index: 0,
             queue: VecDeque::new(),
             pending: None,
+            restart: false,
         }
     }
 
@@ -275,10 +281,12 @@ impl<T> Scorer<T> {
         let full = index.is_multiple_of(self.subsample);
         self.backend.submit_input(reference, distorted, full)?;
         self.next_index += 1;
+        let first = index == 0 || std::mem::take(&mut self.restart);
         self.queue.push_back(Queued {
             index,
             tag,
             full,
+            first,
             trailing: Vec::new(),
         });
         let mut done = Vec::new();
@@ -312,6 +320,7 @@ impl<T> Scorer<T> {
             tag: q.tag,
             raw,
             full: q.full,
+            first: q.first,
             trailing: q.trailing,
         });
     }
@@ -353,6 +362,19 @@ impl<T> Scorer<T> {
             }
         }
         done.extend(self.take_pending(None));
+        Ok(done)
+    }
+
+    /// Leaves out `pairs` frame pairs (a live pipeline whose scoring fell behind): completes
+    /// every frame (the last one before the gap takes its own motion as its `motion2`, as at
+    /// end of stream), forgets the motion history and advances the frame index by `pairs`,
+    /// so the next pushed frame is scored as the first frame of a new stream would be
+    /// (`motion2` 0, motion SAD 0) and indices keep counting every pair. Pooling continues.
+    pub fn skip(&mut self, pairs: u64) -> Result<Vec<Scored<T>>, EngineError> {
+        let done = self.finish()?;
+        self.backend.reset();
+        self.next_index += pairs;
+        self.restart = true;
         Ok(done)
     }
 
@@ -411,6 +433,7 @@ impl<T> Scorer<T> {
         self.queue.clear();
         self.pending = None;
         self.next_index = 0;
+        self.restart = false;
         self.pool = Pool::new(self.names.clone());
         self.backend.reset();
     }
@@ -420,12 +443,12 @@ impl<T> Scorer<T> {
         // libvmaf 3.x flush(): motion2[0] = 0, motion2[i] = min(sad[i], sad[i+1]), the last
         // frame keeps sad[i]; motion3 (blend factor 1, no moving average) = motion2 clipped,
         // except frame 0 which takes sad[1].
-        let motion2 = match (p.index, next_sad) {
-            (0, _) => 0.0,
+        let motion2 = match (p.first, next_sad) {
+            (true, _) => 0.0,
             (_, Some(next)) => sad.min(next),
             (_, None) => sad,
         };
-        let motion3 = if p.index == 0 {
+        let motion3 = if p.first {
             next_sad.map_or(0.0, |s| s.min(MOTION_MAX_VAL))
         } else {
             motion2.min(MOTION_MAX_VAL)

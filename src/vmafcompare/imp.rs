@@ -25,6 +25,9 @@ use crate::engine::{
     LogWriter, LumaInput, Model, SampleLayout, Scored, Scorer,
 };
 
+/// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
+mod monitor;
+
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
         "vmafcompare",
@@ -199,6 +202,7 @@ pub struct VmafCompare {
     settings: Mutex<Settings>,
     prepared: Mutex<Option<Prepared>>,
     state: Mutex<State>,
+    monitor: monitor::Monitor,
     /// The `GstCudaContext` shared with CUDA neighbours (`gst.cuda.context`), from NULL->READY
     /// to READY->NULL: the pipeline's when one was offered, else one wrapping the element's
     /// own (primary) context.
@@ -239,6 +243,7 @@ impl ObjectSubclass for VmafCompare {
             settings: Mutex::new(Settings::default()),
             prepared: Mutex::new(None),
             state: Mutex::new(State::default()),
+            monitor: monitor::Monitor::default(),
             cuda_context: Mutex::new(None),
         }
     }
@@ -247,7 +252,7 @@ impl ObjectSubclass for VmafCompare {
 impl ObjectImpl for VmafCompare {
     fn properties() -> &'static [glib::ParamSpec] {
         static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            vec![
+            let mut props = vec![
                 glib::ParamSpecString::builder("model")
                     .nick("Model")
                     .blurb(
@@ -304,12 +309,17 @@ impl ObjectImpl for VmafCompare {
                     .default_value(true)
                     .mutable_playing()
                     .build(),
-            ]
+            ];
+            props.extend(monitor::properties());
+            props
         });
         PROPS.as_ref()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if self.monitor.set_property(pspec.name(), value) {
+            return;
+        }
         let mut s = lock(&self.settings);
         match pspec.name() {
             "model" => {
@@ -336,6 +346,9 @@ impl ObjectImpl for VmafCompare {
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        if let Some(v) = self.monitor.property(pspec.name()) {
+            return v;
+        }
         let s = lock(&self.settings);
         match pspec.name() {
             "model" => s.model.to_value(),
@@ -682,7 +695,7 @@ impl VmafCompare {
                     .mul_div_floor(fps.denom() as u64, fps.numer() as u64)
                     .unwrap_or(gst::ClockTime::ZERO);
                 drop(state);
-                self.obj().set_latency(frame, Some(frame));
+                self.monitor_caps(frame);
             }
         }
         true
@@ -918,14 +931,19 @@ impl VmafCompare {
         gst::FlowError::Error
     }
 
-    /// Attaches meta, posts the frame message, logs, and pushes one completed frame.
+    /// Attaches meta, posts the frame message (and an alert when the window crosses the
+    /// threshold), logs, and pushes one completed frame; in a live pipeline the buffer goes
+    /// back to the scoring queue, which pushes it in order.
     fn emit(&self, scored: Scored<Tag>, post: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
         let Scored { tag, scores, .. } = scored;
         let mut buffer = tag.buffer;
+        let live = self.live_queue();
+        let mut attached = None;
         if let Some(scores) = scores {
-            let msg = Self::frame_message(&scores, &buffer, tag.running_time);
+            let mut msg = Self::frame_message(&scores, &buffer, tag.running_time);
+            let alert = self.monitor_frame(&mut msg);
             let structure = msg.to_structure();
-            {
+            if live.is_none() {
                 let buf = buffer.make_mut();
                 match gst::meta::CustomMeta::add(buf, META_NAME) {
                     Ok(mut meta) => {
@@ -938,15 +956,33 @@ impl VmafCompare {
                 }
             }
             self.write_log(&scores)?;
+            let obj = self.obj();
             if post {
-                let obj = self.obj();
-                let m = gst::message::Element::builder(structure).src(&*obj).build();
+                let m = gst::message::Element::builder(structure.clone())
+                    .src(&*obj)
+                    .build();
                 let _ = obj.post_message(m);
             }
+            if let Some(alert) = alert {
+                let m = gst::message::Element::builder(gst::Structure::from(&alert))
+                    .src(&*obj)
+                    .build();
+                let _ = obj.post_message(m);
+            }
+            attached = Some(structure);
         }
+        if let Some(queue) = live {
+            queue.complete(buffer, attached);
+            return Ok(gst::FlowSuccess::Ok);
+        }
+        self.finish_output(buffer)
+    }
+
+    /// Pushes one output buffer: a GAP without a picture (the aggregator's form of a GAP
+    /// event) leaves as a GAP event, in order: downstream elements cannot map an empty video
+    /// buffer.
+    fn finish_output(&self, buffer: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
         if is_gap(&buffer) && buffer.size() == 0 {
-            // A GAP without a picture (the aggregator's form of a GAP event) leaves as a GAP
-            // event, in order: downstream elements cannot map an empty video buffer.
             if let Some(pts) = buffer.pts() {
                 let gap = gst::event::Gap::builder(pts)
                     .duration(buffer.duration())
@@ -970,6 +1006,8 @@ impl VmafCompare {
             duration: buffer.duration(),
             vmaf: scores.vmaf(),
             metrics: scores.iter().map(|(n, v)| (n.to_owned(), v)).collect(),
+            skipped: 0,
+            window: None,
         }
     }
 
@@ -1144,6 +1182,16 @@ impl VmafCompare {
         &self,
         buffer: gst::Buffer,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let gap = is_gap(&buffer);
+        let buffer = match self.live_pass(buffer) {
+            Ok(ret) => {
+                if !gap {
+                    lock(&self.state).unpaired_distorted += 1;
+                }
+                return Ok(ret);
+            }
+            Err(buffer) => buffer,
+        };
         let running_time = Self::running_time(&self.distorted_pad, &buffer);
         let tag = Tag {
             buffer,
@@ -1175,10 +1223,15 @@ impl VmafCompare {
             return Err(gst::FlowError::Eos);
         }
         state.finished = true;
+        drop(state);
+        // Live pipelines: the scoring thread finishes what it was given first.
+        self.live_drain()?;
+        let mut state = lock(&self.state);
         let tail = state.scorer.as_mut().map(|s| s.finish()).transpose();
         drop(state);
         let tail = tail.map_err(|e| self.engine_failed(e))?.unwrap_or_default();
         self.emit_all(tail)?;
+        self.live_release(true)?;
         self.post_summary();
         Err(gst::FlowError::Eos)
     }
@@ -1208,6 +1261,7 @@ impl VmafCompare {
             ),
             None => (0, Vec::new(), "cpu".to_owned()),
         };
+        let (skipped, late) = self.monitor_counts();
         let joined =
             |set: &BTreeSet<InputPath>| set.iter().map(|p| p.name()).collect::<Vec<_>>().join("+");
         let summary = SummaryMessage {
@@ -1219,6 +1273,8 @@ impl VmafCompare {
             reference_input: joined(&state.paths[0]),
             distorted_input: joined(&state.paths[1]),
             metrics,
+            skipped,
+            late,
         };
         let log_result = self.close_log(&mut state);
         drop(state);
@@ -1305,10 +1361,12 @@ impl AggregatorImpl for VmafCompare {
             ..State::default()
         };
         *lock(&self.state) = state;
+        self.monitor_start();
         Ok(())
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        self.monitor_shutdown();
         let mut state = lock(&self.state);
         let res = self.close_log(&mut state);
         *state = State::default();
@@ -1321,6 +1379,9 @@ impl AggregatorImpl for VmafCompare {
             if !self.handle_caps(pad, c.caps()) {
                 return false;
             }
+        }
+        if let gst::EventView::FlushStart(_) = event.view() {
+            self.monitor_flush_start();
         }
         self.parent_sink_event(pad, event)
     }
@@ -1344,6 +1405,7 @@ impl AggregatorImpl for VmafCompare {
     /// the unpaired counts and the results log all restart, so the summary and the log
     /// describe the same frames, as a fresh run from there would.
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
+        self.monitor_flush();
         let mut state = lock(&self.state);
         if let Some(s) = state.scorer.as_mut() {
             s.reset();
@@ -1389,59 +1451,63 @@ impl AggregatorImpl for VmafCompare {
         Some(buffer)
     }
 
-    /// Live pipelines: the earliest running time among the buffers waiting on the sink pads.
-    /// The aggregator times out at that time plus the latency, so a buffer whose partner
-    /// does not come (a pad that never receives data) is dropped or passed on unscored
-    /// instead of blocking its upstream forever. `None` (wait for data) when nothing waits.
+    /// Live pipelines: the earliest running time at which something must happen without new
+    /// data, as the aggregator times out at that time plus the latency: an output buffer of
+    /// the scoring queue reaching its deadline, or a buffer waiting on a sink pad for a
+    /// partner that did not come (a pad that never receives data), which is then dropped or
+    /// passed on unscored instead of blocking its upstream forever (see
+    /// `VmafCompare::live_next_time`). `None` (wait for data) when nothing waits.
     fn next_time(&self) -> Option<gst::ClockTime> {
-        [&self.reference_pad, &self.distorted_pad]
-            .into_iter()
-            .filter_map(|pad| {
-                pad.peek_buffer()
-                    .and_then(|buffer| Self::running_time(pad, &buffer))
-            })
-            .min()
+        self.live_next_time()
     }
 
     fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let rpad = &self.reference_pad;
-        let dpad = &self.distorted_pad;
-        let (rb, db) = (rpad.peek_buffer(), dpad.peek_buffer());
+        // Live pipelines: frames the scoring thread finished leave first, in order.
+        self.live_release(false)?;
+        if self.aligning() {
+            return self.align_step();
+        }
+        // Inputs are the pads' buffers, after any held by auto-alignment (0: reference,
+        // 1: distorted).
+        let (rb, db) = (self.peek_input(0), self.peek_input(1));
         match (rb, db) {
-            (Some(r), Some(d)) => {
-                // Pair by running time: when one side is more than half a frame ahead, the
-                // earlier buffer has no partner. Half of the shorter frame, so that with
-                // differing frame rates each frame of the slower stream pairs with the
-                // nearest frame of the faster one.
-                let (rrt, drt) = (Self::running_time(rpad, &r), Self::running_time(dpad, &d));
+            (Some((r, rrt)), Some((d, drt))) => {
+                // Pair by running time (the distorted one shifted back by its delay): when
+                // one side is more than half a frame ahead, the earlier buffer has no
+                // partner. Half of the shorter frame, so that with differing frame rates
+                // each frame of the slower stream pairs with the nearest frame of the
+                // faster one.
                 let half = match (d.duration(), r.duration()) {
                     (Some(a), Some(b)) => Some(a.min(b) / 2),
                     (a, b) => a.or(b).map(|d| d / 2),
                 };
                 if let (Some(rrt), Some(drt), Some(half)) = (rrt, drt, half) {
-                    if rrt + half < drt {
-                        gst::debug!(
-                            CAT,
-                            imp = self,
-                            "reference at {rrt} has no partner, dropping"
-                        );
-                        rpad.drop_buffer();
-                        if !is_gap(&r) {
-                            lock(&self.state).unpaired_reference += 1;
+                    match self.unpaired_side(rrt, drt, half) {
+                        Some(true) => {
+                            gst::debug!(
+                                CAT,
+                                imp = self,
+                                "reference at {rrt} has no partner, dropping"
+                            );
+                            drop(self.pop_input(0));
+                            if !is_gap(&r) {
+                                lock(&self.state).unpaired_reference += 1;
+                            }
+                            return Ok(gst::FlowSuccess::Ok);
                         }
-                        return Ok(gst::FlowSuccess::Ok);
-                    }
-                    if drt + half < rrt {
-                        gst::debug!(
-                            CAT,
-                            imp = self,
-                            "distorted at {drt} has no partner, passing it on"
-                        );
-                        let d = dpad.pop_buffer().ok_or(gst::FlowError::Error)?;
-                        return self.pass_unpaired_distorted(d);
+                        Some(false) => {
+                            gst::debug!(
+                                CAT,
+                                imp = self,
+                                "distorted at {drt} has no partner, passing it on"
+                            );
+                            let d = self.pop_input(1).ok_or(gst::FlowError::Error)?;
+                            return self.pass_unpaired_distorted(d);
+                        }
+                        None => {}
                     }
                 }
-                let (Some(r), Some(d)) = (rpad.pop_buffer(), dpad.pop_buffer()) else {
+                let (Some(r), Some(d)) = (self.pop_input(0), self.pop_input(1)) else {
                     return Ok(gst::FlowSuccess::Ok);
                 };
                 if is_gap(&r) || is_gap(&d) {
@@ -1451,20 +1517,22 @@ impl AggregatorImpl for VmafCompare {
                     }
                     return self.pass_unpaired_distorted(d);
                 }
-                self.score_pair(r, d)
+                self.score_or_queue(r, d)
             }
-            (Some(r), None) if dpad.is_eos() || timeout => {
-                rpad.drop_buffer();
+            // One side waits alone: its partner is missing when the other stream ended, or
+            // when a live timeout finds its deadline passed (`partner_overdue`).
+            (Some((r, _)), None) if self.input_eos(1) || self.partner_overdue(0, timeout) => {
+                drop(self.pop_input(0));
                 if !is_gap(&r) {
                     lock(&self.state).unpaired_reference += 1;
                 }
                 Ok(gst::FlowSuccess::Ok)
             }
-            (None, Some(_)) if rpad.is_eos() || timeout => {
-                let d = dpad.pop_buffer().ok_or(gst::FlowError::Error)?;
+            (None, Some(_)) if self.input_eos(0) || self.partner_overdue(1, timeout) => {
+                let d = self.pop_input(1).ok_or(gst::FlowError::Error)?;
                 self.pass_unpaired_distorted(d)
             }
-            (None, None) if rpad.is_eos() && dpad.is_eos() => self.finish_stream(),
+            (None, None) if self.input_eos(0) && self.input_eos(1) => self.finish_stream(),
             _ => Ok(gst::FlowSuccess::Ok),
         }
     }

@@ -5,6 +5,13 @@ use gst::glib;
 use gst::prelude::*;
 
 mod imp;
+mod live;
+mod messages;
+
+pub use live::OnFull;
+pub use messages::{
+    AlertMessage, OffsetMessage, WindowStats, ALERT_MESSAGE_NAME, OFFSET_MESSAGE_NAME,
+};
 
 /// Name of the element message posted for every scored frame.
 pub const FRAME_MESSAGE_NAME: &str = "vmafcompare-frame";
@@ -67,6 +74,7 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     {
         VmafBackend::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
         ResultsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+        OnFull::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     }
     gst::Element::register(
         Some(plugin),
@@ -92,9 +100,25 @@ pub struct FrameMessage {
     /// Every metric under libvmaf's name (`integer_vif_scale0`, `integer_adm2`, ...,
     /// `vmaf`), in log order.
     pub metrics: Vec<(String, f64)>,
+    /// Frame pairs left unscored so far because scoring could not keep up with a live
+    /// pipeline (`on-full=skip`), counted up to this frame; 0 otherwise.
+    pub skipped: u64,
+    /// VMAF statistics of the sliding window ending with this frame (`window-size` /
+    /// `window-duration`); `None` when read from a structure without them.
+    pub window: Option<WindowStats>,
 }
 
-const NON_METRIC_FIELDS: &[&str] = &["index", "pts", "running-time", "duration"];
+const NON_METRIC_FIELDS: &[&str] = &[
+    "index",
+    "pts",
+    "running-time",
+    "duration",
+    "skipped",
+    "window-frames",
+    "window-mean",
+    "window-min",
+    "window-harmonic-mean",
+];
 
 impl FrameMessage {
     /// The value of metric `name`.
@@ -112,7 +136,12 @@ impl FrameMessage {
             .field("pts", self.pts)
             .field("running-time", self.running_time)
             .field("duration", self.duration)
+            .field("skipped", self.skipped)
             .build();
+        if let Some(w) = &self.window {
+            messages::set_window(&mut s, w);
+        }
+        // Metrics last, `vmaf` at the very end (scripts match `vmaf=...;`).
         for (name, v) in &self.metrics {
             s.set(name.as_str(), *v);
         }
@@ -145,6 +174,8 @@ impl TryFrom<&gst::StructureRef> for FrameMessage {
             duration: time("duration"),
             vmaf,
             metrics,
+            skipped: s.get::<u64>("skipped").unwrap_or(0),
+            window: messages::get_window(s),
         })
     }
 }
@@ -183,6 +214,13 @@ pub struct SummaryMessage {
     pub distorted_input: String,
     /// Pooled statistics per metric, libvmaf names, log order.
     pub metrics: Vec<(String, PooledMetric)>,
+    /// Frame pairs left unscored because scoring could not keep up with a live pipeline
+    /// (`on-full=skip`).
+    pub skipped: u64,
+    /// Scored frames whose buffer had to leave (live pipelines, to stay within the reported
+    /// latency) before its score was ready: its message and log line carry the score, the
+    /// buffer has no meta.
+    pub late: u64,
 }
 
 /// How one pad's frames reached the backend (field values `reference-input` and
@@ -228,6 +266,8 @@ const SUMMARY_FIELDS: &[&str] = &[
     "model",
     "reference-input",
     "distorted-input",
+    "skipped",
+    "late",
 ];
 
 impl SummaryMessage {
@@ -250,6 +290,8 @@ impl SummaryMessage {
             .field("model", &self.model)
             .field("reference-input", &self.reference_input)
             .field("distorted-input", &self.distorted_input)
+            .field("skipped", self.skipped)
+            .field("late", self.late)
             .build();
         for (name, p) in &self.metrics {
             let pooled = gst::Structure::builder("pooled")
@@ -299,6 +341,8 @@ impl TryFrom<&gst::StructureRef> for SummaryMessage {
             reference_input: text("reference-input"),
             distorted_input: text("distorted-input"),
             metrics,
+            skipped: count("skipped"),
+            late: count("late"),
         })
     }
 }

