@@ -3,12 +3,15 @@
 
 pub mod adm;
 pub mod motion;
+pub mod psnr;
+pub mod ssim;
 pub mod vif;
 
 use std::collections::VecDeque;
 
-use crate::engine::frame::{FeatureError, LumaInput, LumaPlane};
-use crate::engine::scorer::{Backend, EngineError, RawFeatures};
+use crate::engine::features::FeatureSet;
+use crate::engine::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
+use crate::engine::scorer::{Backend, EngineError, RawFeatures, MAX_OPTION_SETS};
 
 /// Smallest luma plane every extractor accepts: the largest of the VIF, ADM and motion minima.
 pub const MIN_WIDTH: usize = max(max(vif::MIN_WIDTH, adm::MIN_WIDTH), motion::MIN_WIDTH);
@@ -23,14 +26,19 @@ const fn max(a: usize, b: usize) -> usize {
     }
 }
 
-/// VIF + ADM + motion on the CPU, one thread, for one geometry. Keeps a copy of the previous
-/// reference plane for motion.
+/// VIF + ADM + motion on the CPU, one thread, for one geometry, and the extra metrics of a
+/// [`FeatureSet`] (PSNR, float SSIM, float MS-SSIM). Keeps a copy of the previous reference
+/// plane for motion.
 pub struct CpuBackend {
     vif: vif::Vif,
     adm: adm::Adm,
     motion: motion::Motion,
-    vif_cfg: vif::VifConfig,
-    adm_cfg: adm::AdmConfig,
+    /// VIF options, one computation each per frame (the first fills `RawFeatures::vif`).
+    vif_cfgs: Vec<vif::VifConfig>,
+    /// ADM options, likewise.
+    adm_cfgs: Vec<adm::AdmConfig>,
+    features: FeatureSet,
+    ssim: ssim::Ssim,
     prev_ref: Vec<u16>,
     has_prev: bool,
     /// Packed copies of host rows in another layout (8-bit, P010, shifted depth).
@@ -53,13 +61,53 @@ impl CpuBackend {
         vif_cfg: vif::VifConfig,
         adm_cfg: adm::AdmConfig,
     ) -> Result<Self, FeatureError> {
+        Self::with_features(
+            width,
+            height,
+            bpc,
+            &[vif_cfg],
+            &[adm_cfg],
+            FeatureSet::default(),
+        )
+    }
+
+    /// Like [`CpuBackend::new`], with VIF computed once per entry of `vif_cfgs` and ADM once
+    /// per entry of `adm_cfgs` (each 1 to [`MAX_OPTION_SETS`] entries; the first fills
+    /// `RawFeatures::vif` / `adm`, the others `vif_more` / `adm_more` in order), and the
+    /// extra metrics of `features`.
+    ///
+    /// Errors: [`FeatureError::FrameTooSmall`] below [`MIN_WIDTH`] x [`MIN_HEIGHT`], or below
+    /// 176x176 when `features` holds `float_ms_ssim` (libvmaf's limit, see
+    /// [`ssim::ms_ssim_fits`]); [`FeatureError::WrongGeometry`] for a `bpc` outside `8..=16`
+    /// or an empty or too long option list (reported as a geometry the backend cannot take).
+    pub fn with_features(
+        width: usize,
+        height: usize,
+        bpc: u32,
+        vif_cfgs: &[vif::VifConfig],
+        adm_cfgs: &[adm::AdmConfig],
+        features: FeatureSet,
+    ) -> Result<Self, FeatureError> {
         FeatureError::check_new("vmaf", (width, height, bpc), (MIN_WIDTH, MIN_HEIGHT))?;
+        if features.float_ms_ssim && !ssim::ms_ssim_fits(width, height) {
+            return Err(ssim::ms_ssim_too_small(width, height));
+        }
+        let sets_ok = |n: usize| (1..=MAX_OPTION_SETS).contains(&n);
+        if !sets_ok(vif_cfgs.len()) || !sets_ok(adm_cfgs.len()) {
+            return Err(FeatureError::wrong_size(
+                "vmaf",
+                (width, height, bpc),
+                (width, height),
+            ));
+        }
         Ok(Self {
             vif: vif::Vif::new(width, height, bpc)?,
             adm: adm::Adm::new(width, height, bpc)?,
             motion: motion::Motion::new(width, height, bpc)?,
-            vif_cfg,
-            adm_cfg,
+            vif_cfgs: vif_cfgs.to_vec(),
+            adm_cfgs: adm_cfgs.to_vec(),
+            features,
+            ssim: ssim::Ssim::new(),
             prev_ref: vec![0; width * height],
             has_prev: false,
             scratch_ref: Vec::new(),
@@ -83,13 +131,23 @@ impl Backend for CpuBackend {
         distorted: LumaInput<'_>,
         full: bool,
     ) -> Result<(), EngineError> {
+        self.submit_frame(reference, distorted, None, full)
+    }
+
+    fn submit_frame(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaPair<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
         let raw = {
             let mut scratch_ref = std::mem::take(&mut self.scratch_ref);
             let mut scratch_dis = std::mem::take(&mut self.scratch_dis);
             let r = self.host_plane(&reference, &mut scratch_ref);
             let d = self.host_plane(&distorted, &mut scratch_dis);
             let raw = match (r, d) {
-                (Ok(r), Ok(d)) => self.extract(&r, &d, full),
+                (Ok(r), Ok(d)) => self.extract_frame(&r, &d, chroma.as_ref(), full),
                 (Err(e), _) | (_, Err(e)) => Err(e),
             };
             self.scratch_ref = scratch_ref;
@@ -143,6 +201,21 @@ impl CpuBackend {
         distorted: &LumaPlane,
         full: bool,
     ) -> Result<RawFeatures, EngineError> {
+        self.extract_frame(reference, distorted, None, full)
+    }
+
+    /// [`CpuBackend::extract`] with the chroma planes that `psnr_cb` / `psnr_cr` read
+    /// (without them those two stay 0).
+    ///
+    /// Errors: as [`CpuBackend::extract`], and [`FeatureError::WrongGeometry`] when the
+    /// chroma planes of the two frames differ in size or depth.
+    pub fn extract_frame(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        chroma: Option<&ChromaPair>,
+        full: bool,
+    ) -> Result<RawFeatures, EngineError> {
         let geometry = (self.width, self.height, self.bpc);
         FeatureError::check_plane("vmaf", geometry, reference)?;
         FeatureError::check_plane("vmaf", geometry, distorted)?;
@@ -155,8 +228,21 @@ impl CpuBackend {
             }
         }
         if full {
-            raw.vif = self.vif.compute(reference, distorted, &self.vif_cfg)?;
-            raw.adm = self.adm.compute(reference, distorted, &self.adm_cfg)?;
+            for (i, cfg) in self.vif_cfgs.iter().enumerate() {
+                let scores = self.vif.compute(reference, distorted, cfg)?;
+                match i.checked_sub(1) {
+                    None => raw.vif = scores,
+                    Some(k) => raw.vif_more[k] = scores,
+                }
+            }
+            for (i, cfg) in self.adm_cfgs.iter().enumerate() {
+                let scores = self.adm.compute(reference, distorted, cfg)?;
+                match i.checked_sub(1) {
+                    None => raw.adm = scores,
+                    Some(k) => raw.adm_more[k] = scores,
+                }
+            }
+            self.extra(reference, distorted, chroma, &mut raw)?;
         }
         for y in 0..self.height {
             let dst = &mut self.prev_ref[y * self.width..(y + 1) * self.width];
@@ -164,5 +250,33 @@ impl CpuBackend {
         }
         self.has_prev = true;
         Ok(raw)
+    }
+
+    /// The metrics of the backend's [`FeatureSet`] for one frame pair.
+    fn extra(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        chroma: Option<&ChromaPair>,
+        raw: &mut RawFeatures,
+    ) -> Result<(), EngineError> {
+        let f = self.features;
+        if f.psnr {
+            raw.extra.psnr[0] = psnr::psnr(reference, distorted);
+            if let Some(c) = chroma {
+                for i in 0..2 {
+                    let (r, d) = (&c.reference[i], &c.distorted[i]);
+                    FeatureError::check_plane("psnr", (r.width, r.height, r.bpc), d)?;
+                    raw.extra.psnr[i + 1] = psnr::psnr(r, d);
+                }
+            }
+        }
+        if f.float_ssim {
+            raw.extra.float_ssim = self.ssim.float_ssim(reference, distorted)?;
+        }
+        if f.float_ms_ssim {
+            raw.extra.float_ms_ssim = self.ssim.float_ms_ssim(reference, distorted)?;
+        }
+        Ok(())
     }
 }

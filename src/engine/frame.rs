@@ -361,3 +361,90 @@ impl LumaInput<'_> {
         }
     }
 }
+
+/// The two chroma planes (Cb, Cr) of both frames of a pair, packed `u16` at the scoring
+/// depth, for the metrics that read chroma (`psnr_cb`, `psnr_cr`).
+///
+/// `reference[0]` / `distorted[0]` are Cb, `[1]` Cr. Each plane is the format's subsampled
+/// size (4:2:0: `ceil(w / 2) x ceil(h / 2)`); the two frames' planes must have equal sizes
+/// and depth (the CPU backend refuses others with [`FeatureError::WrongGeometry`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ChromaPair<'a> {
+    /// Cb and Cr of the reference frame.
+    pub reference: [LumaPlane<'a>; 2],
+    /// Cb and Cr of the distorted frame.
+    pub distorted: [LumaPlane<'a>; 2],
+}
+
+/// One colour component of a mapped frame in host memory, in the buffer's own layout: a
+/// plane (Y, or planar Cb/Cr) or one component of an interleaved plane (NV12's UV, P010's
+/// UV: `pixel_stride` bytes between samples, starting `offset` bytes into each row).
+#[derive(Debug, Clone, Copy)]
+pub struct HostComponent<'a> {
+    /// The mapped bytes of the plane, starting at row 0.
+    pub data: &'a [u8],
+    /// Bytes from one row to the next.
+    pub stride: usize,
+    /// Bytes from one sample to the next (`layout.bytes` for a planar component).
+    pub pixel_stride: usize,
+    /// Bytes from the start of a row to its first sample of this component.
+    pub offset: usize,
+    /// Width in samples of this component.
+    pub width: usize,
+    /// Height in rows of this component.
+    pub height: usize,
+    /// Sample storage and shifts.
+    pub layout: SampleLayout,
+}
+
+impl<'a> HostComponent<'a> {
+    /// Wraps a component. `None` when a dimension is zero, `layout.bytes` is not 1 or 2,
+    /// `pixel_stride < layout.bytes`, or `data` is shorter than the geometry needs.
+    pub fn new(
+        data: &'a [u8],
+        stride: usize,
+        pixel_stride: usize,
+        offset: usize,
+        (width, height): (usize, usize),
+        layout: SampleLayout,
+    ) -> Option<Self> {
+        if width == 0 || height == 0 || !(1..=2).contains(&layout.bytes) {
+            return None;
+        }
+        if pixel_stride < layout.bytes {
+            return None;
+        }
+        let row = (width - 1)
+            .checked_mul(pixel_stride)?
+            .checked_add(offset)?
+            .checked_add(layout.bytes)?;
+        let needed = (height - 1).checked_mul(stride)?.checked_add(row)?;
+        (data.len() >= needed).then_some(Self {
+            data,
+            stride,
+            pixel_stride,
+            offset,
+            width,
+            height,
+            layout,
+        })
+    }
+
+    /// Converts the component into packed right-aligned `u16` samples at the scoring depth
+    /// (`out` is resized to `width * height`).
+    pub fn to_packed(&self, out: &mut Vec<u16>) {
+        out.resize(self.width * self.height, 0);
+        for (y, dst) in out.chunks_exact_mut(self.width).enumerate() {
+            let start = y * self.stride + self.offset;
+            let Some(row) = self.data.get(start..) else {
+                continue;
+            };
+            for (x, d) in dst.iter_mut().enumerate() {
+                let at = x * self.pixel_stride;
+                if at + self.layout.bytes <= row.len() {
+                    *d = self.layout.sample(&row[at..], 0);
+                }
+            }
+        }
+    }
+}

@@ -18,6 +18,8 @@ pub const BUILTIN_MODELS: &[(&str, &str)] = &[
     ("vmaf_v0.6.1", include_str!("models/vmaf_v0.6.1.json")),
     ("vmaf_v0.6.1neg", include_str!("models/vmaf_v0.6.1neg.json")),
     ("vmaf_4k_v0.6.1", include_str!("models/vmaf_4k_v0.6.1.json")),
+    // A bootstrap collection: model "0" and 20 bootstrap members (see `NamedModel`).
+    ("vmaf_b_v0.6.3", include_str!("models/vmaf_b_v0.6.3.json")),
 ];
 
 /// The default model, as in libvmaf.
@@ -184,29 +186,63 @@ impl Model {
     /// would block or never end) or is larger than [`MAX_MODEL_FILE_BYTES`];
     /// [`ModelError::Invalid`] when the content is not a usable model.
     pub fn load(spec: &str) -> Result<Self, ModelError> {
-        if let Some((name, text)) = BUILTIN_MODELS.iter().find(|(n, _)| *n == spec) {
-            return Self::from_json(name, text);
-        }
-        let text = read_model_file(Path::new(spec)).map_err(|source| ModelError::Unreadable {
-            path: spec.to_owned(),
-            source,
-            builtins: builtin_names(),
-        })?;
-        Self::from_json(spec, &text)
+        let (origin, text) = model_text(spec)?;
+        Self::from_json(&origin, &text)
     }
 
-    /// Parses a model from libvmaf JSON text; `origin` names it in errors.
+    /// Loads `spec` (as [`Model::load`]) with its bootstrap members: for a libvmaf model
+    /// collection (a JSON object keyed `"0"`, `"1"`, ..., as `vmaf_b_v0.6.3`), model `"0"`
+    /// and the members `"1"` to `"N"` (consecutive keys, at most 256, model type
+    /// `BOOTSTRAP_LIBSVMNUSVR`), as libvmaf's `vmaf_model_collection_load` reads them; for a
+    /// plain model, the model and no members.
+    ///
+    /// Errors: as [`Model::load`], naming the member (`file.json#3`) that is invalid.
+    pub fn load_collection(spec: &str) -> Result<(Self, Vec<Self>), ModelError> {
+        let (origin, text) = model_text(spec)?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| ModelError::Invalid {
+                origin: origin.clone(),
+                reason: format!("not a libvmaf model JSON: {e}"),
+            })?;
+        if !is_collection(&value) {
+            return Ok((Self::from_value(&origin, value)?, Vec::new()));
+        }
+        let main = Self::from_value(&origin, value["0"].clone())?;
+        let mut members = Vec::new();
+        for i in 1..=MAX_BOOTSTRAP_MEMBERS {
+            let Some(m) = value.get(i.to_string()) else {
+                break;
+            };
+            members.push(Self::from_value(&format!("{origin}#{i}"), m.clone())?);
+        }
+        Ok((main, members))
+    }
+
+    /// Parses a model from libvmaf JSON text; `origin` names it in errors. For a model
+    /// collection (see [`Model::load_collection`]) this is its model `"0"`.
     pub fn from_json(origin: &str, text: &str) -> Result<Self, ModelError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ModelError::Invalid {
+                origin: origin.to_owned(),
+                reason: format!("not a libvmaf model JSON: {e}"),
+            })?;
+        if is_collection(&value) {
+            return Self::from_value(origin, value["0"].clone());
+        }
+        Self::from_value(origin, value)
+    }
+
+    fn from_value(origin: &str, value: serde_json::Value) -> Result<Self, ModelError> {
         let invalid = |reason: String| ModelError::Invalid {
             origin: origin.to_owned(),
             reason,
         };
-        let file: ModelFile = serde_json::from_str(text)
+        let file: ModelFile = serde_json::from_value(value)
             .map_err(|e| invalid(format!("not a libvmaf model JSON: {e}")))?;
         let d = file.model_dict;
-        if d.model_type != "LIBSVMNUSVR" {
+        if d.model_type != "LIBSVMNUSVR" && d.model_type != "BOOTSTRAP_LIBSVMNUSVR" {
             return Err(invalid(format!(
-                "model_type '{}' is not supported (only LIBSVMNUSVR)",
+                "model_type '{}' is not supported (only LIBSVMNUSVR and BOOTSTRAP_LIBSVMNUSVR)",
                 d.model_type
             )));
         }
@@ -348,6 +384,13 @@ impl Model {
     /// denormalises (`(y - intercept) / slope`), applies the transform when enabled and clips.
     /// Output in the model's clip range (0..100 for the built-in models).
     pub fn predict(&self, raw: &[f64]) -> f64 {
+        self.transform_and_clip(self.predict_raw(raw))
+    }
+
+    /// [`Model::predict`] without the transform and the clip: the denormalised SVM output
+    /// (what libvmaf's bootstrap statistics are computed on, `VMAF_MODEL_FLAG_DISABLE_CLIP |
+    /// VMAF_MODEL_FLAG_DISABLE_TRANSFORM`). Unbounded.
+    pub fn predict_raw(&self, raw: &[f64]) -> f64 {
         let n = self.features.len();
         let mut x = [0.0f64; 64];
         for (i, (&v, &(slope, intercept))) in raw.iter().zip(&self.feature_norm).take(n).enumerate()
@@ -369,12 +412,17 @@ impl Model {
             sum += coef * (-self.gamma * d2).exp();
         }
         sum -= self.rho;
-        let mut y = if self.linear_rescale {
+        if self.linear_rescale {
             (sum - self.out_norm.1) / self.out_norm.0
         } else {
             sum
-        };
-        y = self.apply_transform(y);
+        }
+    }
+
+    /// The score transform (when [`ScoreTransform::enabled`]) then the clip, as libvmaf's
+    /// `transform()` and `clip()` in libvmaf/src/predict.c.
+    pub fn transform_and_clip(&self, y: f64) -> f64 {
+        let mut y = self.apply_transform(y);
         if let Some((lo, hi)) = self.clip {
             y = if y < lo { lo } else { y };
             y = if y > hi { hi } else { y };
@@ -413,6 +461,27 @@ impl Model {
         }
         y
     }
+}
+
+/// Largest number of bootstrap members read from a model collection.
+pub const MAX_BOOTSTRAP_MEMBERS: usize = 256;
+
+/// A libvmaf model collection: an object without `model_dict` whose key `"0"` holds a model.
+fn is_collection(value: &serde_json::Value) -> bool {
+    value.get("model_dict").is_none() && value.get("0").is_some_and(|v| v.is_object())
+}
+
+/// The origin name and JSON text of a built-in model name or a model file path.
+fn model_text(spec: &str) -> Result<(String, String), ModelError> {
+    if let Some((name, text)) = BUILTIN_MODELS.iter().find(|(n, _)| *n == spec) {
+        return Ok(((*name).to_owned(), (*text).to_owned()));
+    }
+    let text = read_model_file(Path::new(spec)).map_err(|source| ModelError::Unreadable {
+        path: spec.to_owned(),
+        source,
+        builtins: builtin_names(),
+    })?;
+    Ok((spec.to_owned(), text))
 }
 
 /// Reads a model file: a regular file (checked before opening, so a FIFO cannot block) of at

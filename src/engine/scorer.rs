@@ -5,12 +5,18 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::cpu::adm::AdmScores;
+use crate::cpu::adm::{AdmConfig, AdmScores};
 use crate::cpu::motion::MOTION_MAX_VAL;
-use crate::cpu::vif::VifScores;
-use crate::engine::frame::{FeatureError, LumaInput, LumaPlane};
+use crate::cpu::vif::{VifConfig, VifScores};
+use crate::engine::features::{ExtraScores, FeatureSet};
+use crate::engine::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
 use crate::engine::model::{Model, ModelFeature};
+use crate::engine::model_set::NamedModel;
 use crate::engine::pool::Pool;
+
+/// Largest number of distinct VIF (and, separately, ADM) option sets the models of one
+/// scorer may use (e.g. `vmaf_v0.6.1` and `vmaf_v0.6.1neg`: 2 each).
+pub const MAX_OPTION_SETS: usize = 4;
 
 /// Why a frame pair could not be scored.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +43,13 @@ pub struct RawFeatures {
     pub adm: AdmScores,
     /// `VMAF_integer_feature_motion_sad_score`: 0 for the first frame.
     pub motion_sad: f64,
+    /// VIF under the second, third, ... VIF option set of the scorer's models (only the CPU
+    /// backend fills them; zero when unused).
+    pub vif_more: [VifScores; MAX_OPTION_SETS - 1],
+    /// ADM under the second, third, ... ADM option set, likewise.
+    pub adm_more: [AdmScores; MAX_OPTION_SETS - 1],
+    /// The extra metrics of the backend's [`FeatureSet`] (CPU backend only).
+    pub extra: ExtraScores,
 }
 
 /// A feature backend: the CPU reference implementation or the GPU.
@@ -74,6 +87,20 @@ pub trait Backend: Send {
             full,
         )
     }
+    /// [`Backend::submit_input`] with the frames' chroma planes, for the extra metrics that
+    /// read them (`psnr_cb`, `psnr_cr`). Backends without extra metrics ignore `chroma`.
+    ///
+    /// Errors: as [`Backend::submit_input`].
+    fn submit_frame(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaPair<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        let _ = chroma;
+        self.submit_input(reference, distorted, full)
+    }
     /// Whether [`LumaInput::Device`] planes are accepted (the GPU backend).
     fn reads_device(&self) -> bool {
         false
@@ -91,32 +118,124 @@ pub trait Backend: Send {
     fn reset(&mut self);
 }
 
-/// Metric names in the order libvmaf 3.2.0's log lists them, for a model whose ADM and VIF
-/// options give the name suffixes `adm_suffix` / `vif_suffix` (libvmaf appends e.g. `_egl_1`
-/// when `*_enhn_gain_limit` is not the default).
-fn metric_names(adm_suffix: &str, vif_suffix: &str) -> Vec<String> {
-    let mut names = Vec::with_capacity(N_METRICS);
-    for base in ["integer_adm2", "integer_aim", "integer_adm3"] {
-        names.push(format!("{base}{adm_suffix}"));
-    }
-    for i in 0..4 {
-        names.push(format!("integer_adm_scale{i}{adm_suffix}"));
-    }
-    names.push("VMAF_integer_feature_motion_sad_score".to_owned());
-    for i in 0..4 {
-        names.push(format!("integer_vif_scale{i}{vif_suffix}"));
-    }
-    names.push("integer_motion2".to_owned());
-    names.push("integer_motion3".to_owned());
-    names.push("vmaf".to_owned());
-    names
+/// libvmaf's names of the ADM outputs with the option suffix `suffix`.
+fn adm_names(suffix: &str) -> impl Iterator<Item = String> + '_ {
+    ["integer_adm2", "integer_aim", "integer_adm3"]
+        .into_iter()
+        .map(move |base| format!("{base}{suffix}"))
+        .chain((0..4).map(move |i| format!("integer_adm_scale{i}{suffix}")))
 }
 
-const N_METRICS: usize = 15;
-const I_MOTION_SAD: usize = 7;
-const I_MOTION2: usize = 12;
-const I_MOTION3: usize = 13;
-const I_VMAF: usize = 14;
+/// libvmaf's names of the VIF outputs with the option suffix `suffix`.
+fn vif_names(suffix: &str) -> impl Iterator<Item = String> + '_ {
+    (0..4).map(move |i| format!("integer_vif_scale{i}{suffix}"))
+}
+
+/// What a scorer computes and reports: the models (the first one's score is `vmaf`), the
+/// extra metrics, and whether PSNR covers the chroma planes.
+#[derive(Debug, Clone)]
+pub struct ScorePlan {
+    /// The `model` list, loaded; at least one.
+    pub models: Arc<[NamedModel]>,
+    /// Extra metrics (`features` property).
+    pub features: FeatureSet,
+    /// `psnr_cb` / `psnr_cr` are reported (the formats have chroma); ignored without PSNR.
+    pub psnr_chroma: bool,
+}
+
+impl ScorePlan {
+    /// One plain model, named `vmaf`, no extra metrics.
+    pub fn single(model: &Model) -> Self {
+        Self {
+            models: vec![NamedModel {
+                name: "vmaf".into(),
+                model: model.clone(),
+                bootstrap: Vec::new(),
+            }]
+            .into(),
+            features: FeatureSet::default(),
+            psnr_chroma: false,
+        }
+    }
+
+    /// The distinct VIF option sets of the models, first model's first.
+    pub fn vif_configs(&self) -> Vec<VifConfig> {
+        let mut v: Vec<VifConfig> = Vec::new();
+        for m in self.models.iter() {
+            if !v.contains(&m.model.vif) {
+                v.push(m.model.vif);
+            }
+        }
+        v
+    }
+
+    /// The distinct ADM option sets of the models, first model's first.
+    pub fn adm_configs(&self) -> Vec<AdmConfig> {
+        let mut v: Vec<AdmConfig> = Vec::new();
+        for m in self.models.iter() {
+            if !v.contains(&m.model.adm) {
+                v.push(m.model.adm);
+            }
+        }
+        v
+    }
+
+    /// Whether a backend that computes only VIF, ADM and motion with one option set (the
+    /// CUDA backend) can serve this plan.
+    pub fn needs_cpu(&self) -> Option<String> {
+        let mut why = Vec::new();
+        if !self.features.is_empty() {
+            why.push(format!("features={}", self.features));
+        }
+        if self.vif_configs().len() > 1 || self.adm_configs().len() > 1 {
+            why.push("models with different VIF/ADM options (e.g. vmaf_v0.6.1neg beside vmaf_v0.6.1)".into());
+        }
+        (!why.is_empty()).then(|| why.join(" and "))
+    }
+
+    /// Metric names in log order: `psnr_y`, `psnr_cb`, `psnr_cr`; ADM, motion SAD and VIF
+    /// of the first option set, ADM and VIF of further sets (libvmaf's option suffixes,
+    /// e.g. `_egl_1`); `float_ssim`, `float_ms_ssim`, `ssimulacra2`; `integer_motion2`,
+    /// `integer_motion3`; the scores of models 2.. (see [`NamedModel::score_names`]), then
+    /// the first model's, ending with `vmaf`.
+    pub fn names(&self) -> Vec<String> {
+        let f = self.features;
+        let (vifs, adms) = (self.vif_configs(), self.adm_configs());
+        let mut names = Vec::new();
+        if f.psnr {
+            names.push("psnr_y".to_owned());
+            if self.psnr_chroma {
+                names.extend(["psnr_cb".to_owned(), "psnr_cr".to_owned()]);
+            }
+        }
+        let adm_suffix = |c: &AdmConfig| gain_suffix(c.enhn_gain_limit);
+        let vif_suffix = |c: &VifConfig| gain_suffix(c.enhn_gain_limit);
+        names.extend(adm_names(&adm_suffix(&adms[0])));
+        names.push("VMAF_integer_feature_motion_sad_score".to_owned());
+        names.extend(vif_names(&vif_suffix(&vifs[0])));
+        for c in &adms[1..] {
+            names.extend(adm_names(&adm_suffix(c)));
+        }
+        for c in &vifs[1..] {
+            names.extend(vif_names(&vif_suffix(c)));
+        }
+        if f.float_ssim {
+            names.push("float_ssim".to_owned());
+        }
+        if f.float_ms_ssim {
+            names.push("float_ms_ssim".to_owned());
+        }
+        if f.ssimulacra2 {
+            names.push("ssimulacra2".to_owned());
+        }
+        names.push("integer_motion2".to_owned());
+        names.push("integer_motion3".to_owned());
+        for m in self.models.iter().skip(1).chain(self.models.first()) {
+            names.extend(m.score_names());
+        }
+        names
+    }
+}
 
 fn gain_suffix(limit: f64) -> String {
     if limit == 100.0 {
@@ -126,7 +245,8 @@ fn gain_suffix(limit: f64) -> String {
     }
 }
 
-/// One frame's scores: `values[i]` is the metric `names[i]` (libvmaf names, `vmaf` last).
+/// One frame's scores: `values[i]` is the metric `names[i]` (libvmaf names, `vmaf` last;
+/// see [`ScorePlan::names`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FrameScores {
     /// Frame index from the start of the stream (libvmaf's `frameNum`).
@@ -140,7 +260,7 @@ pub struct FrameScores {
 impl FrameScores {
     /// The VMAF score, in the model's clip range (0..100 for the built-in models).
     pub fn vmaf(&self) -> f64 {
-        self.values[I_VMAF]
+        self.values.last().copied().unwrap_or(f64::NAN)
     }
 
     /// The value of metric `name`, if this stream has it.
@@ -192,10 +312,14 @@ struct Pending<T> {
     trailing: Vec<T>,
 }
 
-/// Scores a stream of frame pairs with one model on one backend.
+/// Scores a stream of frame pairs with the models of a [`ScorePlan`] on one backend.
 pub struct Scorer<T> {
     backend: Box<dyn Backend>,
-    model: Arc<Model>,
+    plan: ScorePlan,
+    /// Per model: (index of its VIF option set, index of its ADM option set).
+    sets: Vec<(usize, usize)>,
+    /// Number of VIF and ADM option sets.
+    n_sets: (usize, usize),
     subsample: u64,
     names: Arc<[String]>,
     next_index: u64,
@@ -210,14 +334,31 @@ impl<T> Scorer<T> {
     /// `subsample` >= 1: VIF, ADM and VMAF are computed for every `subsample`-th frame
     /// (motion for every frame), as libvmaf's `--subsample`.
     pub fn new(backend: Box<dyn Backend>, model: Arc<Model>, subsample: u32) -> Self {
-        let names: Arc<[String]> = metric_names(
-            &gain_suffix(model.adm.enhn_gain_limit),
-            &gain_suffix(model.vif.enhn_gain_limit),
-        )
-        .into();
+        Self::with_plan(backend, ScorePlan::single(&model), subsample)
+    }
+
+    /// A scorer for every model and metric of `plan`. The backend must compute the plan's
+    /// VIF and ADM option sets in [`ScorePlan::vif_configs`] / [`ScorePlan::adm_configs`]
+    /// order and its extra metrics (the CPU backend made with
+    /// [`crate::cpu::CpuBackend::with_features`]); `subsample` as in [`Scorer::new`].
+    pub fn with_plan(backend: Box<dyn Backend>, plan: ScorePlan, subsample: u32) -> Self {
+        let names: Arc<[String]> = plan.names().into();
+        let (vifs, adms) = (plan.vif_configs(), plan.adm_configs());
+        let sets = plan
+            .models
+            .iter()
+            .map(|m| {
+                (
+                    vifs.iter().position(|c| *c == m.model.vif).unwrap_or(0),
+                    adms.iter().position(|c| *c == m.model.adm).unwrap_or(0),
+                )
+            })
+            .collect();
         Self {
             backend,
-            model,
+            plan,
+            sets,
+            n_sets: (vifs.len(), adms.len()),
             subsample: u64::from(subsample.max(1)),
             pool: Pool::new(names.clone()),
             names,
@@ -226,6 +367,11 @@ impl<T> Scorer<T> {
             pending: None,
             restart: false,
         }
+    }
+
+    /// What this scorer computes.
+    pub fn plan(&self) -> &ScorePlan {
+        &self.plan
     }
 
     /// Backend name.
@@ -277,9 +423,22 @@ impl<T> Scorer<T> {
         distorted: LumaInput<'_>,
         tag: T,
     ) -> Result<Vec<Scored<T>>, EngineError> {
+        self.push_frame(reference, distorted, None, tag)
+    }
+
+    /// [`Scorer::push_input`] with the chroma planes `psnr_cb` / `psnr_cr` read (see
+    /// [`Backend::submit_frame`]).
+    pub fn push_frame(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaPair<'_>>,
+        tag: T,
+    ) -> Result<Vec<Scored<T>>, EngineError> {
         let index = self.next_index;
         let full = index.is_multiple_of(self.subsample);
-        self.backend.submit_input(reference, distorted, full)?;
+        self.backend
+            .submit_frame(reference, distorted, chroma, full)?;
         self.next_index += 1;
         let first = index == 0 || std::mem::take(&mut self.restart);
         self.queue.push_back(Queued {
@@ -454,26 +613,7 @@ impl<T> Scorer<T> {
             motion2.min(MOTION_MAX_VAL)
         };
         let scores = p.full.then(|| {
-            let r = &p.raw;
-            let mut values = vec![0.0; N_METRICS];
-            values[0] = r.adm.adm2;
-            values[1] = r.adm.aim;
-            values[2] = r.adm.adm3;
-            values[3..7].copy_from_slice(&r.adm.scale);
-            values[I_MOTION_SAD] = sad;
-            values[8..12].copy_from_slice(&r.vif.scale);
-            values[I_MOTION2] = motion2;
-            values[I_MOTION3] = motion3;
-            let mut features = [0.0f64; 64];
-            for (slot, f) in features.iter_mut().zip(&self.model.features) {
-                *slot = match *f {
-                    ModelFeature::Adm2 => r.adm.adm2,
-                    ModelFeature::AdmScale(i) => r.adm.scale[i],
-                    ModelFeature::Motion2 => motion2,
-                    ModelFeature::VifScale(i) => r.vif.scale[i],
-                };
-            }
-            values[I_VMAF] = self.model.predict(&features[..self.model.features.len()]);
+            let values = self.values(&p.raw, motion2, motion3);
             let scores = FrameScores {
                 index: p.index,
                 names: self.names.clone(),
@@ -487,5 +627,63 @@ impl<T> Scorer<T> {
             tag: p.tag,
             scores,
         }
+    }
+}
+
+impl<T> Scorer<T> {
+    /// One frame's values in [`ScorePlan::names`] order.
+    fn values(&self, r: &RawFeatures, motion2: f64, motion3: f64) -> Vec<f64> {
+        let plan = &self.plan;
+        let f = plan.features;
+        let vif = |i: usize| if i == 0 { &r.vif } else { &r.vif_more[i - 1] };
+        let adm = |i: usize| if i == 0 { &r.adm } else { &r.adm_more[i - 1] };
+        let adm_values = |a: &AdmScores| {
+            let mut v = vec![a.adm2, a.aim, a.adm3];
+            v.extend_from_slice(&a.scale);
+            v
+        };
+        let mut values = Vec::with_capacity(self.names.len());
+        if f.psnr {
+            values.push(r.extra.psnr[0]);
+            if plan.psnr_chroma {
+                values.extend_from_slice(&r.extra.psnr[1..]);
+            }
+        }
+        values.extend(adm_values(adm(0)));
+        values.push(r.motion_sad);
+        values.extend_from_slice(&vif(0).scale);
+        for i in 1..self.n_sets.1 {
+            values.extend(adm_values(adm(i)));
+        }
+        for i in 1..self.n_sets.0 {
+            values.extend_from_slice(&vif(i).scale);
+        }
+        if f.float_ssim {
+            values.push(r.extra.float_ssim);
+        }
+        if f.float_ms_ssim {
+            values.push(r.extra.float_ms_ssim);
+        }
+        if f.ssimulacra2 {
+            values.push(r.extra.ssimulacra2);
+        }
+        values.push(motion2);
+        values.push(motion3);
+        let order = (1..plan.models.len()).chain(std::iter::once(0));
+        for k in order {
+            let m = &plan.models[k];
+            let (vi, ai) = self.sets.get(k).copied().unwrap_or((0, 0));
+            let mut features = [0.0f64; 64];
+            for (slot, feat) in features.iter_mut().zip(&m.model.features) {
+                *slot = match *feat {
+                    ModelFeature::Adm2 => adm(ai).adm2,
+                    ModelFeature::AdmScale(i) => adm(ai).scale[i],
+                    ModelFeature::Motion2 => motion2,
+                    ModelFeature::VifScale(i) => vif(vi).scale[i],
+                };
+            }
+            values.extend(m.predict(&features[..m.model.features.len()]));
+        }
+        values
     }
 }

@@ -21,8 +21,9 @@ use crate::cpu::{self, CpuBackend};
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::{CudaBackend, GpuDevice};
 use crate::engine::{
-    model::DEFAULT_MODEL, Backend, DeviceLuma, EngineError, FrameScores, HostLuma, LogFormat,
-    LogWriter, LumaInput, Model, SampleLayout, Scored, Scorer,
+    model::DEFAULT_MODEL, Backend, ChromaPair, DeviceLuma, EngineError, FeatureSet, FrameScores,
+    HostComponent, HostLuma, LogFormat, LogWriter, LumaInput, LumaPlane, NamedModel,
+    SampleLayout, ScorePlan, Scored, Scorer,
 };
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
@@ -67,6 +68,8 @@ const MAX_DIMENSION: u32 = 16384;
 #[derive(Debug, Clone)]
 struct Settings {
     model: String,
+    /// The `features` property as set (parsed at NULL->READY).
+    features: String,
     backend: VmafBackend,
     subsample: u32,
     results_location: Option<String>,
@@ -79,6 +82,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             model: DEFAULT_MODEL.to_owned(),
+            features: String::new(),
             backend: VmafBackend::Auto,
             subsample: DEFAULT_SUBSAMPLE,
             results_location: None,
@@ -162,6 +166,66 @@ impl MappedLuma<'_> {
     }
 }
 
+impl MappedLuma<'_> {
+    /// Packs the Cb and Cr components of a host-mapped frame into `out` at `bpc` bits
+    /// (lower-depth streams shifted up, as their luma). Returns their size, or `None` when
+    /// the format has no chroma (GRAY8) or the frame is in device memory.
+    ///
+    /// Errors: a text when a component does not fit the mapped plane.
+    fn pack_chroma(&self, bpc: u32, out: &mut [Vec<u16>; 2]) -> Result<Option<(usize, usize)>, String> {
+        let MappedLuma::Host { frame, .. } = self else {
+            return Ok(None);
+        };
+        let finfo = frame.format_info();
+        if finfo.n_components() < 3 {
+            return Ok(None);
+        }
+        let (w, h) = (frame.width(), frame.height());
+        let bytes = if finfo.bits() > 8 { 2 } else { 1 };
+        let mut size = (0, 0);
+        for (c, dst) in [1usize, 2].into_iter().zip(out.iter_mut()) {
+            let plane = finfo.plane()[c];
+            let (cw, ch) = (
+                finfo.scale_width(c as u8, w) as usize,
+                finfo.scale_height(c as u8, h) as usize,
+            );
+            let stride = frame
+                .plane_stride()
+                .get(plane as usize)
+                .copied()
+                .unwrap_or(0)
+                .max(0) as usize;
+            let data = frame
+                .plane_data(plane)
+                .map_err(|e| format!("cannot read chroma plane {plane}: {e}"))?;
+            let depth = finfo.depth()[c];
+            let layout = SampleLayout {
+                bytes,
+                down: finfo.shift()[c],
+                depth,
+                up: bpc.saturating_sub(depth),
+            };
+            let comp = HostComponent::new(
+                data,
+                stride,
+                finfo.pixel_stride()[c].max(0) as usize,
+                finfo.poffset()[c] as usize,
+                (cw, ch),
+                layout,
+            )
+            .ok_or_else(|| {
+                format!(
+                    "chroma plane {plane} holds {} bytes, fewer than {cw}x{ch} samples at stride {stride}",
+                    data.len()
+                )
+            })?;
+            comp.to_packed(dst);
+            size = (cw, ch);
+        }
+        Ok(Some(size))
+    }
+}
+
 /// Why a pair could not be pushed.
 enum PairError {
     /// Mapping or reading a buffer failed.
@@ -183,6 +247,8 @@ struct State {
     paths: [BTreeSet<InputPath>; 2],
     /// The driver refused to import a DMABuf: read DMABufs back from now on.
     dmabuf_refused: bool,
+    /// Packed Cb/Cr of the reference ([0]) and distorted ([1]) frame, for `psnr_cb`/`psnr_cr`.
+    chroma: [[Vec<u16>; 2]; 2],
     unpaired_reference: u64,
     unpaired_distorted: u64,
     started: Option<Instant>,
@@ -192,7 +258,10 @@ struct State {
 /// Loaded at NULL->READY, dropped at READY->NULL: the model and, for the CUDA backend, the
 /// device with its context and kernel modules.
 struct Prepared {
-    model: Arc<Model>,
+    /// The `model` list (the first one's score is `vmaf`).
+    models: Arc<[NamedModel]>,
+    /// The `features` property, parsed.
+    features: FeatureSet,
     gpu: Option<Arc<GpuDevice>>,
 }
 
@@ -256,10 +325,27 @@ impl ObjectImpl for VmafCompare {
                 glib::ParamSpecString::builder("model")
                     .nick("Model")
                     .blurb(
-                        "VMAF model: a built-in name (vmaf_v0.6.1, vmaf_v0.6.1neg, vmaf_4k_v0.6.1) \
-                         or the path of a libvmaf JSON model file. Loaded at NULL->READY",
+                        "VMAF model(s), comma-separated, scored on the same features in one pass: \
+                         a built-in name (vmaf_v0.6.1, vmaf_v0.6.1neg, vmaf_4k_v0.6.1, \
+                         vmaf_b_v0.6.3 with its bootstrap interval) or the path of a libvmaf \
+                         JSON model, each optionally followed by libvmaf's options \
+                         ':enable_transform' (the phone model) and ':name=NAME'. The first \
+                         model's score is 'vmaf'; the others are named by name= or their \
+                         model name. Loaded at NULL->READY",
                     )
                     .default_value(Some(DEFAULT_MODEL))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("features")
+                    .nick("Features")
+                    .blurb(
+                        "Extra metrics beside VMAF, comma-separated: psnr (psnr_y, psnr_cb, \
+                         psnr_cr: libvmaf's integer PSNR), float_ssim, float_ms_ssim \
+                         (libvmaf's; frames of at least 176x176). Computed on the CPU: \
+                         backend=cuda refuses them at NULL->READY, backend=auto scores on the \
+                         CPU. Empty: none",
+                    )
+                    .default_value(Some(""))
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecEnum::builder_with_default("backend", VmafBackend::Auto)
@@ -329,6 +415,13 @@ impl ObjectImpl for VmafCompare {
                     .flatten()
                     .unwrap_or_else(|| DEFAULT_MODEL.to_owned())
             }
+            "features" => {
+                s.features = value
+                    .get::<Option<String>>()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default()
+            }
             "backend" => s.backend = value.get().unwrap_or_default(),
             "subsample" => s.subsample = value.get::<u32>().unwrap_or(DEFAULT_SUBSAMPLE).max(1),
             "results-location" => {
@@ -352,6 +445,7 @@ impl ObjectImpl for VmafCompare {
         let s = lock(&self.settings);
         match pspec.name() {
             "model" => s.model.to_value(),
+            "features" => s.features.to_value(),
             "backend" => s.backend.to_value(),
             "subsample" => s.subsample.to_value(),
             "results-location" => s.results_location.to_value(),
@@ -467,9 +561,73 @@ impl VmafCompare {
     /// NULL->READY: load the model and choose the backend.
     fn prepare(&self) -> Result<(), gst::StateChangeError> {
         let settings = lock(&self.settings).clone();
-        let gpu = match settings.backend {
-            VmafBackend::Cpu => None,
-            backend => match GpuDevice::open(settings.device_id as usize) {
+        let features = match FeatureSet::parse(&settings.features) {
+            Ok(f) => f,
+            Err(e) => {
+                gst::element_imp_error!(self, gst::LibraryError::Settings, ("Invalid features: {}", e));
+                return Err(gst::StateChangeError);
+            }
+        };
+        if features.ssimulacra2 {
+            gst::element_imp_error!(
+                self,
+                gst::LibraryError::Settings,
+                ("Invalid features: ssimulacra2 is not implemented yet")
+            );
+            return Err(gst::StateChangeError);
+        }
+        let models: Arc<[NamedModel]> = match NamedModel::load_list(&settings.model) {
+            Ok(m) => m.into(),
+            Err(e) => {
+                gst::element_imp_error!(
+                    self,
+                    gst::LibraryError::Settings,
+                    ("Cannot load VMAF model: {}", e)
+                );
+                return Err(gst::StateChangeError);
+            }
+        };
+        for m in models.iter() {
+            gst::debug!(
+                CAT,
+                imp = self,
+                "model {} loaded as '{}': {} features, {} support vectors, {} bootstrap members, transform {}",
+                m.model.origin,
+                m.name,
+                m.model.features.len(),
+                m.model.support_vectors(),
+                m.bootstrap.len(),
+                if m.model.transform.enabled { "on" } else { "off" }
+            );
+        }
+        let plan = ScorePlan {
+            models: models.clone(),
+            features,
+            psnr_chroma: true,
+        };
+        // What the CUDA backend cannot compute yet keeps the stream on the CPU.
+        let cpu_only = plan.needs_cpu();
+        let gpu = match (settings.backend, cpu_only) {
+            (VmafBackend::Cpu, _) => None,
+            (VmafBackend::Cuda, Some(why)) => {
+                gst::element_imp_error!(
+                    self,
+                    gst::LibraryError::Settings,
+                    ("backend=cuda cannot compute {} yet: that needs backend=cpu for now", why),
+                    ["Set backend=cpu (or backend=auto, which then scores on the CPU)."]
+                );
+                return Err(gst::StateChangeError);
+            }
+            (VmafBackend::Auto, Some(why)) => {
+                gst::element_imp_warning!(
+                    self,
+                    gst::LibraryError::Settings,
+                    ("{} needs the CPU backend for now: scoring on the CPU", why),
+                    ["Set backend=cpu to silence this warning."]
+                );
+                None
+            }
+            (backend, None) => match GpuDevice::open(settings.device_id as usize) {
                 Ok(dev) => {
                     gst::info!(
                         CAT,
@@ -500,30 +658,12 @@ impl VmafCompare {
                 }
             },
         };
-        let model = match Model::load(&settings.model) {
-            Ok(m) => m,
-            Err(e) => {
-                gst::element_imp_error!(
-                    self,
-                    gst::LibraryError::Settings,
-                    ("Cannot load VMAF model: {}", e)
-                );
-                return Err(gst::StateChangeError);
-            }
-        };
-        gst::debug!(
-            CAT,
-            imp = self,
-            "model {} loaded: {} features, {} support vectors",
-            model.origin,
-            model.features.len(),
-            model.support_vectors()
-        );
         if let Some(dev) = gpu.as_deref() {
             self.share_cuda_context(dev);
         }
         *lock(&self.prepared) = Some(Prepared {
-            model: Arc::new(model),
+            models,
+            features,
             gpu,
         });
         Ok(())
@@ -654,6 +794,29 @@ impl VmafCompare {
                     cpu::MIN_WIDTH,
                     cpu::MIN_HEIGHT
                 )
+            );
+            return false;
+        }
+        let features = lock(&self.prepared)
+            .as_ref()
+            .map(|p| p.features)
+            .unwrap_or_default();
+        if features.float_ms_ssim && !cpu::ssim::ms_ssim_fits(w as usize, h as usize) {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                (
+                    "{} pad: {}x{} is smaller than the {}x{} minimum of float_ms_ssim",
+                    pad.name(),
+                    w,
+                    h,
+                    cpu::ssim::MS_SSIM_MIN_SIZE,
+                    cpu::ssim::MS_SSIM_MIN_SIZE
+                ),
+                [
+                    "libvmaf refuses such frames too: each of MS-SSIM's five scales halves the frame \
+                     and must still hold its 11x11 window. Remove float_ms_ssim from features."
+                ]
             );
             return false;
         }
@@ -861,14 +1024,23 @@ impl VmafCompare {
         if state.geometry == Some((w, h, bpc)) && state.scorer.is_some() {
             return Ok(Vec::new());
         }
-        let Some((model, gpu)) = lock(&self.prepared)
+        let Some((models, features, gpu)) = lock(&self.prepared)
             .as_ref()
-            .map(|p| (p.model.clone(), p.gpu.clone()))
+            .map(|p| (p.models.clone(), p.features, p.gpu.clone()))
         else {
             gst::element_imp_error!(self, gst::CoreError::StateChange, ("no model loaded"));
             return Err(gst::FlowError::Error);
         };
-        let backend = self.make_backend(gpu.as_deref(), &model, (w, h, bpc))?;
+        let has_chroma = |v: &PadVideo| v.info.format_info().n_components() >= 3;
+        let plan = match state.scorer.as_ref() {
+            Some(s) => s.plan().clone(),
+            None => ScorePlan {
+                models,
+                features,
+                psnr_chroma: has_chroma(r) && has_chroma(d),
+            },
+        };
+        let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc))?;
         state.geometry = Some((w, h, bpc));
         let done = match state.scorer.as_mut() {
             Some(s) => s
@@ -876,7 +1048,7 @@ impl VmafCompare {
                 .map_err(|e| self.engine_failed(e))?,
             None => {
                 let subsample = lock(&self.settings).subsample;
-                state.scorer = Some(Scorer::new(backend, model, subsample));
+                state.scorer = Some(Scorer::with_plan(backend, plan, subsample));
                 Vec::new()
             }
         };
@@ -888,10 +1060,11 @@ impl VmafCompare {
     fn make_backend(
         &self,
         gpu: Option<&GpuDevice>,
-        model: &Model,
+        plan: &ScorePlan,
         (w, h, bpc): (u32, u32, u32),
     ) -> Result<Box<dyn Backend>, gst::FlowError> {
         let (wu, hu) = (w as usize, h as usize);
+        let model = &plan.models[0].model;
         if let Some(dev) = gpu {
             match CudaBackend::new(dev, wu, hu, bpc, model.vif, model.adm) {
                 Ok(b) => {
@@ -913,7 +1086,7 @@ impl VmafCompare {
                 ),
             }
         }
-        match CpuBackend::new(wu, hu, bpc, model.vif, model.adm) {
+        match Self::cpu_backend(plan, (wu, hu, bpc)) {
             Ok(b) => {
                 gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
                 Ok(Box::new(b))
@@ -923,6 +1096,21 @@ impl VmafCompare {
                 Err(gst::FlowError::NotNegotiated)
             }
         }
+    }
+
+    /// The CPU backend computing everything `plan` asks for.
+    fn cpu_backend(
+        plan: &ScorePlan,
+        (w, h, bpc): (usize, usize, u32),
+    ) -> Result<CpuBackend, crate::engine::FeatureError> {
+        CpuBackend::with_features(
+            w,
+            h,
+            bpc,
+            &plan.vif_configs(),
+            &plan.adm_configs(),
+            plan.features,
+        )
     }
 
     /// Posts a scoring failure as an element error.
@@ -1069,6 +1257,71 @@ impl VmafCompare {
                 );
             }
         }
+        let wants_chroma = state
+            .scorer
+            .as_ref()
+            .is_some_and(|s| s.plan().features.reads_chroma() && s.plan().psnr_chroma);
+        let mut chroma = std::mem::take(&mut state.chroma);
+        let result = self.push_mapped(state, (&mut rm, &mut dm), wants_chroma, bpc, &mut chroma, tag);
+        state.chroma = chroma;
+        result
+    }
+
+    /// Pushes mapped planes (and, when `wants_chroma`, their chroma packed into `chroma`).
+    fn push_mapped(
+        &self,
+        state: &mut State,
+        (rm, dm): (&mut MappedLuma<'_>, &mut MappedLuma<'_>),
+        wants_chroma: bool,
+        bpc: u32,
+        chroma: &mut [[Vec<u16>; 2]; 2],
+        tag: Tag,
+    ) -> Result<Vec<Scored<Tag>>, PairError> {
+        let mut sizes = [None, None];
+        if wants_chroma {
+            let [rc, dc] = chroma;
+            sizes[0] = rm
+                .pack_chroma(bpc, rc)
+                .map_err(|e| PairError::Map(format!("reference: {e}")))?;
+            sizes[1] = dm
+                .pack_chroma(bpc, dc)
+                .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
+        }
+        let pair = match sizes {
+            [Some(rs), Some(ds)] if rs == ds => {
+                fn plane(
+                    v: &[u16],
+                    (w, h): (usize, usize),
+                    bpc: u32,
+                ) -> Result<LumaPlane<'_>, PairError> {
+                    LumaPlane::packed(v, w, h, bpc).ok_or_else(|| {
+                        PairError::Map("internal: chroma plane smaller than its size".into())
+                    })
+                }
+                Some(ChromaPair {
+                    reference: [
+                        plane(&chroma[0][0], rs, bpc)?,
+                        plane(&chroma[0][1], rs, bpc)?,
+                    ],
+                    distorted: [
+                        plane(&chroma[1][0], rs, bpc)?,
+                        plane(&chroma[1][1], rs, bpc)?,
+                    ],
+                })
+            }
+            [None, None] if !wants_chroma => None,
+            [rs, ds] => {
+                let show = |s: Option<(usize, usize)>| {
+                    s.map_or("none (no chroma)".to_owned(), |(w, h)| format!("{w}x{h}"))
+                };
+                return Err(PairError::Map(format!(
+                    "psnr_cb/psnr_cr need chroma planes of one size on both pads: reference \
+                     chroma is {}, distorted chroma is {}",
+                    show(rs),
+                    show(ds)
+                )));
+            }
+        };
         let r = rm
             .input()
             .map_err(|e| PairError::Map(format!("reference: {e}")))?;
@@ -1079,7 +1332,9 @@ impl VmafCompare {
             .scorer
             .as_mut()
             .ok_or_else(|| PairError::Map("internal: no scorer".into()))?;
-        scorer.push_input(r, d, tag).map_err(PairError::Engine)
+        scorer
+            .push_frame(r, d, pair, tag)
+            .map_err(PairError::Engine)
     }
 
     fn score_pair(
@@ -1128,8 +1383,8 @@ impl VmafCompare {
                     && lock(&self.settings).backend == VmafBackend::Auto =>
             {
                 // The GPU failed mid-stream: finish the stream on the CPU.
-                let model = lock(&self.prepared).as_ref().map(|p| p.model.clone());
-                match model.map(|m| CpuBackend::new(w, h, bpc, m.vif, m.adm)) {
+                let plan = state.scorer.as_ref().map(|s| s.plan().clone());
+                match plan.map(|p| Self::cpu_backend(&p, (w, h, bpc))) {
                     Some(Ok(cpu)) => {
                         let lost = match state.scorer.as_mut() {
                             Some(scorer) => {

@@ -1,0 +1,61 @@
+//! libvmaf's integer PSNR (`psnr_y`, `psnr_cb`, `psnr_cr`) with its default options
+//! (chroma on, no MSE, no APSNR, full high-bit-depth peak, no `min_sse`).
+//!
+//! Source of the arithmetic: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_psnr.c.
+
+use crate::engine::frame::LumaPlane;
+
+/// PSNR cap in dB at `bpc` bits: libvmaf's `psnr_max = 6 * bpc + 12` (60 dB at 8 bits,
+/// 72 dB at 10 bits).
+pub fn psnr_max(bpc: u32) -> f64 {
+    f64::from(6 * bpc + 12)
+}
+
+/// Peak sample value at `bpc` bits: 255 at 8 bits (libvmaf's 8-bit path hard-codes it),
+/// `(1 << bpc) - 1` above.
+pub fn peak(bpc: u32) -> f64 {
+    f64::from((1u32 << bpc.clamp(8, 16)) - 1)
+}
+
+/// Sum of squared differences of two planes of the same size, accumulated as libvmaf does:
+/// at 8 bits a row's sum in a wrapping 32-bit word (it cannot wrap below 66052 samples a row)
+/// added to a 64-bit total; above 8 bits every square added to the 64-bit total.
+///
+/// `reference`, `distorted`: planes of equal `width` x `height`; only the first `width`
+/// samples of each of the first `height` rows are read.
+pub fn sse(reference: &LumaPlane, distorted: &LumaPlane) -> u64 {
+    let (w, h) = (
+        reference.width.min(distorted.width),
+        reference.height.min(distorted.height),
+    );
+    let mut total = 0u64;
+    for y in 0..h {
+        let (r, d) = (&reference.row(y)[..w], &distorted.row(y)[..w]);
+        if reference.bpc <= 8 {
+            let mut row = 0u32;
+            for (&a, &b) in r.iter().zip(d) {
+                let e = i32::from(a) - i32::from(b);
+                row = row.wrapping_add((e * e) as u32);
+            }
+            total = total.wrapping_add(u64::from(row));
+        } else {
+            for (&a, &b) in r.iter().zip(d) {
+                let e = u64::from(a.abs_diff(b));
+                total = total.wrapping_add(e * e);
+            }
+        }
+    }
+    total
+}
+
+/// PSNR in dB of one plane pair at `bpc` bits (the planes' own `bpc`):
+/// `min(10 * log10(peak^2 / max(mse, 1e-16)), 6 * bpc + 12)` with `mse = sse / (w * h)`.
+/// Returns a value in `[0, 6 * bpc + 12]`; planes of different sizes are compared over their
+/// common part (callers check sizes first).
+pub fn psnr(reference: &LumaPlane, distorted: &LumaPlane) -> f64 {
+    let bpc = reference.bpc;
+    let n = (reference.width * reference.height).max(1) as f64;
+    let mse = sse(reference, distorted) as f64 / n;
+    let p = peak(bpc);
+    (10.0 * (p * p / mse.max(1e-16)).log10()).min(psnr_max(bpc))
+}

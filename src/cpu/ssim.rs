@@ -1,0 +1,408 @@
+//! libvmaf's float SSIM and MS-SSIM (`float_ssim`, `float_ms_ssim`) on the luma plane, with
+//! their default options (no dB conversion, no l/c/s outputs).
+//!
+//! libvmaf computes both with its bundled IQA code in single precision with double
+//! accumulators; this follows the same order of operations so that scores agree to far below
+//! 1e-4: samples become floats divided by `2^(bpc - 8)`; an 11-tap Gaussian window
+//! (sigma 1.5) is applied separably over the "valid" region only (the output is 10 samples
+//! smaller in each direction); SSIM's constants are those of an 8-bit range (K1 = 0.01,
+//! K2 = 0.03, L = 255, C3 = C2 / 2); the structure term uses `sqrt(var_ref * var_dis)`, as
+//! libvmaf's variant does. `float_ssim` first averages `scale x scale` blocks when the
+//! frame is at least 384 samples on its short side (`scale = round(min(w, h) / 256)`).
+//! MS-SSIM runs SSIM at five scales, each halved with a 9x9 biorthogonal (9/7) low-pass
+//! filter and mirrored edges, and combines per-scale means of luminance, contrast and
+//! structure with Wang's exponents.
+//!
+//! Sources: Netflix/vmaf v3.2.0, libvmaf/src/feature/float_ssim.c, float_ms_ssim.c, ssim.c,
+//! ms_ssim.c and iqa/ (ssim_tools.c, convolve.c with `IQA_CONVOLVE_1D`, decimate.c,
+//! math_utils.c).
+
+use crate::engine::frame::{FeatureError, LumaPlane};
+
+/// The 11-tap Gaussian window (sigma 1.5), by distance from the centre (0..=5).
+const GAUSS: [f32; 6] = [0.266012, 0.213006, 0.109361, 0.036001, 0.007599, 0.001028];
+/// Window length.
+const GAUSS_LEN: usize = 11;
+
+/// MS-SSIM's 9x9 low-pass filter, `LPF[|dy|][|dx|]` (symmetric in both directions).
+const LPF: [[f32; 5]; 5] = [
+    [0.363505, 0.160885, -0.047149, -0.010146, 0.016114],
+    [0.160885, 0.071207, -0.020867, -0.004490, 0.007132],
+    [-0.047149, -0.020867, 0.006115, 0.001316, -0.002090],
+    [-0.010146, -0.004490, 0.001316, 0.000283, -0.000450],
+    [0.016114, 0.007132, -0.002090, -0.000450, 0.000714],
+];
+
+/// Number of MS-SSIM scales.
+pub const MS_SSIM_SCALES: usize = 5;
+/// Exponents of luminance, contrast and structure at each scale (Wang et al.).
+const MS_ALPHA: [f32; 5] = [0.0, 0.0, 0.0, 0.0, 0.1333];
+const MS_BETA: [f32; 5] = [0.0448, 0.2856, 0.3001, 0.2363, 0.1333];
+
+/// Smallest frame `float_ms_ssim` accepts: libvmaf refuses a frame when any of its five
+/// scales (the size halved, rounding down, four times) is narrower or lower than the
+/// 11-sample Gaussian window, i.e. below 176x176.
+pub const MS_SSIM_MIN_SIZE: usize = GAUSS_LEN << (MS_SSIM_SCALES - 1);
+
+/// Whether `float_ms_ssim` accepts a `width` x `height` frame (libvmaf's check in
+/// `compute_ms_ssim`).
+pub fn ms_ssim_fits(width: usize, height: usize) -> bool {
+    (0..MS_SSIM_SCALES).all(|i| (width >> i) >= GAUSS_LEN && (height >> i) >= GAUSS_LEN)
+}
+
+/// The error `float_ms_ssim` gives for a frame below [`MS_SSIM_MIN_SIZE`].
+pub fn ms_ssim_too_small(width: usize, height: usize) -> FeatureError {
+    FeatureError::FrameTooSmall {
+        feature: "float_ms_ssim",
+        width,
+        height,
+        min_width: MS_SSIM_MIN_SIZE,
+        min_height: MS_SSIM_MIN_SIZE,
+    }
+}
+
+/// A float image, row-major, `w` x `h`, no padding.
+#[derive(Default, Clone)]
+struct Image {
+    data: Vec<f32>,
+    w: usize,
+    h: usize,
+}
+
+impl Image {
+    fn resize(&mut self, w: usize, h: usize) {
+        self.w = w;
+        self.h = h;
+        self.data.resize(w * h, 0.0);
+    }
+}
+
+/// Mirrors a coordinate into `0..n` as IQA's symmetric boundary does (`-1 -> 0`,
+/// `n -> n - 1`), clamped for coordinates more than one period away.
+#[inline]
+fn mirror(i: isize, n: usize) -> usize {
+    let n = n as isize;
+    let m = if i < 0 {
+        -1 - i
+    } else if i >= n {
+        2 * n - i - 1
+    } else {
+        i
+    };
+    m.clamp(0, n - 1) as usize
+}
+
+/// Reusable buffers for SSIM and MS-SSIM of one geometry (no allocation per frame once
+/// warmed up).
+#[derive(Default)]
+pub struct Ssim {
+    reference: Image,
+    distorted: Image,
+    /// MS-SSIM pyramids (scale 0 is the input).
+    ref_scales: Vec<Image>,
+    dis_scales: Vec<Image>,
+    /// SSIM work planes: means, squares and their filtered forms.
+    mu_ref: Vec<f32>,
+    mu_dis: Vec<f32>,
+    sq_ref: Vec<f32>,
+    sq_dis: Vec<f32>,
+    cross: Vec<f32>,
+    cache: Vec<f32>,
+    /// A full-size product plane before filtering.
+    full: Vec<f32>,
+}
+
+/// Means of luminance, contrast and structure, and their product's mean (SSIM), of one scale.
+#[derive(Debug, Clone, Copy)]
+struct Lcs {
+    ssim: f32,
+    l: f32,
+    c: f32,
+    s: f32,
+}
+
+impl Ssim {
+    /// Empty buffers; they grow to the frame size on first use.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// libvmaf's `float_ssim` of two luma planes of the same size and depth.
+    ///
+    /// Returns the mean SSIM in [-1, 1] (1 for identical planes). Errors:
+    /// [`FeatureError::FrameTooSmall`] when a side is below 11 samples after the automatic
+    /// down-scaling (the window must fit at least once).
+    pub fn float_ssim(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+    ) -> Result<f64, FeatureError> {
+        let (w, h) = (reference.width, reference.height);
+        if w < GAUSS_LEN || h < GAUSS_LEN {
+            return Err(FeatureError::FrameTooSmall {
+                feature: "float_ssim",
+                width: w,
+                height: h,
+                min_width: GAUSS_LEN,
+                min_height: GAUSS_LEN,
+            });
+        }
+        to_float(reference, &mut self.reference);
+        to_float(distorted, &mut self.distorted);
+        let scale = auto_scale(w, h);
+        if scale > 1 {
+            let mut small = Image::default();
+            box_decimate(&self.reference, scale, &mut small);
+            std::mem::swap(&mut self.reference, &mut small);
+            box_decimate(&self.distorted, scale, &mut small);
+            std::mem::swap(&mut self.distorted, &mut small);
+            if self.reference.w < GAUSS_LEN || self.reference.h < GAUSS_LEN {
+                return Err(FeatureError::FrameTooSmall {
+                    feature: "float_ssim",
+                    width: w,
+                    height: h,
+                    min_width: GAUSS_LEN * scale,
+                    min_height: GAUSS_LEN * scale,
+                });
+            }
+        }
+        let (r, d) = (
+            std::mem::take(&mut self.reference),
+            std::mem::take(&mut self.distorted),
+        );
+        let lcs = self.ssim_scale(&r, &d);
+        self.reference = r;
+        self.distorted = d;
+        Ok(f64::from(lcs.ssim))
+    }
+
+    /// libvmaf's `float_ms_ssim` (Wang's MS-SSIM, five scales) of two luma planes of the
+    /// same size and depth.
+    ///
+    /// Returns a value in [0, 1] for natural content (1 for identical planes; NaN only when a
+    /// scale's mean contrast or structure is negative, as in libvmaf). Errors:
+    /// [`FeatureError::FrameTooSmall`] below 176x176 (see [`ms_ssim_fits`]).
+    pub fn float_ms_ssim(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+    ) -> Result<f64, FeatureError> {
+        let (w, h) = (reference.width, reference.height);
+        if !ms_ssim_fits(w, h) {
+            return Err(ms_ssim_too_small(w, h));
+        }
+        let mut refs = std::mem::take(&mut self.ref_scales);
+        let mut diss = std::mem::take(&mut self.dis_scales);
+        refs.resize_with(MS_SSIM_SCALES, Image::default);
+        diss.resize_with(MS_SSIM_SCALES, Image::default);
+        to_float(reference, &mut refs[0]);
+        to_float(distorted, &mut diss[0]);
+        for i in 1..MS_SSIM_SCALES {
+            let (done, rest) = refs.split_at_mut(i);
+            lpf_decimate(&done[i - 1], &mut rest[0]);
+            let (done, rest) = diss.split_at_mut(i);
+            lpf_decimate(&done[i - 1], &mut rest[0]);
+        }
+        let mut msssim = 1.0f64;
+        for i in 0..MS_SSIM_SCALES {
+            let lcs = self.ssim_scale(&refs[i], &diss[i]);
+            let term = f64::from(lcs.l).powf(f64::from(MS_ALPHA[i]))
+                * f64::from(lcs.c).powf(f64::from(MS_BETA[i]))
+                * f64::from(lcs.s).powf(f64::from(MS_BETA[i]));
+            msssim *= term;
+        }
+        self.ref_scales = refs;
+        self.dis_scales = diss;
+        Ok(msssim)
+    }
+
+    /// SSIM of one scale with the Gaussian window over the valid region (IQA's `_iqa_ssim`
+    /// with default arguments). Both images have the same size, at least 11x11.
+    fn ssim_scale(&mut self, r: &Image, d: &Image) -> Lcs {
+        let (w, h) = (r.w, r.h);
+        let k1 = 0.01f32 * 255.0;
+        let k2 = 0.03f32 * 255.0;
+        let c1 = k1 * k1;
+        let c2 = k2 * k2;
+        let c3 = c2 / 2.0;
+        let (dw, dh) = (w + 1 - GAUSS_LEN, h + 1 - GAUSS_LEN);
+        let n = dw * dh;
+        let Self {
+            mu_ref,
+            mu_dis,
+            sq_ref,
+            sq_dis,
+            cross,
+            cache,
+            full,
+            ..
+        } = self;
+        gauss_valid(&r.data, w, h, mu_ref, cache);
+        gauss_valid(&d.data, w, h, mu_dis, cache);
+        full.clear();
+        full.extend(r.data.iter().map(|&a| a * a));
+        gauss_valid(full, w, h, sq_ref, cache);
+        full.clear();
+        full.extend(d.data.iter().map(|&a| a * a));
+        gauss_valid(full, w, h, sq_dis, cache);
+        full.clear();
+        full.extend(r.data.iter().zip(&d.data).map(|(&a, &b)| a * b));
+        gauss_valid(full, w, h, cross, cache);
+        let (mut sum, mut l_sum, mut c_sum, mut s_sum) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        for i in 0..n {
+            let (m1, m2) = (mu_ref[i], mu_dis[i]);
+            let var1 = (sq_ref[i] - m1 * m1).max(0.0);
+            let var2 = (sq_dis[i] - m2 * m2).max(0.0);
+            let cov = cross[i] - m1 * m2;
+            let sd12 = f64::from(var1 * var2).sqrt() as f32;
+            let l = (2.0 * f64::from(m1) * f64::from(m2) + f64::from(c1))
+                / f64::from(m1 * m1 + m2 * m2 + c1);
+            let c = (2.0 * f64::from(sd12) + f64::from(c2)) / f64::from(var1 + var2 + c2);
+            // Flat, identical regions: rounding can make the covariance slightly negative
+            // while the deviations are 0; libvmaf then takes the structure term as 1.
+            let cov = if cov < 0.0 && sd12 <= 0.0 { 0.0 } else { cov };
+            let s = f64::from((cov + c3) / (sd12 + c3));
+            sum += l * c * s;
+            l_sum += l;
+            c_sum += c;
+            s_sum += s;
+        }
+        let nf = n as f64;
+        Lcs {
+            ssim: (sum / nf) as f32,
+            l: (l_sum / nf) as f32,
+            c: (c_sum / nf) as f32,
+            s: (s_sum / nf) as f32,
+        }
+    }
+}
+
+/// Samples as floats on an 8-bit scale: `sample / 2^(bpc - 8)` (libvmaf's `picture_copy`).
+fn to_float(p: &LumaPlane, out: &mut Image) {
+    out.resize(p.width, p.height);
+    let div = (1u32 << p.bpc.saturating_sub(8)) as f32;
+    for (y, dst) in out.data.chunks_exact_mut(p.width).enumerate() {
+        if p.bpc <= 8 {
+            for (d, &s) in dst.iter_mut().zip(p.row(y)) {
+                *d = f32::from(s);
+            }
+        } else {
+            for (d, &s) in dst.iter_mut().zip(p.row(y)) {
+                *d = f32::from(s) / div;
+            }
+        }
+    }
+}
+
+/// `float_ssim`'s automatic down-scaling factor: `max(1, round(min(w, h) / 256))` with
+/// IQA's rounding (halves away from zero).
+fn auto_scale(w: usize, h: usize) -> usize {
+    let a = w.min(h) as f32 / 256.0;
+    let t = a.trunc();
+    let r = if f64::from(a - t) >= 0.5 { t + 1.0 } else { t };
+    (r as usize).max(1)
+}
+
+/// Separable 11-tap Gaussian over the valid region of a `w` x `h` image (IQA's 1-D
+/// convolution): horizontal pass into `cache` (full height), vertical pass into `out`,
+/// `(w - 10) x (h - 10)`. Products in f32, sums in f64, results rounded to f32.
+fn gauss_valid(img: &[f32], w: usize, h: usize, out: &mut Vec<f32>, cache: &mut Vec<f32>) {
+    let half = GAUSS_LEN / 2;
+    let (dw, dh) = (w + 1 - GAUSS_LEN, h + 1 - GAUSS_LEN);
+    let taps: [f32; GAUSS_LEN] = std::array::from_fn(|i| GAUSS[i.abs_diff(half)]);
+    cache.clear();
+    cache.resize(dw * h, 0.0);
+    for y in 0..h {
+        let row = &img[y * w..(y + 1) * w];
+        for (x, c) in cache[y * dw..(y + 1) * dw].iter_mut().enumerate() {
+            let mut sum = 0.0f64;
+            for (k, &t) in taps.iter().enumerate() {
+                sum += f64::from(row[x + k] * t);
+            }
+            *c = sum as f32;
+        }
+    }
+    out.clear();
+    out.resize(dw * dh, 0.0);
+    for y in 0..dh {
+        for x in 0..dw {
+            let mut sum = 0.0f64;
+            for (k, &t) in taps.iter().enumerate() {
+                sum += f64::from(cache[(y + k) * dw + x] * t);
+            }
+            out[y * dw + x] = sum as f32;
+        }
+    }
+}
+
+/// Size after IQA's decimation by `factor`: `n / factor + (n & 1)`.
+fn decimated(n: usize, factor: usize) -> usize {
+    n / factor + (n & 1)
+}
+
+/// IQA's `_iqa_decimate` with a `taps x taps` kernel `k(dy, dx)` whose window spans
+/// `-taps/2 ..= taps/2` (even `taps`: one less on the right), mirrored edges, products in
+/// f32 and sums in f64: output pixel (x, y) is the filter at input (x * factor, y * factor).
+fn decimate(
+    src: &Image,
+    factor: usize,
+    taps: usize,
+    k: impl Fn(usize, usize) -> f32,
+    out: &mut Image,
+) {
+    let (sw, sh) = (decimated(src.w, factor), decimated(src.h, factor));
+    out.resize(sw, sh);
+    let half = (taps / 2) as isize;
+    let last = half - if taps % 2 == 0 { 1 } else { 0 };
+    for y in 0..sh {
+        for x in 0..sw {
+            let (cx, cy) = ((x * factor) as isize, (y * factor) as isize);
+            let mut sum = 0.0f64;
+            for (ky, v) in (-half..=last).enumerate() {
+                let row = mirror(cy + v, src.h) * src.w;
+                for (kx, u) in (-half..=last).enumerate() {
+                    let px = src.data[row + mirror(cx + u, src.w)];
+                    sum += f64::from(px * k(ky, kx));
+                }
+            }
+            out.data[y * sw + x] = sum as f32;
+        }
+    }
+}
+
+/// MS-SSIM's halving with the 9x9 low-pass filter.
+fn lpf_decimate(src: &Image, out: &mut Image) {
+    decimate(src, 2, 9, |ky, kx| LPF[ky.abs_diff(4)][kx.abs_diff(4)], out);
+}
+
+/// `float_ssim`'s down-scaling: a `scale x scale` box filter (each tap `1 / scale`^2).
+fn box_decimate(src: &Image, scale: usize, out: &mut Image) {
+    let tap = 1.0f32 / (scale * scale) as f32;
+    decimate(src, scale, scale, |_, _| tap, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ms_ssim_minimum_is_libvmafs() {
+        assert!(ms_ssim_fits(176, 176));
+        assert!(!ms_ssim_fits(175, 400));
+        assert!(!ms_ssim_fits(160, 90));
+        assert!(ms_ssim_fits(576, 324));
+        assert_eq!(auto_scale(576, 324), 1);
+        assert_eq!(auto_scale(1920, 1080), 4);
+        assert_eq!(auto_scale(3840, 2160), 8);
+    }
+
+    #[test]
+    fn identical_planes_score_one() {
+        let (w, h) = (200, 180);
+        let data: Vec<u16> = (0..w * h).map(|i| ((i * 37) % 251) as u16).collect();
+        let p = LumaPlane::packed(&data, w, h, 8).unwrap();
+        let mut s = Ssim::new();
+        assert!((s.float_ssim(&p, &p).unwrap() - 1.0).abs() < 1e-6);
+        assert!((s.float_ms_ssim(&p, &p).unwrap() - 1.0).abs() < 1e-6);
+    }
+}
