@@ -68,7 +68,11 @@ fn psnr_ssim_ms_ssim_match_libvmaf_3_2_0() {
                 dmax = dmax.max(d);
                 sum += o;
             }
-            let pooled = out.summary.as_ref().and_then(|s| s.get(name)).expect("pooled");
+            let pooled = out
+                .summary
+                .as_ref()
+                .and_then(|s| s.get(name))
+                .expect("pooled");
             assert!((pooled.mean - sum / p.frames as f64).abs() < 1e-9);
             table.push(format!("| {tag} | {name} | {} | {dmax:.2e} |", p.frames));
         }
@@ -77,7 +81,11 @@ fn psnr_ssim_ms_ssim_match_libvmaf_3_2_0() {
             assert!((out.frames[i].vmaf - v).abs() <= TOL, "vmaf unchanged");
         }
         // libvmaf's order: psnr first, float_ssim after the VIF scales, vmaf last.
-        let names: Vec<&str> = out.frames[0].metrics.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = out.frames[0]
+            .metrics
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
         assert_eq!(&names[..3], &["psnr_y", "psnr_cb", "psnr_cr"]);
         assert_eq!(names.last(), Some(&"vmaf"));
     }
@@ -117,7 +125,9 @@ fn cuda_backend_refuses_extra_features() {
     assert!(out.frames.is_empty());
     let text = out.errors.join("\n");
     assert!(
-        text.contains("backend=cuda cannot compute features=psnr yet: that needs backend=cpu for now"),
+        text.contains(
+            "backend=cuda cannot compute features=psnr yet: that needs backend=cpu for now"
+        ),
         "{text}"
     );
     let auto = score(p, "psnr", "auto", None);

@@ -67,8 +67,8 @@ impl ModelSpec {
                     }
                 }
             }
-            let source = source
-                .ok_or_else(|| invalid(format!("model entry '{entry}' names no model")))?;
+            let source =
+                source.ok_or_else(|| invalid(format!("model entry '{entry}' names no model")))?;
             specs.push(ModelSpec {
                 source,
                 name,
@@ -175,7 +175,9 @@ impl NamedModel {
             };
             let loaded = Self::load(spec, name)?;
             let clash = out.iter().any(|m| {
-                m.score_names().iter().any(|n| loaded.score_names().contains(n))
+                m.score_names()
+                    .iter()
+                    .any(|n| loaded.score_names().contains(n))
             });
             if clash {
                 return Err(invalid(format!(

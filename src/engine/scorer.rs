@@ -188,7 +188,10 @@ impl ScorePlan {
             why.push(format!("features={}", self.features));
         }
         if self.vif_configs().len() > 1 || self.adm_configs().len() > 1 {
-            why.push("models with different VIF/ADM options (e.g. vmaf_v0.6.1neg beside vmaf_v0.6.1)".into());
+            why.push(
+                "models with different VIF/ADM options (e.g. vmaf_v0.6.1neg beside vmaf_v0.6.1)"
+                    .into(),
+            );
         }
         (!why.is_empty()).then(|| why.join(" and "))
     }

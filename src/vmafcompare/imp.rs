@@ -22,8 +22,8 @@ use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::{CudaBackend, GpuDevice};
 use crate::engine::{
     model::DEFAULT_MODEL, Backend, ChromaPair, DeviceLuma, EngineError, FeatureSet, FrameScores,
-    HostComponent, HostLuma, LogFormat, LogWriter, LumaInput, LumaPlane, NamedModel,
-    SampleLayout, ScorePlan, Scored, Scorer,
+    HostComponent, HostLuma, LogFormat, LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout,
+    ScorePlan, Scored, Scorer,
 };
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
@@ -172,7 +172,11 @@ impl MappedLuma<'_> {
     /// the format has no chroma (GRAY8) or the frame is in device memory.
     ///
     /// Errors: a text when a component does not fit the mapped plane.
-    fn pack_chroma(&self, bpc: u32, out: &mut [Vec<u16>; 2]) -> Result<Option<(usize, usize)>, String> {
+    fn pack_chroma(
+        &self,
+        bpc: u32,
+        out: &mut [Vec<u16>; 2],
+    ) -> Result<Option<(usize, usize)>, String> {
         let MappedLuma::Host { frame, .. } = self else {
             return Ok(None);
         };
@@ -564,7 +568,11 @@ impl VmafCompare {
         let features = match FeatureSet::parse(&settings.features) {
             Ok(f) => f,
             Err(e) => {
-                gst::element_imp_error!(self, gst::LibraryError::Settings, ("Invalid features: {}", e));
+                gst::element_imp_error!(
+                    self,
+                    gst::LibraryError::Settings,
+                    ("Invalid features: {}", e)
+                );
                 return Err(gst::StateChangeError);
             }
         };
@@ -613,7 +621,10 @@ impl VmafCompare {
                 gst::element_imp_error!(
                     self,
                     gst::LibraryError::Settings,
-                    ("backend=cuda cannot compute {} yet: that needs backend=cpu for now", why),
+                    (
+                        "backend=cuda cannot compute {} yet: that needs backend=cpu for now",
+                        why
+                    ),
                     ["Set backend=cpu (or backend=auto, which then scores on the CPU)."]
                 );
                 return Err(gst::StateChangeError);
@@ -1262,7 +1273,14 @@ impl VmafCompare {
             .as_ref()
             .is_some_and(|s| s.plan().features.reads_chroma() && s.plan().psnr_chroma);
         let mut chroma = std::mem::take(&mut state.chroma);
-        let result = self.push_mapped(state, (&mut rm, &mut dm), wants_chroma, bpc, &mut chroma, tag);
+        let result = self.push_mapped(
+            state,
+            (&mut rm, &mut dm),
+            wants_chroma,
+            bpc,
+            &mut chroma,
+            tag,
+        );
         state.chroma = chroma;
         result
     }
