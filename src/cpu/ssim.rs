@@ -353,7 +353,7 @@ fn decimate(
     let (sw, sh) = (decimated(src.w, factor), decimated(src.h, factor));
     out.resize(sw, sh);
     let half = (taps / 2) as isize;
-    let last = half - if taps % 2 == 0 { 1 } else { 0 };
+    let last = half - isize::from(taps.is_multiple_of(2));
     for y in 0..sh {
         for x in 0..sw {
             let (cx, cy) = ((x * factor) as isize, (y * factor) as isize);

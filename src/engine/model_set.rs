@@ -36,7 +36,10 @@ impl ModelSpec {
     /// entries and options are ignored. Example:
     /// `vmaf_v0.6.1,vmaf_v0.6.1:enable_transform:name=vmaf_phone,vmaf_b_v0.6.3:name=vmaf_b`.
     ///
-    /// Errors: [`ModelError::Invalid`] for an empty list, more than [`MAX_MODELS`] entries,
+    /// A list without any entry (`""`, `" , "`) is one entry whose source is the text itself
+    /// (loading it then fails naming it).
+    ///
+    /// Errors: [`ModelError::Invalid`] for more than [`MAX_MODELS`] entries,
     /// an entry without a source, an unknown option or a bad value.
     pub fn parse_list(list: &str) -> Result<Vec<ModelSpec>, ModelError> {
         let invalid = |reason: String| ModelError::Invalid {
@@ -76,7 +79,13 @@ impl ModelSpec {
             });
         }
         if specs.is_empty() {
-            return Err(invalid("the model list is empty".into()));
+            // Nothing but separators or spaces: taken as one path, so that loading names it
+            // (`cannot read model file ''`), as for a single model before model lists.
+            specs.push(ModelSpec {
+                source: list.to_owned(),
+                name: None,
+                enable_transform: false,
+            });
         }
         if specs.len() > MAX_MODELS {
             return Err(invalid(format!(
@@ -299,7 +308,7 @@ mod tests {
         assert_eq!(l[1].name.as_deref(), Some("phone"));
         assert_eq!(default_name(&l[2].source), "b");
         assert!(ModelSpec::parse_list("vmaf_v0.6.1:bogus").is_err());
-        assert!(ModelSpec::parse_list(" , ").is_err());
+        assert_eq!(ModelSpec::parse_list("").unwrap()[0].source, "");
     }
 
     #[test]
