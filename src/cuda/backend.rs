@@ -14,12 +14,13 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use cudarc::driver::sys::{self, CUevent_flags};
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
+use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, PinnedHostSlice};
 
 use super::adm::AdmGpu;
 use super::context::GpuDevice;
 use super::error::{CudaError, DriverResultExt};
 use super::fault::{Counted, Handle};
+use super::memory::{alloc_zeroed, DeviceAlloc};
 use super::motion::MotionGpu;
 use super::plane::DevPlane;
 use super::vif::VifGpu;
@@ -44,12 +45,12 @@ struct Slot {
     host_ref: PinnedHostSlice<u8>,
     host_dis: PinnedHostSlice<u8>,
     /// Device copies of uploaded or peer-copied planes.
-    dev_ref: CudaSlice<u8>,
-    dev_dis: CudaSlice<u8>,
+    dev_ref: DeviceAlloc<u8>,
+    dev_dis: DeviceAlloc<u8>,
     /// Where this frame's reference plane is (the next frame's motion reads it too).
     ref_plane: DevPlane,
     /// Result words on the device and their pinned read-back.
-    dev_out: CudaSlice<u64>,
+    dev_out: DeviceAlloc<u64>,
     host_out: PinnedHostSlice<u64>,
     /// Recorded on the upload stream after the planes' copies.
     uploaded: CudaEvent,
@@ -79,15 +80,9 @@ impl Slot {
             .allocating("cuMemHostAlloc(distorted staging)", plane_bytes)?;
         let host_out = unsafe { ctx.alloc_pinned_with_flags::<u64>(RESULT_WORDS, 0) }
             .allocating("cuMemHostAlloc(results)", RESULT_WORDS * 8)?;
-        let dev_ref = compute
-            .alloc_zeros::<u8>(plane_bytes)
-            .allocating("cuMemAlloc(reference plane)", plane_bytes)?;
-        let dev_dis = compute
-            .alloc_zeros::<u8>(plane_bytes)
-            .allocating("cuMemAlloc(distorted plane)", plane_bytes)?;
-        let dev_out = compute
-            .alloc_zeros::<u64>(RESULT_WORDS)
-            .allocating("cuMemAlloc(results)", RESULT_WORDS * 8)?;
+        let dev_ref = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(reference plane)")?;
+        let dev_dis = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(distorted plane)")?;
+        let dev_out = alloc_zeroed::<u64>(compute, RESULT_WORDS, "cuMemAlloc(results)")?;
         let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
         let uploaded = ctx.new_event(flags).during("cuEventCreate(uploaded)")?;
         let done = ctx.new_event(flags).during("cuEventCreate(done)")?;
@@ -521,7 +516,7 @@ impl CudaBackend {
         {
             let slot = &mut self.slots[s];
             self.compute
-                .memcpy_dtoh(&slot.dev_out, &mut slot.host_out)
+                .memcpy_dtoh(&*slot.dev_out, &mut slot.host_out)
                 .during("cuMemcpyDtoHAsync(results)")?;
             slot.done
                 .record(&self.compute)
