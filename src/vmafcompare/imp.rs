@@ -824,7 +824,13 @@ impl VmafCompare {
             None => (info.offset()[0], info.stride()[0] as usize),
         };
         let start = mem.offset() + offset;
-        let needed = start + stride * (info.height() as usize - 1) + info.width() as usize;
+        // The last row holds `width` samples of the luma's pixel stride (2 bytes above 8 bits).
+        let row = info.width() as usize * info.comp_pstride(0).max(1) as usize;
+        let needed = stride
+            .checked_mul((info.height() as usize).saturating_sub(1))
+            .and_then(|n| n.checked_add(start))
+            .and_then(|n| n.checked_add(row))
+            .unwrap_or(usize::MAX);
         if needed > imported.len() {
             return Err(format!(
                 "DMABuf of {} bytes, {needed} needed",
