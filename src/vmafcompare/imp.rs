@@ -1445,7 +1445,9 @@ impl AggregatorImpl for VmafCompare {
         let Some(segment) = segment.downcast_ref::<gst::ClockTime>() else {
             return Some(buffer);
         };
-        let end = buffer.duration().map(|d| pts + d);
+        // `ClockTime` addition is plain u64 addition (a panic in debug builds, a wrapped end in
+        // release): a buffer whose end would pass the clock's range is clipped by its start.
+        let end = buffer.duration().and_then(|d| pts.checked_add(d));
         if segment.clip(pts, end).is_none() {
             gst::debug!(
                 CAT,
