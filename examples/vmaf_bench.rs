@@ -972,21 +972,18 @@ fn measure_gpu(
             Err(e) => error = Some(e.to_string()),
         }
     }
-    done.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let range = done
-        .first()
-        .zip(done.last())
-        .map(|(lo, hi)| format!("{:.0}-{:.0}", lo.0, hi.0));
-    let device = done.iter().filter_map(|(_, o)| o.device_bytes).max();
-    if done.is_empty() || done.len() < args.repeat as usize {
+    if done.len() < args.repeat as usize {
         let e = error.unwrap_or_else(|| "no run".into());
         row.system = failed("cuda, system memory", &e);
         row.device_mib = Val::Failed(e);
     } else {
+        // `--repeat` is at least 1, so `done` is not empty here.
+        done.sort_by(|a, b| a.0.total_cmp(&b.0));
+        row.system_range = format!("{:.0}-{:.0}", done[0].0, done[done.len() - 1].0);
+        let device = done.iter().filter_map(|(_, o)| o.device_bytes).max();
         let (f, o) = done.swap_remove(done.len() / 2);
         row.system = Val::Num(f);
         system_fps = Some(f);
-        row.system_range = range.unwrap_or_else(|| "-".into());
         row.device_mib = match device {
             Some(b) => Val::Num(b as f64 / (1024.0 * 1024.0)),
             None => Val::Na("cuMemGetInfo failed".into()),
