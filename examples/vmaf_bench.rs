@@ -100,6 +100,11 @@ struct Args {
     /// Seconds of steady state per `backend=cuda` throughput run.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// System-memory runs per cell (each a fresh pipeline); the table shows their median fps
+    /// and the range. The GPU host is a virtual machine whose host-side copy speed changes from
+    /// one pipeline to the next (issue 6, docs/perf/NOTES.md).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    repeat: u32,
     /// Seconds of steady state per `backend=cpu` run.
     #[arg(long, default_value_t = 3.0)]
     cpu_seconds: f64,
@@ -801,8 +806,10 @@ fn upload(gpu: &Gpu, host: &Frames, cell: Cell) -> Result<Result<CudaFrames, Str
 struct Row {
     /// Size and depth.
     cell: Cell,
-    /// `backend=cuda` fps, system memory.
+    /// `backend=cuda` fps, system memory: the median of `--repeat` runs.
     system: Val,
+    /// Lowest and highest system-memory fps of those runs.
+    system_range: String,
     /// `backend=cuda` fps, CUDA memory.
     cuda: Val,
     /// Input path of the CUDA-memory run, as the summary reports it.
@@ -829,6 +836,7 @@ impl Row {
         Row {
             cell,
             system: v.clone(),
+            system_range: "-".into(),
             cuda: v.clone(),
             cuda_input: "-".into(),
             device_mib: v.clone(),
@@ -945,27 +953,42 @@ fn measure_gpu(
         start: None,
     };
     let mut system_fps = None;
-    match run(&spec) {
-        Ok(o) => {
-            row.system = o.fps().map_or_else(|e| failed("system", e), Val::Num);
-            system_fps = row.system.num();
-            row.device_mib = match o.device_bytes {
-                Some(b) => Val::Num(b as f64 / (1024.0 * 1024.0)),
-                None => Val::Na("cuMemGetInfo failed".into()),
-            };
-            eprintln!(
-                "  cuda, system memory: {} fps ({} frames, {}), {} MiB",
-                row.system.show(1),
-                o.scored(),
-                o.paths(),
-                row.device_mib.show(1)
-            );
-            runs.push(("system", o));
+    // `--repeat` fresh pipelines; the median run (by fps) gives the row, the others the range.
+    let mut done: Vec<(f64, Outcome)> = Vec::new();
+    let mut error = None;
+    for _ in 0..args.repeat {
+        match run(&spec) {
+            Ok(o) => match o.fps() {
+                Ok(f) => {
+                    eprintln!(
+                        "  cuda, system memory: {f:.1} fps ({} frames, {})",
+                        o.scored(),
+                        o.paths()
+                    );
+                    done.push((f, o));
+                }
+                Err(e) => error = Some(e),
+            },
+            Err(e) => error = Some(e.to_string()),
         }
-        Err(e) => {
-            row.system = failed("cuda, system memory", &e);
-            row.device_mib = Val::Failed(e.to_string());
-        }
+    }
+    if done.len() < args.repeat as usize {
+        let e = error.unwrap_or_else(|| "no run".into());
+        row.system = failed("cuda, system memory", &e);
+        row.device_mib = Val::Failed(e);
+    } else {
+        // `--repeat` is at least 1, so `done` is not empty here.
+        done.sort_by(|a, b| a.0.total_cmp(&b.0));
+        row.system_range = format!("{:.0}-{:.0}", done[0].0, done[done.len() - 1].0);
+        let device = done.iter().filter_map(|(_, o)| o.device_bytes).max();
+        let (f, o) = done.swap_remove(done.len() / 2);
+        row.system = Val::Num(f);
+        system_fps = Some(f);
+        row.device_mib = match device {
+            Some(b) => Val::Num(b as f64 / (1024.0 * 1024.0)),
+            None => Val::Na("cuMemGetInfo failed".into()),
+        };
+        runs.push(("system", o));
     }
     // Latency, paced below the measured throughput.
     let pace = args.pace_fps.or(system_fps.map(|f| f * args.pace));
@@ -1293,27 +1316,30 @@ fn print_tables(args: &Args, gpu: Result<&Gpu, &str>, rows: &[Row], agg: &[AggRo
         Err(why) => println!("GPU: none usable ({why})"),
     }
     println!(
-        "fps: steady state, frames pre-built in RAM ({} s per cuda run, {} s per cpu run); \
+        "fps: steady state, frames pre-built in RAM ({} s per cuda run, {} s per cpu run; system \
+         fps: median of {} runs, range lowest-highest); \
          latency: pair pushed -> frame message, paced at {}, first {LATENCY_WARMUP} frames \
          left out; lag: later pairs already pushed when the message is posted; device MiB: \
          cuMemGetInfo drop during the system-memory run",
         args.seconds,
         args.cpu_seconds,
+        args.repeat,
         match args.pace_fps {
             Some(f) => format!("{f} fps"),
             None => format!("{} x system fps", args.pace),
         }
     );
     println!();
-    println!("| size | bits | system fps | cuda fps | cuda input | device MiB | p50 ms | p99 ms | paced fps | lag | cpu fps | scores |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| size | bits | system fps | system range | cuda fps | cuda input | device MiB | p50 ms | p99 ms | paced fps | lag | cpu fps | scores |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for r in rows {
         println!(
-            "| {}x{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {}x{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.cell.width,
             r.cell.height,
             r.cell.bpc,
             r.system.show(1),
+            r.system_range,
             r.cuda.show(1),
             r.cuda_input,
             r.device_mib.show(1),

@@ -8,7 +8,7 @@
 // CPU's order (src/cuda/adm.rs).
 //
 // Per frame and scale s (0..3) the host enqueues:
-//   adm_dwt_s0 / adm_dwt_s123    one level of the Daubechies-2 DWT of reference and distorted
+//   adm_dwt_s0 / _s1 / _s23      one level of the Daubechies-2 DWT of reference and distorted
 //                                (blockIdx.z = 0 reference, 1 distorted), one thread per
 //                                output coefficient, writing the A, H, V, D bands.
 //   adm_decouple_s0 / _s123      per coefficient of the extended region: decouple into the
@@ -22,8 +22,12 @@
 //                                each reduced per row, rounded-shifted as libvmaf does per row,
 //                                and atomically added to 9 u64 words of this scale.
 //
-// Buffers are int32, row stride = band width. Detail band arrays hold [h, v, d] one after the
-// other, `band_len` elements apart.
+// Band storage: scale 0 keeps its approximation, detail, restored and additive bands in int16
+// (every value stored there is already wrapped to 16 bits, as libvmaf stores it), scales 1..3
+// in int32; the masking sums F and C are int32 at every scale. Row stride = band width. Multi-band
+// arrays hold [h, v, d] (or F_dlm, C_dlm, F_aim, C_aim) one after the other, `band_len` elements
+// of the scale's type apart: the host passes S at scale 0 and S / 2 at scales 1..3 (S = scale-0
+// band size rounded up to even), so one buffer of 2S bytes per band serves every scale.
 //
 // Parameter table (int64, ADM_PARAMS per scale, filled once by the host; see src/cuda/adm.rs):
 #define P_W 0          // band width at this scale (DWT output)
@@ -60,6 +64,16 @@ using vmafcmp::sample;
 #define ADM_ROW_THREADS 256
 
 __device__ __forceinline__ int32_t wrap16(int32_t x) { return (int32_t)(int16_t)x; }
+
+// Storage type of the bands at scale 0 (S0) and at scales 1..3.
+template <bool S0>
+struct Band {
+    typedef int32_t T;
+};
+template <>
+struct Band<true> {
+    typedef int16_t T;
+};
 
 // Two's-complement wrapping helpers (signed overflow is undefined in C++).
 __device__ __forceinline__ int32_t wadd32(int32_t a, int32_t b) {
@@ -103,8 +117,8 @@ __device__ __forceinline__ int dwt_mirror(int k, int n) {
 
 // Scale 0: input planes (see Plane) of `bpc` bits, int32 wrapping arithmetic, 16-bit stores.
 extern "C" __global__ void adm_dwt_s0(const Plane ref, const Plane dis,
-                                      int32_t* __restrict__ a_ref, int32_t* __restrict__ a_dis,
-                                      int32_t* __restrict__ hvd_ref, int32_t* __restrict__ hvd_dis,
+                                      int16_t* __restrict__ a_ref, int16_t* __restrict__ a_dis,
+                                      int16_t* __restrict__ hvd_ref, int16_t* __restrict__ hvd_dis,
                                       int64_t band_len, const int64_t* __restrict__ params) {
     const int64_t* p = params;  // scale 0
     const int ow = (int)p[P_W], oh = (int)p[P_H];
@@ -116,8 +130,8 @@ extern "C" __global__ void adm_dwt_s0(const Plane ref, const Plane dis,
     // A copy, not a reference: a reference to a kernel parameter puts both on the stack
     // (64 bytes of local memory per thread, reserved for every resident thread).
     const Plane src = blockIdx.z == 0 ? ref : dis;
-    int32_t* a = blockIdx.z == 0 ? a_ref : a_dis;
-    int32_t* hvd = blockIdx.z == 0 ? hvd_ref : hvd_dis;
+    int16_t* a = blockIdx.z == 0 ? a_ref : a_dis;
+    int16_t* hvd = blockIdx.z == 0 ? hvd_ref : hvd_dis;
 
     const uint32_t add = 1u << (bpc - 1);
     const uint32_t offset = (uint32_t)LO_SUM * add;
@@ -147,26 +161,29 @@ extern "C" __global__ void adm_dwt_s0(const Plane ref, const Plane dis,
     const int32_t hl = LO0 * vh[0] + LO1 * vh[1] + LO2 * vh[2] + LO3 * vh[3];
     const int32_t hh = HI0 * vh[0] + HI1 * vh[1] + HI2 * vh[2] + HI3 * vh[3];
     const int64_t o = (int64_t)i * ow + j;
-    a[o] = wrap16((al + 32768) >> 16);
-    hvd[o] = wrap16((hl + 32768) >> 16);                 // h: vertical high, horizontal low
-    hvd[band_len + o] = wrap16((ah + 32768) >> 16);      // v: vertical low, horizontal high
-    hvd[2 * band_len + o] = wrap16((hh + 32768) >> 16);  // d
+    a[o] = (int16_t)((al + 32768) >> 16);
+    hvd[o] = (int16_t)((hl + 32768) >> 16);                 // h: vertical high, horizontal low
+    hvd[band_len + o] = (int16_t)((ah + 32768) >> 16);      // v: vertical low, horizontal high
+    hvd[2 * band_len + o] = (int16_t)((hh + 32768) >> 16);  // d
 }
 
-// Scales 1..3: int32 approximation band of the previous scale, int64 arithmetic.
-extern "C" __global__ void adm_dwt_s123(const int32_t* __restrict__ src_ref,
-                                        const int32_t* __restrict__ src_dis,
-                                        int32_t* __restrict__ a_ref, int32_t* __restrict__ a_dis,
-                                        int32_t* __restrict__ hvd_ref,
-                                        int32_t* __restrict__ hvd_dis, int64_t band_len,
-                                        const int64_t* __restrict__ p) {
+// Scales 1..3: approximation band of the previous scale (int16 at scale 1, int32 after), int64
+// arithmetic, int32 output.
+template <typename Src>
+__device__ __forceinline__ void dwt_s123_body(const Src* __restrict__ src_ref,
+                                              const Src* __restrict__ src_dis,
+                                              int32_t* __restrict__ a_ref,
+                                              int32_t* __restrict__ a_dis,
+                                              int32_t* __restrict__ hvd_ref,
+                                              int32_t* __restrict__ hvd_dis, int64_t band_len,
+                                              const int64_t* __restrict__ p) {
     const int ow = (int)p[P_W], oh = (int)p[P_H];
     const int w = (int)p[P_IN_W], h = (int)p[P_IN_H];
     const int scale = (int)p[P_SCALE];
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     const int i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= oh || j >= ow) return;
-    const int32_t* src = blockIdx.z == 0 ? src_ref : src_dis;
+    const Src* src = blockIdx.z == 0 ? src_ref : src_dis;
     int32_t* a = blockIdx.z == 0 ? a_ref : a_dis;
     int32_t* hvd = blockIdx.z == 0 ? hvd_ref : hvd_dis;
 
@@ -201,6 +218,25 @@ extern "C" __global__ void adm_dwt_s123(const int32_t* __restrict__ src_ref,
     hvd[o] = (int32_t)((hl + hadd) >> hshift);
     hvd[band_len + o] = (int32_t)((ah + hadd) >> hshift);
     hvd[2 * band_len + o] = (int32_t)((hh + hadd) >> hshift);
+}
+
+// Scale 1 reads the int16 approximation band of scale 0.
+extern "C" __global__ void adm_dwt_s1(const int16_t* __restrict__ src_ref,
+                                      const int16_t* __restrict__ src_dis,
+                                      int32_t* __restrict__ a_ref, int32_t* __restrict__ a_dis,
+                                      int32_t* __restrict__ hvd_ref, int32_t* __restrict__ hvd_dis,
+                                      int64_t band_len, const int64_t* __restrict__ p) {
+    dwt_s123_body<int16_t>(src_ref, src_dis, a_ref, a_dis, hvd_ref, hvd_dis, band_len, p);
+}
+
+// Scales 2 and 3 read the int32 approximation band of the scale before.
+extern "C" __global__ void adm_dwt_s23(const int32_t* __restrict__ src_ref,
+                                       const int32_t* __restrict__ src_dis,
+                                       int32_t* __restrict__ a_ref, int32_t* __restrict__ a_dis,
+                                       int32_t* __restrict__ hvd_ref,
+                                       int32_t* __restrict__ hvd_dis, int64_t band_len,
+                                       const int64_t* __restrict__ p) {
+    dwt_s123_body<int32_t>(src_ref, src_dis, a_ref, a_dis, hvd_ref, hvd_dis, band_len, p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -287,10 +323,10 @@ __device__ __forceinline__ void csf(int32_t x, int t, int64_t irf, int32_t& flt,
 // One thread per coefficient of the extended region. Writes dec_r[3], dec_a[3] (bands h, v, d,
 // `band_len` apart) and fc[4] = {F_dlm, C_dlm, F_aim, C_aim}.
 template <bool S0>
-__device__ __forceinline__ void decouple_body(const int32_t* __restrict__ hvd_ref,
-                                              const int32_t* __restrict__ hvd_dis,
-                                              int32_t* __restrict__ dec_r,
-                                              int32_t* __restrict__ dec_a,
+__device__ __forceinline__ void decouple_body(const typename Band<S0>::T* __restrict__ hvd_ref,
+                                              const typename Band<S0>::T* __restrict__ hvd_dis,
+                                              typename Band<S0>::T* __restrict__ dec_r,
+                                              typename Band<S0>::T* __restrict__ dec_a,
                                               int32_t* __restrict__ fc, int64_t band_len,
                                               const int64_t* __restrict__ p, double cos_sq,
                                               double gain, int64_t gain_i, int int_gain) {
@@ -324,8 +360,8 @@ __device__ __forceinline__ void decouple_body(const int32_t* __restrict__ hvd_re
         } else {
             a = wsub32(t[b], r);
         }
-        dec_r[b * band_len + idx] = r;
-        dec_a[b * band_len + idx] = a;
+        dec_r[b * band_len + idx] = (typename Band<S0>::T)r;  // exact: S0 values are wrapped
+        dec_a[b * band_len + idx] = (typename Band<S0>::T)a;
         const int64_t irf = p[P_IRF + b];
         int32_t flt, ctr;
         csf<S0>(a, b, irf, flt, ctr);  // DLM: the additive part masks
@@ -341,10 +377,10 @@ __device__ __forceinline__ void decouple_body(const int32_t* __restrict__ hvd_re
     fc[3 * band_len + idx] = c_aim;
 }
 
-extern "C" __global__ void adm_decouple_s0(const int32_t* __restrict__ hvd_ref,
-                                           const int32_t* __restrict__ hvd_dis,
-                                           int32_t* __restrict__ dec_r,
-                                           int32_t* __restrict__ dec_a, int32_t* __restrict__ fc,
+extern "C" __global__ void adm_decouple_s0(const int16_t* __restrict__ hvd_ref,
+                                           const int16_t* __restrict__ hvd_dis,
+                                           int16_t* __restrict__ dec_r,
+                                           int16_t* __restrict__ dec_a, int32_t* __restrict__ fc,
                                            int64_t band_len, const int64_t* __restrict__ p,
                                            double cos_sq, double gain, int64_t gain_i,
                                            int32_t int_gain) {
@@ -416,9 +452,9 @@ __device__ __forceinline__ uint64_t den_term(int32_t x, int shift_sq, int shift_
 
 // acc: 9 u64 words of this scale: [den h, v, d, dlm h, v, d, aim h, v, d].
 template <bool S0>
-__device__ __forceinline__ void cm_body(const int32_t* __restrict__ hvd_ref,
-                                        const int32_t* __restrict__ dec_r,
-                                        const int32_t* __restrict__ dec_a,
+__device__ __forceinline__ void cm_body(const typename Band<S0>::T* __restrict__ hvd_ref,
+                                        const typename Band<S0>::T* __restrict__ dec_r,
+                                        const typename Band<S0>::T* __restrict__ dec_a,
                                         const int32_t* __restrict__ fc, int64_t band_len,
                                         const int64_t* __restrict__ p,
                                         unsigned long long* __restrict__ acc) {
@@ -484,8 +520,8 @@ __device__ __forceinline__ void cm_body(const int32_t* __restrict__ hvd_ref,
 }
 
 extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
-    adm_cm_s0(const int32_t* __restrict__ hvd_ref, const int32_t* __restrict__ dec_r,
-              const int32_t* __restrict__ dec_a, const int32_t* __restrict__ fc, int64_t band_len,
+    adm_cm_s0(const int16_t* __restrict__ hvd_ref, const int16_t* __restrict__ dec_r,
+              const int16_t* __restrict__ dec_a, const int32_t* __restrict__ fc, int64_t band_len,
               const int64_t* __restrict__ p, unsigned long long* __restrict__ acc) {
     cm_body<true>(hvd_ref, dec_r, dec_a, fc, band_len, p, acc);
 }

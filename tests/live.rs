@@ -246,6 +246,28 @@ fn slow_scoring_in_a_live_pipeline_skips_frames_and_stays_on_time() {
 /// The latency vmafcompare's src pad reports in a live pipeline, with `props`, once both
 /// pads have caps (the frame rate is known) and, with `after_offset`, once auto-alignment
 /// has posted its offset.
+/// Pops `kind` messages from `bus` until one satisfies `done`, failing on an error message
+/// or after 30 s without a message (`what` names the awaited message).
+fn wait_for(
+    bus: &gst::Bus,
+    kind: gst::MessageType,
+    what: &str,
+    done: impl Fn(&gst::Message) -> bool,
+) {
+    loop {
+        let msg = bus
+            .timed_pop_filtered(
+                gst::ClockTime::from_seconds(30),
+                &[kind, gst::MessageType::Error],
+            )
+            .expect(what);
+        assert_ne!(msg.type_(), gst::MessageType::Error, "{msg:?}");
+        if done(&msg) {
+            return;
+        }
+    }
+}
+
 fn live_latency(props: &str, after_offset: bool) -> (bool, gst::ClockTime) {
     init();
     let pipeline = gst::parse::launch(&format!(
@@ -269,32 +291,17 @@ fn live_latency(props: &str, after_offset: bool) -> (bool, gst::ClockTime) {
     // ... and the element handled the distorted caps: the pads show caps as soon as the
     // events are queued, before the element has handled them; it sets its latency (posting
     // a latency message) when it handles the distorted caps.
-    loop {
-        let msg = bus
-            .timed_pop_filtered(
-                gst::ClockTime::from_seconds(30),
-                &[gst::MessageType::Latency, gst::MessageType::Error],
-            )
-            .expect("latency message from vmafcompare");
-        assert_ne!(msg.type_(), gst::MessageType::Error, "{msg:?}");
-        if msg.src() == Some(cmp.upcast_ref::<gst::Object>()) {
-            break;
-        }
-    }
+    wait_for(
+        &bus,
+        gst::MessageType::Latency,
+        "latency message from vmafcompare",
+        |m| m.src() == Some(cmp.upcast_ref::<gst::Object>()),
+    );
     if after_offset {
-        loop {
-            let msg = bus
-                .timed_pop_filtered(
-                    gst::ClockTime::from_seconds(30),
-                    &[gst::MessageType::Element, gst::MessageType::Error],
-                )
-                .expect("offset message");
-            let s = msg.structure().expect("structure");
-            assert_ne!(msg.type_(), gst::MessageType::Error, "{s}");
-            if s.name() == OFFSET_MESSAGE_NAME {
-                break;
-            }
-        }
+        wait_for(&bus, gst::MessageType::Element, "offset message", |m| {
+            m.structure()
+                .is_some_and(|s| s.name() == OFFSET_MESSAGE_NAME)
+        });
     }
     let mut q = gst::query::Latency::new();
     assert!(cmp.static_pad("src").unwrap().query(&mut q));

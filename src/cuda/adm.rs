@@ -14,12 +14,12 @@
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut,
-    LaunchConfig,
+    CudaFunction, CudaModule, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig,
 };
 
 use super::context::{launch, param};
 use super::error::{CudaError, DriverResultExt};
+use super::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
 use super::plane::DevPlane;
 use crate::cpu::adm::{
     ceil_u32, den_finish, dwt_quant_step, finish_scores, AdmConfig, AdmScores, Region, MIN_HEIGHT,
@@ -121,31 +121,37 @@ pub struct AdmGpu {
     height: usize,
     /// `dims[s]`: (width, height) of the DWT input at scale `s`; `dims[s + 1]` its bands.
     dims: [(usize, usize); 5],
-    /// Coefficients of one scale-0 band (`dims[1].0 * dims[1].1`); the stride between the
-    /// h, v, d bands of the multi-band buffers at every scale.
+    /// Coefficients of one scale-0 band (`dims[1].0 * dims[1].1`) rounded up to even: the
+    /// stride, in `i16`, between the bands of the multi-band buffers at scale 0; scales 1..3
+    /// use `band_len / 2` `i32` (see `kernels/adm.cu`, "Band storage").
     band_len: usize,
     /// `f32` value of cos(1 degree)^2 as libvmaf computes it.
     cos_1deg_sq: f32,
     consts: [ScaleConsts; SCALES],
     dwt_s0: CudaFunction,
-    dwt_s123: CudaFunction,
+    dwt_s1: CudaFunction,
+    dwt_s23: CudaFunction,
     decouple_s0: CudaFunction,
     decouple_s123: CudaFunction,
     cm_s0: CudaFunction,
     cm_s123: CudaFunction,
     /// Per-scale parameter table, `SCALES * PARAMS` `i64`.
-    params: CudaSlice<i64>,
-    /// Approximation bands, ping-pong between scales (scale `s` writes `[s % 2]`).
-    a_ref: [CudaSlice<i32>; 2],
-    a_dis: [CudaSlice<i32>; 2],
-    /// Detail bands h, v, d (`3 * band_len`).
-    hvd_ref: CudaSlice<i32>,
-    hvd_dis: CudaSlice<i32>,
-    /// Restored and additive parts (`3 * band_len` each).
-    dec_r: CudaSlice<i32>,
-    dec_a: CudaSlice<i32>,
-    /// Per-coefficient masking sums `F_dlm, C_dlm, F_aim, C_aim` (`4 * band_len`).
-    fc: CudaSlice<i32>,
+    params: DeviceAlloc<i64>,
+    /// Approximation bands, ping-pong between scales: scale 0 writes `a0` as `i16`
+    /// (`band_len`), scale 1 `a1` as `i32` (`dims[2]`), scale 2 `a0` and scale 3 `a1` as `i32`.
+    a0_ref: DeviceAlloc<i16>,
+    a0_dis: DeviceAlloc<i16>,
+    a1_ref: DeviceAlloc<i32>,
+    a1_dis: DeviceAlloc<i32>,
+    /// Detail bands h, v, d (`3 * band_len` `i16`, holding `3 * band_len / 2` `i32` at scales
+    /// 1..3).
+    hvd_ref: DeviceAlloc<i16>,
+    hvd_dis: DeviceAlloc<i16>,
+    /// Restored and additive parts, laid out as the detail bands.
+    dec_r: DeviceAlloc<i16>,
+    dec_a: DeviceAlloc<i16>,
+    /// Per-coefficient masking sums `F_dlm, C_dlm, F_aim, C_aim` (`4 * band_len` `i32`).
+    fc: DeviceAlloc<i32>,
 }
 
 impl AdmGpu {
@@ -155,8 +161,10 @@ impl AdmGpu {
     pub const RESULT_WORDS: usize = SCALES * WORDS_PER_SCALE;
 
     /// Loads the kernel handles from `module` (the PTX of `kernels/adm.cu`) and allocates all
-    /// scratch for `width` x `height` luma planes of `bpc` bits (about 20 scale-0 bands of
-    /// `ceil(width/2) * ceil(height/2)` `i32`, 42 MB at 1920x1080), on `stream`.
+    /// scratch for `width` x `height` luma planes of `bpc` bits, on `stream`: per scale-0
+    /// coefficient (`ceil(width/2) * ceil(height/2)` of them) 12 `i16` detail, restored and
+    /// additive bands, 4 `i32` masking sums and about 5 bytes of approximation bands, 46 bytes
+    /// in all (23.8 MB at 1920x1080, 95 MB at 3840x2160).
     ///
     /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for a frame below 33x33 or a `bpc` outside
     /// `8..=16`; `Driver` naming the kernel when the module lacks it; `OutOfMemory` / `Driver`
@@ -179,7 +187,13 @@ impl AdmGpu {
             let (w, h) = dims[s - 1];
             dims[s] = (w.div_ceil(2), h.div_ceil(2));
         }
-        let band_len = dims[1].0 * dims[1].1;
+        let band_len = (dims[1].0 * dims[1].1).next_multiple_of(2);
+        if dims[2].0 * dims[2].1 > band_len / 2 {
+            // Cannot happen for bands of 3 or more coefficients a side (33x33 frames and up).
+            return Err(invalid(
+                "AdmGpu::new (scale-1 bands exceed half the scale-0 stride)",
+            ));
+        }
         let c = (1.0f64 * std::f64::consts::PI / 180.0).cos();
         let cos_1deg_sq = (c * c) as f32;
 
@@ -195,33 +209,24 @@ impl AdmGpu {
 
         let load = |name: &'static str| module.load_function(name).during(name);
         let dwt_s0 = load("adm_dwt_s0")?;
-        let dwt_s123 = load("adm_dwt_s123")?;
+        let dwt_s1 = load("adm_dwt_s1")?;
+        let dwt_s23 = load("adm_dwt_s23")?;
         let decouple_s0 = load("adm_decouple_s0")?;
         let decouple_s123 = load("adm_decouple_s123")?;
         let cm_s0 = load("adm_cm_s0")?;
         let cm_s123 = load("adm_cm_s123")?;
 
-        let params = stream
-            .clone_htod(&table[..])
-            .allocating("AdmGpu params", std::mem::size_of_val(&table))?;
-        let alloc = |n: usize, what: &'static str| {
-            stream
-                .alloc_zeros::<i32>(n)
-                .allocating(what, n * std::mem::size_of::<i32>())
-        };
-        let a_ref = [
-            alloc(band_len, "AdmGpu approximation band")?,
-            alloc(band_len, "AdmGpu approximation band")?,
-        ];
-        let a_dis = [
-            alloc(band_len, "AdmGpu approximation band")?,
-            alloc(band_len, "AdmGpu approximation band")?,
-        ];
-        let hvd_ref = alloc(3 * band_len, "AdmGpu detail bands")?;
-        let hvd_dis = alloc(3 * band_len, "AdmGpu detail bands")?;
-        let dec_r = alloc(3 * band_len, "AdmGpu restored bands")?;
-        let dec_a = alloc(3 * band_len, "AdmGpu additive bands")?;
-        let fc = alloc(4 * band_len, "AdmGpu masking sums")?;
+        let params = alloc_copy(stream, &table[..], "AdmGpu params")?;
+        let a0_ref = alloc_zeroed::<i16>(stream, band_len, "AdmGpu approximation band")?;
+        let a0_dis = alloc_zeroed::<i16>(stream, band_len, "AdmGpu approximation band")?;
+        let a1_len = dims[2].0 * dims[2].1;
+        let a1_ref = alloc_zeroed::<i32>(stream, a1_len, "AdmGpu approximation band")?;
+        let a1_dis = alloc_zeroed::<i32>(stream, a1_len, "AdmGpu approximation band")?;
+        let hvd_ref = alloc_zeroed::<i16>(stream, 3 * band_len, "AdmGpu detail bands")?;
+        let hvd_dis = alloc_zeroed::<i16>(stream, 3 * band_len, "AdmGpu detail bands")?;
+        let dec_r = alloc_zeroed::<i16>(stream, 3 * band_len, "AdmGpu restored bands")?;
+        let dec_a = alloc_zeroed::<i16>(stream, 3 * band_len, "AdmGpu additive bands")?;
+        let fc = alloc_zeroed::<i32>(stream, 4 * band_len, "AdmGpu masking sums")?;
         Ok(Self {
             width,
             height,
@@ -230,14 +235,17 @@ impl AdmGpu {
             cos_1deg_sq,
             consts,
             dwt_s0,
-            dwt_s123,
+            dwt_s1,
+            dwt_s23,
             decouple_s0,
             decouple_s123,
             cm_s0,
             cm_s123,
             params,
-            a_ref,
-            a_dis,
+            a0_ref,
+            a0_dis,
+            a1_ref,
+            a1_dis,
             hvd_ref,
             hvd_dis,
             dec_r,
@@ -367,6 +375,8 @@ impl AdmGpu {
 
         for s in 0..SCALES {
             let (w, h) = self.dims[s + 1];
+            // Band stride in elements of the scale's type (i16 at scale 0, i32 after).
+            let stride = if s == 0 { band_len } else { band_len / 2 };
             let params = self
                 .params
                 .try_slice(s * PARAMS..(s + 1) * PARAMS)
@@ -381,47 +391,59 @@ impl AdmGpu {
                 block_dim: (TILE.0, TILE.1, 1),
                 shared_mem_bytes: 0,
             };
-            let [a_ref0, a_ref1] = &mut self.a_ref;
-            let [a_dis0, a_dis1] = &mut self.a_dis;
-            let (src_ref, dst_ref, src_dis, dst_dis) = if s % 2 == 1 {
-                (&*a_ref0, a_ref1, &*a_dis0, a_dis1)
-            } else {
-                (&*a_ref1, a_ref0, &*a_dis1, a_dis0)
-            };
-            // Scale 0 reads the input planes (`Plane` descriptors), scales 1-3 the previous
-            // scale's approximation bands; otherwise the two kernels take the same arguments.
-            let (mut in_ref, mut in_dis) = (reference, distorted);
-            let (mut p_ref, mut p_dis) =
-                (src_ref.device_ptr(stream).0, src_dis.device_ptr(stream).0);
-            let (f, a0, a1, call) = if s == 0 {
+            // Scale s writes a0 (even s) or a1 (odd s) and reads the other one. Scale 0 reads
+            // the input planes (`Plane` descriptors), scale 1 the `i16` band of scale 0 and
+            // scales 2-3 the `i32` band before; otherwise the kernels take the same arguments.
+            let (mut p_ref, mut p_dis, mut a2, mut a3) = if s % 2 == 1 {
                 (
+                    self.a0_ref.device_ptr(stream).0,
+                    self.a0_dis.device_ptr(stream).0,
+                    self.a1_ref.device_ptr_mut(stream).0,
+                    self.a1_dis.device_ptr_mut(stream).0,
+                )
+            } else {
+                (
+                    self.a1_ref.device_ptr(stream).0,
+                    self.a1_dis.device_ptr(stream).0,
+                    self.a0_ref.device_ptr_mut(stream).0,
+                    self.a0_dis.device_ptr_mut(stream).0,
+                )
+            };
+            let (mut in_ref, mut in_dis) = (reference, distorted);
+            let (f, a0, a1, call) = match s {
+                0 => (
                     &self.dwt_s0,
                     param(&mut in_ref),
                     param(&mut in_dis),
                     "cuLaunchKernel(adm_dwt_s0)",
-                )
-            } else {
-                (
-                    &self.dwt_s123,
+                ),
+                1 => (
+                    &self.dwt_s1,
                     param(&mut p_ref),
                     param(&mut p_dis),
-                    "cuLaunchKernel(adm_dwt_s123)",
-                )
+                    "cuLaunchKernel(adm_dwt_s1)",
+                ),
+                _ => (
+                    &self.dwt_s23,
+                    param(&mut p_ref),
+                    param(&mut p_dis),
+                    "cuLaunchKernel(adm_dwt_s23)",
+                ),
             };
-            let mut a2 = dst_ref.device_ptr_mut(stream).0;
-            let mut a3 = dst_dis.device_ptr_mut(stream).0;
             let mut a4 = self.hvd_ref.device_ptr_mut(stream).0;
             let mut a5 = self.hvd_dis.device_ptr_mut(stream).0;
-            let mut a6 = band_len;
+            let mut a6 = stride;
             let mut a7 = params.device_ptr(stream).0;
-            // SAFETY: adm_dwt_s0(Plane ref, Plane dis, ...) and
-            // adm_dwt_s123(const int32_t* src_ref, const int32_t* src_dis, ...), both followed by
-            // (int32_t* a_ref, int32_t* a_dis, int32_t* hvd_ref, int32_t* hvd_dis,
-            // int64_t band_len, const int64_t* params): the input planes hold width*height
-            // samples (the caller's contract), src_* are the previous scale's approximation
-            // bands (dims[s] <= dims[1] coefficients of band_len, a different buffer from a_*),
-            // a_* hold band_len and hvd_* 3*band_len i32, params PARAMS i64; the kernels write
-            // only coefficients below dims[1]. a0/a1 point at locals that outlive the launch.
+            // SAFETY: adm_dwt_s0(Plane ref, Plane dis, int16_t* a_ref, int16_t* a_dis,
+            // int16_t* hvd_ref, int16_t* hvd_dis, ...), adm_dwt_s1(const int16_t* src_ref,
+            // const int16_t* src_dis, int32_t* a_ref, int32_t* a_dis, int32_t* hvd_ref,
+            // int32_t* hvd_dis, ...) and adm_dwt_s23 (as s1 with int32_t sources), all ending
+            // (int64_t band_len, const int64_t* params): the input planes hold width*height
+            // samples (the caller's contract); a0_* hold band_len i16 (scale 0's band, or
+            // dims[3] <= band_len / 2 i32), a1_* dims[2] i32 (scale 1's band or dims[4]); the
+            // source is the other buffer; hvd_* hold 3*band_len i16 = 3*stride elements of the
+            // scale's type, each band at most stride coefficients (checked in `new`); params
+            // PARAMS i64. a0/a1 point at locals that outlive the launch.
             unsafe {
                 launch(
                     stream,
@@ -464,17 +486,18 @@ impl AdmGpu {
                 let mut a2 = self.dec_r.device_ptr_mut(stream).0;
                 let mut a3 = self.dec_a.device_ptr_mut(stream).0;
                 let mut a4 = self.fc.device_ptr_mut(stream).0;
-                let mut a5 = band_len;
+                let mut a5 = stride;
                 let mut a6 = params.device_ptr(stream).0;
                 let mut a7 = cos_sq;
                 let mut a8 = gain;
                 let mut a9 = gain_i;
                 let mut a10 = int_gain;
-                // SAFETY: adm_decouple_s0/_s123(const int32_t* hvd_ref, const int32_t* hvd_dis,
-                // int32_t* dec_r, int32_t* dec_a, int32_t* fc, int64_t band_len,
-                // const int64_t* params, double cos_sq, double gain, int64_t gain_i,
-                // int32_t int_gain): hvd_*, dec_* hold 3*band_len and fc 4*band_len i32; the
-                // kernel touches only the extended region of this scale's w x h bands.
+                // SAFETY: adm_decouple_s0/_s123(const T* hvd_ref, const T* hvd_dis, T* dec_r,
+                // T* dec_a, int32_t* fc, int64_t band_len, const int64_t* params,
+                // double cos_sq, double gain, int64_t gain_i, int32_t int_gain), T = int16_t at
+                // scale 0 and int32_t after: hvd_*, dec_* hold 3*stride T and fc 4*band_len >=
+                // 4*stride i32; the kernel touches only the extended region of this scale's
+                // w x h (<= stride) bands.
                 unsafe {
                     launch(
                         stream,
@@ -513,11 +536,11 @@ impl AdmGpu {
                 let mut a1 = self.dec_r.device_ptr(stream).0;
                 let mut a2 = self.dec_a.device_ptr(stream).0;
                 let mut a3 = self.fc.device_ptr(stream).0;
-                let mut a4 = band_len;
+                let mut a4 = stride;
                 let mut a5 = params.device_ptr(stream).0;
                 let mut a6 = acc.device_ptr_mut(stream).0;
-                // SAFETY: adm_cm_s0/_s123(const int32_t* hvd_ref, const int32_t* dec_r,
-                // const int32_t* dec_a, const int32_t* fc, int64_t band_len,
+                // SAFETY: adm_cm_s0/_s123(const T* hvd_ref, const T* dec_r, const T* dec_a,
+                // const int32_t* fc, int64_t band_len,
                 // const int64_t* params, unsigned long long* acc): buffers as above, acc is
                 // the 9 u64 words of this scale; blockDim.x is a multiple of 32 <= 256.
                 unsafe {

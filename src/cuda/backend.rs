@@ -9,17 +9,18 @@
 //! - device memory of another context or device: one pitched peer-to-peer copy into the slot.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
 use cudarc::driver::sys::{self, CUevent_flags};
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
+use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, PinnedHostSlice};
 
 use super::adm::AdmGpu;
 use super::context::GpuDevice;
 use super::error::{CudaError, DriverResultExt};
 use super::fault::{Counted, Handle};
+use super::memory::{alloc_zeroed, DeviceAlloc};
 use super::motion::MotionGpu;
 use super::plane::DevPlane;
 use super::vif::VifGpu;
@@ -44,12 +45,12 @@ struct Slot {
     host_ref: PinnedHostSlice<u8>,
     host_dis: PinnedHostSlice<u8>,
     /// Device copies of uploaded or peer-copied planes.
-    dev_ref: CudaSlice<u8>,
-    dev_dis: CudaSlice<u8>,
+    dev_ref: DeviceAlloc<u8>,
+    dev_dis: DeviceAlloc<u8>,
     /// Where this frame's reference plane is (the next frame's motion reads it too).
     ref_plane: DevPlane,
     /// Result words on the device and their pinned read-back.
-    dev_out: CudaSlice<u64>,
+    dev_out: DeviceAlloc<u64>,
     host_out: PinnedHostSlice<u64>,
     /// Recorded on the upload stream after the planes' copies.
     uploaded: CudaEvent,
@@ -79,15 +80,9 @@ impl Slot {
             .allocating("cuMemHostAlloc(distorted staging)", plane_bytes)?;
         let host_out = unsafe { ctx.alloc_pinned_with_flags::<u64>(RESULT_WORDS, 0) }
             .allocating("cuMemHostAlloc(results)", RESULT_WORDS * 8)?;
-        let dev_ref = compute
-            .alloc_zeros::<u8>(plane_bytes)
-            .allocating("cuMemAlloc(reference plane)", plane_bytes)?;
-        let dev_dis = compute
-            .alloc_zeros::<u8>(plane_bytes)
-            .allocating("cuMemAlloc(distorted plane)", plane_bytes)?;
-        let dev_out = compute
-            .alloc_zeros::<u64>(RESULT_WORDS)
-            .allocating("cuMemAlloc(results)", RESULT_WORDS * 8)?;
+        let dev_ref = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(reference plane)")?;
+        let dev_dis = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(distorted plane)")?;
+        let dev_out = alloc_zeroed::<u64>(compute, RESULT_WORDS, "cuMemAlloc(results)")?;
         let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
         let uploaded = ctx.new_event(flags).during("cuEventCreate(uploaded)")?;
         let done = ctx.new_event(flags).during("cuEventCreate(done)")?;
@@ -521,7 +516,7 @@ impl CudaBackend {
         {
             let slot = &mut self.slots[s];
             self.compute
-                .memcpy_dtoh(&slot.dev_out, &mut slot.host_out)
+                .memcpy_dtoh(&*slot.dev_out, &mut slot.host_out)
                 .during("cuMemcpyDtoHAsync(results)")?;
             slot.done
                 .record(&self.compute)
@@ -582,9 +577,39 @@ impl CudaBackend {
     }
 }
 
-/// Bytes of staging one parallel task copies at least (a 576x324 8-bit plane stays on one
-/// thread; a 3840x2160 10-bit plane is cut into 32 bands).
-const BAND_BYTES: usize = 512 * 1024;
+/// Bytes of staging one parallel task copies at least: below this a band costs more to hand
+/// to a thread than to copy (a 576x324 8-bit plane stays on one thread).
+const MIN_BAND_BYTES: usize = 64 * 1024;
+
+/// Bands per plane for each thread of the staging pool: two, so that a slow thread delays
+/// only half a share. With 512 KiB bands a 1080p plane had only 4 or 8 bands, which made the
+/// 10-bit system-memory path 1.57x slower than 8-bit on the H100 while the GPU waited
+/// (issue 6, docs/perf/NOTES.md).
+const BANDS_PER_THREAD: usize = 2;
+
+/// Most threads the staging copy uses. Each thread copies at a few GB/s, so the copy keeps
+/// gaining up to the core count: on the 16-core GPU host, 8 threads took 2160p 10-bit from
+/// about 1,050 down to about 750 fps (issue 6, docs/perf/NOTES.md).
+const MAX_STAGING_THREADS: usize = 32;
+
+/// The process-wide thread pool of the staging copies (all elements share it), made on first
+/// use with `min(available_parallelism, MAX_STAGING_THREADS)` threads; `None` when it cannot
+/// be made (the copies then run on the calling thread). A pool of its own keeps the copies
+/// off an application's rayon global pool.
+fn staging_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_STAGING_THREADS);
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("vmafcompare-stage-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
 
 /// Bytes per sample of the slots' planes: 1 up to 8 bits, else 2.
 fn sample_bytes(bpc: u32) -> usize {
@@ -595,8 +620,9 @@ fn sample_bytes(bpc: u32) -> usize {
     }
 }
 
-/// Splits the first `rows * row` bytes of `dst` into bands of whole rows of at least
-/// [`BAND_BYTES`] and runs `fill(first_row, band, row)` on each, in parallel (rayon). Returns
+/// Splits the first `rows * row` bytes of `dst` into bands of whole rows, about
+/// [`BANDS_PER_THREAD`] per thread of [`staging_pool`] and at least [`MIN_BAND_BYTES`] each,
+/// and runs `fill(first_row, band, row)` on each, in parallel. Returns
 /// the bytes covered, or 0 (nothing done) when `dst` is shorter.
 fn in_bands(
     dst: &mut [u8],
@@ -608,10 +634,23 @@ fn in_bands(
     let Some(dst) = dst.get_mut(..total) else {
         return 0;
     };
-    let band = (BAND_BYTES / row.max(1)).max(1);
-    dst.par_chunks_mut(row.max(1) * band)
-        .enumerate()
-        .for_each(|(b, chunk)| fill(b * band, chunk, row));
+    let pool = staging_pool();
+    let threads = pool.map_or(1, |p| p.current_num_threads()).max(1);
+    let band_bytes = (total / (threads * BANDS_PER_THREAD)).max(MIN_BAND_BYTES);
+    let band = (band_bytes / row.max(1)).max(1);
+    let chunk = row.max(1) * band;
+    match pool {
+        Some(p) if total > chunk => p.install(|| {
+            dst.par_chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(b, c)| fill(b * band, c, row))
+        }),
+        // One band, or no pool: on this thread.
+        _ => dst
+            .chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(b, c)| fill(b * band, c, row)),
+    }
     total
 }
 

@@ -10,6 +10,7 @@ pub mod context;
 pub mod error;
 pub mod fault;
 pub mod gst_cuda;
+pub mod memory;
 pub mod motion;
 pub mod plane;
 pub mod vif;

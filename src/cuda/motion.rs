@@ -6,10 +6,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtrMut};
+use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
 
 use super::context::{function, launch, param, GpuDevice};
 use super::error::{CudaError, DriverResultExt};
+use super::memory::{alloc_zeroed, DeviceAlloc};
 use super::plane::DevPlane;
 use crate::cpu::motion::MOTION_MAX_VAL;
 
@@ -22,7 +23,7 @@ pub struct MotionGpu {
     rows: CudaFunction,
     total: CudaFunction,
     /// Per-row sums modulo 2^32 (libvmaf's `uint32_t` row accumulator), `height` words.
-    row_sums: CudaSlice<u32>,
+    row_sums: DeviceAlloc<u32>,
     width: usize,
     height: usize,
     bpc: u32,
@@ -47,9 +48,7 @@ impl MotionGpu {
         let m = &dev.modules().motion;
         let rows = function(m, "motion_rows", "cuModuleGetFunction(motion_rows)")?;
         let total = function(m, "motion_total", "cuModuleGetFunction(motion_total)")?;
-        let row_sums = stream
-            .alloc_zeros::<u32>(height.max(1))
-            .allocating("cuMemAlloc(motion row sums)", height.max(1) * 4)?;
+        let row_sums = alloc_zeroed::<u32>(stream, height, "cuMemAlloc(motion row sums)")?;
         Ok(Self {
             rows,
             total,
@@ -73,7 +72,7 @@ impl MotionGpu {
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError> {
         stream
-            .memset_zeros(&mut self.row_sums)
+            .memset_zeros(&mut *self.row_sums)
             .during("cuMemsetD8Async(motion row sums)")?;
         let (round, shift) = if self.bpc == 8 {
             (1i32 << 7, 8i32)

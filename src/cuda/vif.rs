@@ -9,10 +9,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
 use super::context::{function, launch, param, GpuDevice};
 use super::error::{CudaError, DriverResultExt};
+use super::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
 use super::plane::DevPlane;
 use crate::cpu::vif::{VifConfig, VifScores};
 
@@ -26,10 +27,10 @@ pub struct VifGpu {
     stat: [CudaFunction; 4],
     sub: [CudaFunction; 3],
     /// `log2_table[i] = round(log2f(i) * 2048)` for `i >= 32767`, 0 below (65536 entries).
-    log2_table: CudaSlice<u16>,
+    log2_table: DeviceAlloc<u16>,
     /// Reference / distorted planes of scales 1..=3, packed, `(w >> s) * (h >> s)` samples.
-    scaled_ref: [CudaSlice<u16>; 3],
-    scaled_dis: [CudaSlice<u16>; 3],
+    scaled_ref: [DeviceAlloc<u16>; 3],
+    scaled_dis: [DeviceAlloc<u16>; 3],
     width: usize,
     height: usize,
     bpc: u32,
@@ -85,14 +86,13 @@ impl VifGpu {
             function(m, "vif_sub3", "cuModuleGetFunction(vif_sub3)")?,
         ];
         let table = log2_table();
-        let log2_table = stream
-            .clone_htod(&table)
-            .allocating("cuMemAlloc(vif log2 table)", table.len() * 2)?;
-        let plane = |s: usize| -> Result<CudaSlice<u16>, CudaError> {
-            let n = ((width >> s) * (height >> s)).max(1);
-            stream
-                .alloc_zeros::<u16>(n)
-                .allocating("cuMemAlloc(vif scaled plane)", n * 2)
+        let log2_table = alloc_copy(stream, &table[..], "cuMemAlloc(vif log2 table)")?;
+        let plane = |s: usize| -> Result<DeviceAlloc<u16>, CudaError> {
+            alloc_zeroed::<u16>(
+                stream,
+                (width >> s) * (height >> s),
+                "cuMemAlloc(vif scaled plane)",
+            )
         };
         let scaled_ref = [plane(1)?, plane(2)?, plane(3)?];
         let scaled_dis = [plane(1)?, plane(2)?, plane(3)?];

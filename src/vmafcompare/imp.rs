@@ -998,7 +998,13 @@ impl VmafCompare {
             None => (info.offset()[0], info.stride()[0] as usize),
         };
         let start = mem.offset() + offset;
-        let needed = start + stride * (info.height() as usize - 1) + info.width() as usize;
+        // The last row holds `width` samples of the luma's pixel stride (2 bytes above 8 bits).
+        let row = info.width() as usize * info.comp_pstride(0).max(1) as usize;
+        let needed = stride
+            .checked_mul((info.height() as usize).saturating_sub(1))
+            .and_then(|n| n.checked_add(start))
+            .and_then(|n| n.checked_add(row))
+            .unwrap_or(usize::MAX);
         if needed > imported.len() {
             return Err(format!(
                 "DMABuf of {} bytes, {needed} needed",
@@ -1712,7 +1718,9 @@ impl AggregatorImpl for VmafCompare {
         let Some(segment) = segment.downcast_ref::<gst::ClockTime>() else {
             return Some(buffer);
         };
-        let end = buffer.duration().map(|d| pts + d);
+        // `ClockTime` addition is plain u64 addition (a panic in debug builds, a wrapped end in
+        // release): a buffer whose end would pass the clock's range is clipped by its start.
+        let end = buffer.duration().and_then(|d| pts.checked_add(d));
         if segment.clip(pts, end).is_none() {
             gst::debug!(
                 CAT,
