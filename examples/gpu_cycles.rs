@@ -230,7 +230,7 @@ fn run(args: &Args) -> Result<bool, String> {
     }
     let after = (free(), fault::live(), fds());
     let _ = pipeline.set_state(gst::State::Null);
-    // In NULL only this program's own device is left: one context, three modules.
+    // In NULL only this program's own device is left: one context and its modules.
     let in_null = fault::live();
     let mib = |b: f64| b / (1024.0 * 1024.0);
     let lost = before.0 as f64 - after.0 as f64;
@@ -240,7 +240,11 @@ fn run(args: &Args) -> Result<bool, String> {
     let last = mean(&rss_at[rss_at.len().saturating_sub(tenth)..]);
     let peak = rss_at.iter().copied().max().unwrap_or(0) as f64;
     let ok_mem = lost <= 1024.0 * 1024.0;
-    let own = if dev.is_some() { [1, 3, 0, 0] } else { [0; 4] };
+    let own = if dev.is_some() {
+        [1, gstvmafcompare::cuda::context::Modules::COUNT as i64, 0, 0]
+    } else {
+        [0; 4]
+    };
     let ok_handles = after.1 == before.1 && after.2 <= before.2 && in_null == own;
     let ok_rss = last - first <= 4.0 * 1024.0 * 1024.0;
     println!(

@@ -18,6 +18,17 @@ const MOTION_PTX: &str = concat!(include_str!(concat!(env!("OUT_DIR"), "/motion.
 const VIF_PTX: &str = concat!(include_str!(concat!(env!("OUT_DIR"), "/vif.ptx")), "\0");
 /// PTX of `kernels/adm.cu`, NUL-terminated.
 const ADM_PTX: &str = concat!(include_str!(concat!(env!("OUT_DIR"), "/adm.ptx")), "\0");
+/// PTX of `kernels/frame.cu`, NUL-terminated.
+const FRAME_PTX: &str = concat!(include_str!(concat!(env!("OUT_DIR"), "/frame.ptx")), "\0");
+/// PTX of `kernels/psnr.cu`, NUL-terminated.
+const PSNR_PTX: &str = concat!(include_str!(concat!(env!("OUT_DIR"), "/psnr.ptx")), "\0");
+/// PTX of `kernels/ssim.cu`, NUL-terminated.
+const SSIM_PTX: &str = concat!(include_str!(concat!(env!("OUT_DIR"), "/ssim.ptx")), "\0");
+/// PTX of `kernels/ssimulacra2.cu`, NUL-terminated.
+const SSIMULACRA2_PTX: &str = concat!(
+    include_str!(concat!(env!("OUT_DIR"), "/ssimulacra2.ptx")),
+    "\0"
+);
 
 /// The loaded kernel modules; each is unloaded (`cuModuleUnload`) when the last
 /// [`CudaFunction`] taken from it is dropped.
@@ -29,6 +40,19 @@ pub struct Modules {
     pub vif: Arc<CudaModule>,
     /// `kernels/adm.cu`: the DWT, decouple/CSF and contrast-masking kernels.
     pub adm: Arc<CudaModule>,
+    /// `kernels/frame.cu`: chroma unpacking into packed planes (the extra metrics' input).
+    pub frame: Arc<CudaModule>,
+    /// `kernels/psnr.cu`: squared-error sums of PSNR.
+    pub psnr: Arc<CudaModule>,
+    /// `kernels/ssim.cu`: float SSIM and MS-SSIM.
+    pub ssim: Arc<CudaModule>,
+    /// `kernels/ssimulacra2.cu`: YUV to XYB, recursive Gaussian blur, SSIMULACRA2 error maps.
+    pub ssimulacra2: Arc<CudaModule>,
+}
+
+impl Modules {
+    /// How many modules [`GpuDevice::open`] loads.
+    pub const COUNT: usize = 7;
 }
 
 /// One CUDA device with its (primary) context and the vmafcompare kernels loaded.
@@ -40,8 +64,8 @@ pub struct GpuDevice {
     // Field order is drop order: modules before the context they live in.
     modules: Modules,
     ctx: Arc<CudaContext>,
-    /// The retained context and the three modules, for [`super::fault::live`].
-    _counted: [Counted; 4],
+    /// The retained context and the modules, for [`super::fault::live`].
+    _counted: [Counted; 1 + Modules::COUNT],
 }
 
 /// Loads one NUL-terminated PTX text into `ctx`.
@@ -91,14 +115,31 @@ impl GpuDevice {
         let motion = load(&ctx, MOTION_PTX, "cuModuleLoadData(motion)")?;
         let vif = load(&ctx, VIF_PTX, "cuModuleLoadData(vif)")?;
         let adm = load(&ctx, ADM_PTX, "cuModuleLoadData(adm)")?;
+        let frame = load(&ctx, FRAME_PTX, "cuModuleLoadData(frame)")?;
+        let psnr = load(&ctx, PSNR_PTX, "cuModuleLoadData(psnr)")?;
+        let ssim = load(&ctx, SSIM_PTX, "cuModuleLoadData(ssim)")?;
+        let ssimulacra2 = load(&ctx, SSIMULACRA2_PTX, "cuModuleLoadData(ssimulacra2)")?;
+        let module = || Counted::new(Handle::Module);
         Ok(GpuDevice {
-            modules: Modules { motion, vif, adm },
+            modules: Modules {
+                motion,
+                vif,
+                adm,
+                frame,
+                psnr,
+                ssim,
+                ssimulacra2,
+            },
             ctx,
             _counted: [
                 Counted::new(Handle::Context),
-                Counted::new(Handle::Module),
-                Counted::new(Handle::Module),
-                Counted::new(Handle::Module),
+                module(),
+                module(),
+                module(),
+                module(),
+                module(),
+                module(),
+                module(),
             ],
         })
     }

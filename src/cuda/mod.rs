@@ -13,9 +13,12 @@ pub mod gst_cuda;
 pub mod memory;
 pub mod motion;
 pub mod plane;
+pub mod psnr;
+pub mod ssim;
+pub mod ssimulacra2;
 pub mod vif;
 
 pub use backend::CudaBackend;
 pub use context::GpuDevice;
 pub use error::CudaError;
-pub use plane::DevPlane;
+pub use plane::{ChromaDev, DevPlane};

@@ -54,3 +54,22 @@ impl DevPlane {
         )
     }
 }
+
+/// The Cb and Cr planes of both frames of a pair in device memory, for the extra metrics that
+/// read chroma (`psnr_cb`, `psnr_cr`, SSIMULACRA2's RGB conversion).
+///
+/// The backend unpacks every input layout (planar, NV12/P010's interleaved UV, host or
+/// device) into packed right-aligned `u16` planes at the scoring depth, `width` samples per
+/// row (`pitch == 2 * width`): these descriptors point at them. `width` x `height` is the
+/// format's chroma size (4:2:0: `ceil(w / 2)` x `ceil(h / 2)`; 4:4:4: the luma size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChromaDev {
+    /// Cb (`[0]`) and Cr (`[1]`) of the reference frame.
+    pub reference: [DevPlane; 2],
+    /// Cb and Cr of the distorted frame.
+    pub distorted: [DevPlane; 2],
+    /// Samples per chroma row.
+    pub width: usize,
+    /// Chroma rows.
+    pub height: usize,
+}

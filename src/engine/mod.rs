@@ -2,6 +2,7 @@
 //! libvmaf-compatible logs.
 
 pub mod align;
+pub mod colour;
 pub mod features;
 pub mod frame;
 pub mod log;

@@ -1,0 +1,1 @@
+//! Host side of `kernels/psnr.cu` (issue 8, in progress).

@@ -1,0 +1,1 @@
+//! Host side of `kernels/ssim.cu` (issue 8, in progress).
