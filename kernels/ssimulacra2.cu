@@ -1,4 +1,753 @@
-// Placeholder: replaced by the ssimulacra2 kernels (issue 8).
+// SSIMULACRA2 on the GPU: YUV -> linear RGB -> XYB, six scales of 2x2 box downscaling in
+// linear RGB, the recursive Gaussian blur (sigma 1.5) of the five SSIM inputs per channel,
+// and the per-pixel SSIM and edge-difference error maps summed in double.
+//
+// A port of rust-av ssimulacra2 0.5.1 (src/lib.rs, src/blur/gaussian.rs, build.rs) and the
+// linear RGB -> XYB step of yuvxyb 0.4.2 (src/rgb_xyb.rs, yuvxyb-math cbrtf), which follow
+// Cloudinary's libjxl tools/ssimulacra2.cc. Every float operation is written with the
+// rounding intrinsics (__fadd_rn, __fmul_rn, ...) where the crate rounds each operation and
+// with fmaf where it calls mul_add, so that nvcc contracts nothing the CPU does not: the XYB
+// planes and the blurred planes are then the crate's bit for bit (the YUV -> RGB step's
+// powf aside, see s2_transfer). The YUV -> linear RGB conversion is src/engine/colour.rs.
+//
+// Pipeline per frame pair (host side: src/cuda/ssimulacra2.rs), for `n` scales of sizes
+// w_k x h_k (w_0 x h_0 the frame, w_{k+1} = ceil(w_k / 2)):
+//   s2_xyb_yuv      scale 0: YUV -> linear RGB -> XYB planes, and scale 1's linear RGB;
+//   s2_xyb_lin      scale k >= 1 (one launch each): linear RGB -> XYB, and scale k+1's RGB;
+//   s2_hblur        every scale at once: horizontal recursive pass of the 15 planes
+//                   (3 channels x {img1, img2, img1^2, img2^2, img1*img2});
+//   s2_vblur        every scale at once: vertical pass, the error maps, per-block sums;
+//   s2_total        the 108 sums (6 scales x 3 channels x 6 sums), fixed order.
+//
+// Scratch layout (f32 planes of w_k * h_k samples, rows packed; off_k = sum_{j<k} w_j h_j):
+//   xyb:  scale k at 6 off_k, plane (img * 3 + c) (img 0 reference, 1 distorted; c = X, Y, B)
+//   hbl:  scale k at 15 off_k, plane (c * 5 + p), p: 0 blur(img1), 1 blur(img2),
+//         2 img1^2, 3 img2^2, 4 img1*img2 (horizontal pass only)
+//   lin:  scale k >= 1 at 6 (off_k - w_0 h_0), plane (img * 3 + c) (c = R, G, B)
+//   partial: 6 doubles per s2_vblur block.
+
 #include "common.cuh"
 
-extern "C" __global__ void ssimulacra2_placeholder() {}
+using namespace vmafcmp;
+
+namespace s2 {
+
+constexpr int MAX_SCALES = 6;
+
+// Recursive Gaussian constants: ssimulacra2 0.5.1 build.rs (init_recursive_gaussian, sigma
+// 1.5), as the f32 values its generated recursive_gaussian.rs holds (hex: exact bits).
+constexpr int RADIUS = 5;
+constexpr float MUL_IN_1 = 0x1.c4fa84p-5f;    //  0.055295236
+constexpr float MUL_IN_3 = -0x1.e1fd7ap-5f;   // -0.058836687
+constexpr float MUL_IN_5 = 0x1.a8894ap-7f;    //  0.012955819
+constexpr float MUL_PREV_1 = 0x1.e6f0e2p+0f;  //  1.9021131
+constexpr float MUL_PREV_3 = 0x1.2cf230p+0f;  //  1.1755705
+constexpr float MUL_PREV_5 = 0x1.1a6264p-53f; //  1.2246469e-16
+constexpr float MUL_PREV2 = -1.0f;            //  MUL_PREV2_1/3/5
+constexpr float VERT_MUL_IN_1 = MUL_IN_1;
+constexpr float VERT_MUL_IN_3 = MUL_IN_3;
+constexpr float VERT_MUL_IN_5 = MUL_IN_5;
+constexpr float VERT_MUL_PREV_1 = -MUL_PREV_1;
+constexpr float VERT_MUL_PREV_3 = -MUL_PREV_3;
+constexpr float VERT_MUL_PREV_5 = -MUL_PREV_5;
+
+// Opsin absorbance matrix and bias: yuvxyb 0.4.2 src/rgb_xyb.rs (the f32 constants after its
+// const arithmetic, e.g. K_M01 = 1 - 0.078 - 0.30 in f32).
+constexpr float M00 = 0x1.333334p-2f;
+constexpr float M01 = 0x1.3e76c8p-1f;
+constexpr float M02 = 0x1.3f7ceep-4f;
+constexpr float M10 = 0x1.d70a3ep-3f;
+constexpr float M11 = 0x1.624dd2p-1f;
+constexpr float M12 = 0x1.3f7ceep-4f;
+constexpr float M20 = 0x1.f28798p-3f;
+constexpr float M21 = 0x1.a35d1ep-3f;
+constexpr float M22 = 0x1.1a86d2p-1f;
+constexpr float BIAS = 0x1.f12a6cp-9f;          // K_B0 = 0.0037930734
+constexpr float NEG_CBRT_BIAS = -0x1.3f64eap-3f; // -cbrtf(K_B0) with yuvxyb-math's cbrtf
+
+// Tiles. s2_hblur: a block runs the horizontal recursion of HROWS rows of one channel, one
+// warp per product plane (5 warps), the input in SEG-column segments through shared memory.
+constexpr int HROWS = 32;
+constexpr int SEG = 32;
+constexpr int HTHREADS = 5 * 32;
+constexpr int HLOAD = 2 * HROWS * SEG;                         // floats per segment
+constexpr int HPF = (HLOAD + HTHREADS - 1) / HTHREADS;         // per thread
+// s2_vblur: a block runs the vertical recursion of VCOLS columns of one channel, one warp per
+// plane, VROWS rows per step of the loop; then the 160 threads score the VROWS x VCOLS pixels.
+constexpr int VCOLS = 32;
+constexpr int VROWS = 16;
+constexpr int VTHREADS = 5 * 32;
+constexpr int VPIX = VROWS * VCOLS;
+constexpr int VPER = (VPIX + VTHREADS - 1) / VTHREADS;
+constexpr int SUMS = 6;  // per channel: ssim d, d^4, artifact, artifact^4, detail, detail^4
+
+// Scale k of a w0 x h0 frame: its size and the pixels of the scales before it.
+struct Scale {
+    int w;
+    int h;
+    long long plane;  // w * h
+    long long off;    // sum of w_j * h_j for j < k
+};
+
+__device__ __forceinline__ Scale scale_of(int w0, int h0, int k) {
+    Scale s;
+    s.w = w0;
+    s.h = h0;
+    s.off = 0;
+    for (int i = 0; i < k; ++i) {
+        s.off += (long long)s.w * s.h;
+        s.w = (s.w + 1) / 2;
+        s.h = (s.h + 1) / 2;
+    }
+    s.plane = (long long)s.w * s.h;
+    return s;
+}
+
+// Blocks of s2_hblur for a scale of height h: row groups x 3 channels.
+__device__ __forceinline__ int hblocks(int h) { return (h + HROWS - 1) / HROWS * 3; }
+// Blocks of s2_vblur for a scale of width w: column groups x 3 channels.
+__device__ __forceinline__ int vgroups(int w) { return (w + VCOLS - 1) / VCOLS; }
+
+// The scale a block of a launch over all n scales belongs to (blocks in scale order,
+// hblocks / 3 vgroups per scale): its geometry, and the block's index within the scale.
+template <bool VERTICAL>
+__device__ __forceinline__ Scale block_scale(int w0, int h0, int n, int block, int &local) {
+    int start = 0;
+    Scale s = scale_of(w0, h0, 0);
+    int k = 0;
+    for (;;) {
+        const int per = VERTICAL ? vgroups(s.w) * 3 : hblocks(s.h);
+        if (block < start + per || k + 1 >= n) {
+            break;
+        }
+        start += per;
+        ++k;
+        s.off += s.plane;
+        s.w = (s.w + 1) / 2;
+        s.h = (s.h + 1) / 2;
+        s.plane = (long long)s.w * s.h;
+    }
+    local = block - start;
+    return s;
+}
+
+// yuvxyb-math 0.1.1 cbrtf (fastmath, the default): FreeBSD's s_cbrtf.c without the special
+// cases, two Newton steps in double. The argument is positive and normal here.
+__device__ __forceinline__ float cbrtf_fast(float x) {
+    const uint32_t B1 = 709958130u;
+    uint32_t ui = __float_as_uint(x);
+    uint32_t hx = ui & 0x7fffffffu;
+    hx = hx / 3u + B1;
+    ui = (ui & 0x80000000u) | hx;
+    const double xd = (double)x;
+    double t = (double)__uint_as_float(ui);
+    double r = __dmul_rn(__dmul_rn(t, t), t);
+    t = __ddiv_rn(__dmul_rn(t, __dadd_rn(__dadd_rn(xd, xd), r)), __dadd_rn(__dadd_rn(xd, r), r));
+    r = __dmul_rn(__dmul_rn(t, t), t);
+    t = __ddiv_rn(__dmul_rn(t, __dadd_rn(__dadd_rn(xd, xd), r)), __dadd_rn(__dadd_rn(xd, r), r));
+    return __double2float_rn(t);
+}
+
+// One mixed channel: clamp at 0, cube root, minus cbrt(bias) (linear_rgb_to_xyb's loop body).
+__device__ __forceinline__ float mixed(float m) {
+    if (m < 0.0f) {
+        m = 0.0f;
+    }
+    return __fadd_rn(cbrtf_fast(m), NEG_CBRT_BIAS);
+}
+
+// Linear RGB -> XYB (opsin_absorbance, cube root, mixed_to_xyb), then make_positive_xyb.
+__device__ __forceinline__ void xyb_positive(float r, float g, float b, float &ox, float &oy,
+                                             float &ob) {
+    const float m0 = mixed(fmaf(M00, r, fmaf(M01, g, fmaf(M02, b, BIAS))));
+    const float m1 = mixed(fmaf(M10, r, fmaf(M11, g, fmaf(M12, b, BIAS))));
+    const float m2 = mixed(fmaf(M20, r, fmaf(M21, g, fmaf(M22, b, BIAS))));
+    const float x = __fmul_rn(0.5f, __fsub_rn(m0, m1));
+    const float y = __fmul_rn(0.5f, __fadd_rn(m0, m1));
+    // make_positive_xyb: B first (from the unshifted Y), then X, then Y.
+    ob = __fadd_rn(__fsub_rn(m2, y), 0.55f);
+    ox = fmaf(x, 14.0f, 0.42f);
+    oy = __fadd_rn(y, 0.01f);
+}
+
+}  // namespace s2
+
+// The YUV -> linear RGB constants of src/engine/colour.rs (`YuvToRgb`) for one caps; host
+// side `ConvParams` in src/cuda/ssimulacra2.rs (same layout, 32 bytes).
+struct S2Conv {
+    float kr;     // matrix Kr
+    float kb;     // matrix Kb
+    float off_y;  // limited: 16 s; full: 0            (s = 2^(bpc - 8))
+    float div_y;  // limited: 219 s; full: 2^bpc - 1
+    float off_c;  // limited: 128 s; full: 2^(bpc - 1)
+    float div_c;  // limited: 224 s; full: 2^bpc - 1
+    int32_t srgb; // 1: sRGB transfer, 0: BT.709 inverse OETF
+    int32_t pad;
+};
+
+namespace s2 {
+
+// x^e rounded to f32 through double (Rust's f32::powf calls the C library's powf, which is
+// computed in double and rounded; CUDA's powf may differ by 2 ulp).
+__device__ __forceinline__ float powf_d(float x, float e) {
+    return __double2float_rn(pow((double)x, (double)e));
+}
+
+// Step 4 of colour.rs: non-linear [0, 1] -> linear.
+__device__ __forceinline__ float transfer(float c, int srgb) {
+    if (srgb) {
+        return c <= 0.04045f ? __fdiv_rn(c, 12.92f)
+                             : powf_d(__fdiv_rn(__fadd_rn(c, 0.055f), 1.055f), 2.4f);
+    }
+    // 1 / 0.45 in f32: 2.2222223
+    return c < 0.081f ? __fdiv_rn(c, 4.5f)
+                      : powf_d(__fdiv_rn(__fadd_rn(c, 0.099f), 1.099f), 0x1.1c71c8p+1f);
+}
+
+__device__ __forceinline__ float clamp01(float v) { return fminf(fmaxf(v, 0.0f), 1.0f); }
+
+// Steps 2-4 of colour.rs for one pixel: samples (as read, at the scoring depth) -> linear RGB.
+// `grey`: no chroma (cb' = cr' = 0).
+__device__ __forceinline__ void yuv_to_linear(const S2Conv &cv, uint32_t ys, uint32_t cbs,
+                                              uint32_t crs, bool grey, float &r, float &g,
+                                              float &b) {
+    const float yn = __fdiv_rn(__fsub_rn((float)ys, cv.off_y), cv.div_y);
+    const float cbn = grey ? 0.0f : __fdiv_rn(__fsub_rn((float)cbs, cv.off_c), cv.div_c);
+    const float crn = grey ? 0.0f : __fdiv_rn(__fsub_rn((float)crs, cv.off_c), cv.div_c);
+    const float rp = __fadd_rn(yn, __fmul_rn(__fmul_rn(2.0f, __fsub_rn(1.0f, cv.kr)), crn));
+    const float bp = __fadd_rn(yn, __fmul_rn(__fmul_rn(2.0f, __fsub_rn(1.0f, cv.kb)), cbn));
+    const float gp = __fdiv_rn(__fsub_rn(__fsub_rn(yn, __fmul_rn(cv.kr, rp)), __fmul_rn(cv.kb, bp)),
+                               __fsub_rn(__fsub_rn(1.0f, cv.kr), cv.kb));
+    r = transfer(clamp01(rp), cv.srgb);
+    g = transfer(clamp01(gp), cv.srgb);
+    b = transfer(clamp01(bp), cv.srgb);
+}
+
+// Writes the XYB (positive) of both images' pixel `i` of a scale whose planes start at `xyb`.
+__device__ __forceinline__ void store_xyb(float *xyb, long long plane, long long i,
+                                          const float (&rgb)[6]) {
+    float x, y, b;
+    xyb_positive(rgb[0], rgb[1], rgb[2], x, y, b);
+    xyb[i] = x;
+    xyb[plane + i] = y;
+    xyb[2 * plane + i] = b;
+    xyb_positive(rgb[3], rgb[4], rgb[5], x, y, b);
+    xyb[3 * plane + i] = x;
+    xyb[4 * plane + i] = y;
+    xyb[5 * plane + i] = b;
+}
+
+// The 2x2 box of downscale_by_2 from the (up to) four pixels a thread converted: sum in the
+// crate's order (iy, then ix) from 0, edge pixels repeated, times 1/4.
+__device__ __forceinline__ void store_down(float *lin, long long plane, long long i,
+                                           const float (&p)[4][6], bool has_x1, bool has_y1) {
+#pragma unroll
+    for (int c = 0; c < 6; ++c) {
+        const float v01 = has_x1 ? p[1][c] : p[0][c];
+        const float v10 = has_y1 ? p[2][c] : p[0][c];
+        const float v11 = has_y1 ? (has_x1 ? p[3][c] : p[2][c]) : v01;
+        float sum = 0.0f;
+        sum = __fadd_rn(sum, p[0][c]);
+        sum = __fadd_rn(sum, v01);
+        sum = __fadd_rn(sum, v10);
+        sum = __fadd_rn(sum, v11);
+        lin[c * plane + i] = __fmul_rn(sum, 0.25f);
+    }
+}
+
+// The recursion state of one plane: prev and prev2 of the three cosine terms (k = 1, 3, 5).
+struct Rec {
+    float p1, p3, p5, q1, q3, q5;
+};
+
+__device__ __forceinline__ void rec_zero(Rec &s) {
+    s.p1 = s.p3 = s.p5 = 0.0f;
+    s.q1 = s.q3 = s.q5 = 0.0f;
+}
+
+// One step of RecursiveGaussian::horizontal_row: `sum` = left + right input.
+__device__ __forceinline__ float hstep(Rec &s, float sum) {
+    float o1 = __fmul_rn(sum, MUL_IN_1);
+    float o3 = __fmul_rn(sum, MUL_IN_3);
+    float o5 = __fmul_rn(sum, MUL_IN_5);
+    o1 = fmaf(MUL_PREV2, s.q1, o1);
+    o3 = fmaf(MUL_PREV2, s.q3, o3);
+    o5 = fmaf(MUL_PREV2, s.q5, o5);
+    s.q1 = s.p1;
+    s.q3 = s.p3;
+    s.q5 = s.p5;
+    o1 = fmaf(MUL_PREV_1, s.p1, o1);
+    o3 = fmaf(MUL_PREV_3, s.p3, o3);
+    o5 = fmaf(MUL_PREV_5, s.p5, o5);
+    s.p1 = o1;
+    s.p3 = o3;
+    s.p5 = o5;
+    return __fadd_rn(__fadd_rn(o1, o3), o5);
+}
+
+// One step of RecursiveGaussian::vertical_pass: `sum` = top + bottom input.
+__device__ __forceinline__ float vstep(Rec &s, float sum) {
+    const float t1 = fmaf(s.p1, VERT_MUL_PREV_1, s.q1);
+    const float t3 = fmaf(s.p3, VERT_MUL_PREV_3, s.q3);
+    const float t5 = fmaf(s.p5, VERT_MUL_PREV_5, s.q5);
+    const float o1 = fmaf(sum, VERT_MUL_IN_1, -t1);
+    const float o3 = fmaf(sum, VERT_MUL_IN_3, -t3);
+    const float o5 = fmaf(sum, VERT_MUL_IN_5, -t5);
+    s.q1 = s.p1;
+    s.q3 = s.p3;
+    s.q5 = s.p5;
+    s.p1 = o1;
+    s.p3 = o3;
+    s.p5 = o5;
+    return __fadd_rn(__fadd_rn(o1, o3), o5);
+}
+
+// The value plane P blurs at a pixel whose XYB values are a (img1) and b (img2):
+// image_multiply's f32 products for the second moments.
+template <int P>
+__device__ __forceinline__ float hval(float a, float b) {
+    if (P == 0) {
+        return a;
+    }
+    if (P == 1) {
+        return b;
+    }
+    if (P == 2) {
+        return __fmul_rn(a, a);
+    }
+    if (P == 3) {
+        return __fmul_rn(b, b);
+    }
+    return __fmul_rn(a, b);
+}
+
+// Steps n0 .. n0 + SEG - 1 (those < w) of one row's horizontal recursion for plane P. The row's
+// inputs of the previous, current and next segment (img1: *a, img2: *b) lie in shared memory;
+// step n reads columns n - RADIUS - 1 and n + RADIUS - 1. Outputs go to `orow[0..SEG)`.
+template <int P>
+__device__ __forceinline__ void hchunk(Rec &s, const float *pa, const float *pb,
+                                       const float *ca, const float *cb, const float *na,
+                                       const float *nb, int n0, int w, float *orow) {
+    constexpr int L = RADIUS + 1;  // 6
+    constexpr int R = RADIUS - 1;  // 4
+#pragma unroll
+    for (int i = 0; i < SEG; ++i) {
+        if (n0 + i < w) {
+            const float la = i >= L ? ca[i - L] : pa[i - L + SEG];
+            const float lb = i >= L ? cb[i - L] : pb[i - L + SEG];
+            const float ra = i + R < SEG ? ca[i + R] : na[i + R - SEG];
+            const float rb = i + R < SEG ? cb[i + R] : nb[i + R - SEG];
+            const float sum = __fadd_rn(hval<P>(la, lb), hval<P>(ra, rb));
+            orow[i] = hstep(s, sum);
+        }
+    }
+}
+
+// The RADIUS - 1 steps before the first output (n = -4 .. -1): left inputs are 0, right
+// inputs columns 0..3 of segment 0.
+template <int P>
+__device__ __forceinline__ void hwarm(Rec &s, const float *ca, const float *cb) {
+#pragma unroll
+    for (int i = 0; i < RADIUS - 1; ++i) {
+        const float sum = __fadd_rn(0.0f, hval<P>(ca[i], cb[i]));
+        hstep(s, sum);
+    }
+}
+
+// The per-pixel terms of ssim_map and edge_diff_map for one channel, added to acc[0..6):
+// d, d^4 (1 - SSIM', at least 0), artifact, artifact^4, detail_lost, detail_lost^4.
+__device__ __forceinline__ void terms(float mu1, float mu2, float s11, float s22, float s12,
+                                      float i1, float i2, double (&acc)[SUMS]) {
+    const float C2 = 0.0009f;
+    const float mu11 = __fmul_rn(mu1, mu1);
+    const float mu22 = __fmul_rn(mu2, mu2);
+    const float mu12 = __fmul_rn(mu1, mu2);
+    const float mu_diff = __fsub_rn(mu1, mu2);
+    const float num_m = fmaf(mu_diff, -mu_diff, 1.0f);
+    const float num_s = fmaf(2.0f, __fsub_rn(s12, mu12), C2);
+    const float denom_s = __fadd_rn(__fadd_rn(__fsub_rn(s11, mu11), __fsub_rn(s22, mu22)), C2);
+    double d = __dsub_rn(1.0, (double)__fdiv_rn(__fmul_rn(num_m, num_s), denom_s));
+    d = fmax(d, 0.0);
+    acc[0] = __dadd_rn(acc[0], d);
+    const double d2 = __dmul_rn(d, d);
+    acc[1] = __dadd_rn(acc[1], __dmul_rn(d2, d2));
+    const double e2 = __dadd_rn(1.0, (double)fabsf(__fsub_rn(i2, mu2)));
+    const double e1 = __dadd_rn(1.0, (double)fabsf(__fsub_rn(i1, mu1)));
+    const double d1 = __dsub_rn(__ddiv_rn(e2, e1), 1.0);
+    const double art = fmax(d1, 0.0);
+    acc[2] = __dadd_rn(acc[2], art);
+    const double a2 = __dmul_rn(art, art);
+    acc[3] = __dadd_rn(acc[3], __dmul_rn(a2, a2));
+    const double det = fmax(-d1, 0.0);
+    acc[4] = __dadd_rn(acc[4], det);
+    const double t2 = __dmul_rn(det, det);
+    acc[5] = __dadd_rn(acc[5], __dmul_rn(t2, t2));
+}
+
+}  // namespace s2
+
+using namespace s2;
+
+// Scale 0: each thread converts the 2x2 pixels (2 ox + dx, 2 oy + dy) of both frames from YUV
+// to linear RGB (colour.rs), writes their XYB (positive) planes to `xyb` and, when n > 1,
+// the 2x2 box average into scale 1's linear RGB planes in `lin`.
+// ref/dis: luma planes (w0 x h0); cb_*/cr_*: chroma planes (cw x ch, packed u16), unused
+// when cw == 0 (grey). Grid: ceil(ceil(w0 / 2) / 32) x ceil(ceil(h0 / 2) / 8), block 32 x 8.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+s2_xyb_yuv(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
+           const Plane cb_dis, const Plane cr_dis, int32_t cw, int32_t ch, const S2Conv conv,
+           int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb,
+           float *__restrict__ lin) {
+    const int ow = (w0 + 1) / 2;
+    const int oh = (h0 + 1) / 2;
+    const int ox = blockIdx.x * blockDim.x + threadIdx.x;
+    const int oy = blockIdx.y * blockDim.y + threadIdx.y;
+    if (ox >= ow || oy >= oh) {
+        return;
+    }
+    const bool grey = cw <= 0;
+    const long long plane = (long long)w0 * h0;
+    const bool has_x1 = 2 * ox + 1 < w0;
+    const bool has_y1 = 2 * oy + 1 < h0;
+    float p[4][6];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int dx = q & 1;
+        const int dy = q >> 1;
+        if ((dx && !has_x1) || (dy && !has_y1)) {
+#pragma unroll
+            for (int c = 0; c < 6; ++c) {
+                p[q][c] = 0.0f;
+            }
+            continue;
+        }
+        const int x = 2 * ox + dx;
+        const int y = 2 * oy + dy;
+        uint32_t cbr = 0, crr = 0, cbd = 0, crd = 0;
+        if (!grey) {
+            const int cx = (int)((long long)x * cw / w0);
+            const int cy = (int)((long long)y * ch / h0);
+            cbr = sample(cb_ref, cx, cy);
+            crr = sample(cr_ref, cx, cy);
+            cbd = sample(cb_dis, cx, cy);
+            crd = sample(cr_dis, cx, cy);
+        }
+        yuv_to_linear(conv, sample(ref, x, y), cbr, crr, grey, p[q][0], p[q][1], p[q][2]);
+        yuv_to_linear(conv, sample(dis, x, y), cbd, crd, grey, p[q][3], p[q][4], p[q][5]);
+        store_xyb(xyb, plane, (long long)y * w0 + x, p[q]);
+    }
+    if (n > 1) {
+        store_down(lin, (long long)ow * oh, (long long)oy * ow + ox, p, has_x1, has_y1);
+    }
+}
+
+// Scale k >= 1: as s2_xyb_yuv from scale k's linear RGB planes in `lin` (written by the
+// launch for scale k - 1), writing scale k + 1's when k + 1 < n.
+// Grid: ceil(ceil(w_k / 2) / 32) x ceil(ceil(h_k / 2) / 8), block 32 x 8.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+s2_xyb_lin(int32_t k, int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb,
+           float *lin) {
+    const Scale s = scale_of(w0, h0, k);
+    const int ow = (s.w + 1) / 2;
+    const int oh = (s.h + 1) / 2;
+    const int ox = blockIdx.x * blockDim.x + threadIdx.x;
+    const int oy = blockIdx.y * blockDim.y + threadIdx.y;
+    if (ox >= ow || oy >= oh) {
+        return;
+    }
+    const long long base0 = (long long)w0 * h0;
+    const float *src = lin + 6 * (s.off - base0);
+    float *dst = xyb + 6 * s.off;
+    const bool has_x1 = 2 * ox + 1 < s.w;
+    const bool has_y1 = 2 * oy + 1 < s.h;
+    float p[4][6];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int dx = q & 1;
+        const int dy = q >> 1;
+        if ((dx && !has_x1) || (dy && !has_y1)) {
+#pragma unroll
+            for (int c = 0; c < 6; ++c) {
+                p[q][c] = 0.0f;
+            }
+            continue;
+        }
+        const long long i = (long long)(2 * oy + dy) * s.w + (2 * ox + dx);
+#pragma unroll
+        for (int c = 0; c < 6; ++c) {
+            p[q][c] = src[c * s.plane + i];
+        }
+        store_xyb(dst, s.plane, i, p[q]);
+    }
+    if (k + 1 < n) {
+        const long long next_off = s.off + s.plane;
+        store_down(lin + 6 * (next_off - base0), (long long)ow * oh, (long long)oy * ow + ox, p,
+                   has_x1, has_y1);
+    }
+}
+
+namespace s2 {
+
+// Loads segment `seg` (columns seg * SEG ..) of rows row0 .. row0 + HROWS - 1 of both input
+// planes into registers (zeros outside the plane).
+__device__ __forceinline__ void hfetch(float (&pf)[HPF], const float *in1, const float *in2,
+                                       int seg, int row0, int w, int h, int tid) {
+#pragma unroll
+    for (int q = 0; q < HPF; ++q) {
+        const int e = tid + q * HTHREADS;
+        float v = 0.0f;
+        if (e < HLOAD) {
+            const int img = e / (HROWS * SEG);
+            const int r = (e / SEG) % HROWS;
+            const int col = e % SEG;
+            const int gx = seg * SEG + col;
+            const int gy = row0 + r;
+            if (gx < w && gy < h) {
+                v = (img ? in2 : in1)[(long long)gy * w + gx];
+            }
+        }
+        pf[q] = v;
+    }
+}
+
+template <int P>
+__device__ __forceinline__ void hrow(Rec &s, float (*tin)[2][HROWS][SEG + 1],
+                                     float (*tout)[HROWS][SEG + 1], int k, int r, int w,
+                                     bool warm) {
+    const int sp = (k + 2) % 3;
+    const int sc = k % 3;
+    const int sn = (k + 1) % 3;
+    if (warm) {
+        hwarm<P>(s, tin[sc][0][r], tin[sc][1][r]);
+    }
+    hchunk<P>(s, tin[sp][0][r], tin[sp][1][r], tin[sc][0][r], tin[sc][1][r], tin[sn][0][r],
+              tin[sn][1][r], k * SEG, w, tout[P][r]);
+}
+
+}  // namespace s2
+
+// Horizontal recursive pass (RecursiveGaussian::horizontal_pass) of every scale's 15 planes:
+// reads `xyb`, writes `hbl` (layout at the top). Block b covers rows 32 g .. 32 g + 31 of
+// channel c of one scale (blocks in scale order, 3 per row group: b = 3 g + c within the
+// scale); warp p runs plane p's recursion, lane r row 32 g + r. Grid: sum over the n scales
+// of 3 ceil(h_k / 32) blocks of 160 threads.
+extern "C" __global__ void __launch_bounds__(HTHREADS)
+s2_hblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
+         float *__restrict__ hbl) {
+    __shared__ float tin[3][2][HROWS][SEG + 1];
+    __shared__ float tout[5][HROWS][SEG + 1];
+    int local;
+    const Scale s = block_scale<false>(w0, h0, n, blockIdx.x, local);
+    const int c = local % 3;
+    const int row0 = (local / 3) * HROWS;
+    const int tid = threadIdx.x;
+    const int p = tid >> 5;
+    const int lane = tid & 31;
+    const int w = s.w;
+    const int h = s.h;
+    const float *in1 = xyb + 6 * s.off + (long long)c * s.plane;
+    const float *in2 = xyb + 6 * s.off + (long long)(3 + c) * s.plane;
+    float *out = hbl + 15 * s.off + (long long)(c * 5 + p) * s.plane;
+
+    float pf[HPF];
+    // Segment -1 (slot 2) is zeros; segment 0 goes to slot 0; segment 1 waits in registers.
+    hfetch(pf, in1, in2, 0, row0, w, h, tid);
+#pragma unroll
+    for (int q = 0; q < HPF; ++q) {
+        const int e = tid + q * HTHREADS;
+        if (e < HLOAD) {
+            tin[0][e / (HROWS * SEG)][(e / SEG) % HROWS][e % SEG] = pf[q];
+            tin[2][e / (HROWS * SEG)][(e / SEG) % HROWS][e % SEG] = 0.0f;
+        }
+    }
+    hfetch(pf, in1, in2, 1, row0, w, h, tid);
+
+    Rec st;
+    rec_zero(st);
+    const int chunks = (w + SEG - 1) / SEG;
+    for (int kk = 0; kk < chunks; ++kk) {
+        // Slot (kk + 1) % 3 held segment kk - 2, last read by chunk kk - 1.
+        __syncthreads();
+        const int slot = (kk + 1) % 3;
+#pragma unroll
+        for (int q = 0; q < HPF; ++q) {
+            const int e = tid + q * HTHREADS;
+            if (e < HLOAD) {
+                tin[slot][e / (HROWS * SEG)][(e / SEG) % HROWS][e % SEG] = pf[q];
+            }
+        }
+        __syncthreads();
+        if (kk + 1 < chunks) {
+            hfetch(pf, in1, in2, kk + 2, row0, w, h, tid);
+        }
+        const bool warm = kk == 0;
+        switch (p) {
+        case 0:
+            hrow<0>(st, tin, tout, kk, lane, w, warm);
+            break;
+        case 1:
+            hrow<1>(st, tin, tout, kk, lane, w, warm);
+            break;
+        case 2:
+            hrow<2>(st, tin, tout, kk, lane, w, warm);
+            break;
+        case 3:
+            hrow<3>(st, tin, tout, kk, lane, w, warm);
+            break;
+        default:
+            hrow<4>(st, tin, tout, kk, lane, w, warm);
+            break;
+        }
+        __syncwarp();
+        // The warp's plane tile, row by row (coalesced).
+        const int gx = kk * SEG + lane;
+        // (A full unroll hoists the 32 loads and addresses: 255 registers.)
+#pragma unroll 4
+        for (int rr = 0; rr < HROWS; ++rr) {
+            const int gy = row0 + rr;
+            if (gy < h && gx < w) {
+                out[(long long)gy * w + gx] = tout[p][rr][lane];
+            }
+        }
+        __syncwarp();
+    }
+}
+
+namespace s2 {
+
+// Rows row0 .. row0 + VROWS - 1 of one column of a plane (zeros outside).
+__device__ __forceinline__ void vfetch(float (&b)[VROWS], const float *col, bool colok,
+                                       int row0, int w, int h) {
+#pragma unroll
+    for (int i = 0; i < VROWS; ++i) {
+        const int y = row0 + i;
+        b[i] = (colok && y < h) ? col[(long long)y * w] : 0.0f;
+    }
+}
+
+}  // namespace s2
+
+// Vertical recursive pass (RecursiveGaussian::vertical_pass) of every scale's 15 planes read
+// from `hbl`, fused with ssim_map and edge_diff_map: the blurred planes stay in shared memory.
+// Block b covers columns 32 g .. 32 g + 31 of channel c of one scale (blocks in scale order,
+// b = c * groups + g within the scale, groups = ceil(w_k / 32)); warp p runs plane p's
+// recursion, lane l column 32 g + l. Writes the block's 6 sums (double, in the order of
+// `terms`) to partial[6 b ..]. Grid: sum over the n scales of 3 ceil(w_k / 32) blocks of 160
+// threads.
+extern "C" __global__ void __launch_bounds__(VTHREADS)
+s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
+         const float *__restrict__ hbl, double *__restrict__ partial) {
+    __shared__ float tile[2][5][VROWS][VCOLS];
+    __shared__ double red[SUMS][VTHREADS];
+    int local;
+    const Scale s = block_scale<true>(w0, h0, n, blockIdx.x, local);
+    const int groups = vgroups(s.w);
+    const int c = local / groups;
+    const int g = local % groups;
+    const int tid = threadIdx.x;
+    const int p = tid >> 5;
+    const int lane = tid & 31;
+    const int w = s.w;
+    const int h = s.h;
+    const int x = g * VCOLS + lane;
+    const bool colok = x < w;
+    const float *col = hbl + 15 * s.off + (long long)(c * 5 + p) * s.plane + (colok ? x : 0);
+    const float *img1 = xyb + 6 * s.off + (long long)c * s.plane;
+    const float *img2 = xyb + 6 * s.off + (long long)(3 + c) * s.plane;
+
+    // Step n reads rows n - 6 (top) and n + 4 (bottom). Steps run in groups of VROWS from
+    // n = -4: group j's bottoms are rows VROWS j .. VROWS j + 15 (bc), its tops rows
+    // VROWS j - 10 .. VROWS j + 5 (bp[6..16) then bc[0..6)).
+    float bp[VROWS], bc[VROWS], bn[VROWS];
+#pragma unroll
+    for (int i = 0; i < VROWS; ++i) {
+        bp[i] = 0.0f;
+    }
+    vfetch(bc, col, colok, 0, w, h);
+    vfetch(bn, col, colok, VROWS, w, h);
+    Rec st;
+    rec_zero(st);
+    double acc[SUMS];
+#pragma unroll
+    for (int j = 0; j < SUMS; ++j) {
+        acc[j] = 0.0;
+    }
+    constexpr int D = 2 * RADIUS;  // 10: bottom row - top row of a step
+    const int groups_rows = (h + RADIUS - 1 + VROWS - 1) / VROWS;
+    for (int j = 0; j < groups_rows; ++j) {
+        float *t = &tile[j & 1][p][0][lane];
+#pragma unroll
+        for (int i = 0; i < VROWS; ++i) {
+            const float top = i < D ? bp[i + VROWS - D] : bc[i - D];
+            const float sum = __fadd_rn(top, bc[i]);
+            t[i * VCOLS] = vstep(st, sum);
+        }
+#pragma unroll
+        for (int i = 0; i < VROWS; ++i) {
+            bp[i] = bc[i];
+            bc[i] = bn[i];
+        }
+        vfetch(bn, col, colok, (j + 2) * VROWS, w, h);
+        __syncthreads();
+        // Score the group's outputs: rows VROWS j - 4 + i, i < VROWS.
+        const int y0 = j * VROWS - (RADIUS - 1);
+#pragma unroll
+        for (int q = 0; q < VPER; ++q) {
+            const int e = tid + q * VTHREADS;
+            if (e < VPIX) {
+                const int i = e / VCOLS;
+                const int l = e % VCOLS;
+                const int y = y0 + i;
+                const int xx = g * VCOLS + l;
+                if (y >= 0 && y < h && xx < w) {
+                    const long long at = (long long)y * w + xx;
+                    const float(*tt)[VROWS][VCOLS] = tile[j & 1];
+                    terms(tt[0][i][l], tt[1][i][l], tt[2][i][l], tt[3][i][l], tt[4][i][l],
+                          img1[at], img2[at], acc);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < SUMS; ++j) {
+        red[j][tid] = acc[j];
+    }
+    __syncthreads();
+    if (tid < SUMS) {
+        double sum = 0.0;
+        for (int i = 0; i < VTHREADS; ++i) {
+            sum = __dadd_rn(sum, red[tid][i]);
+        }
+        partial[(long long)blockIdx.x * SUMS + tid] = sum;
+    }
+}
+
+// out[18 k + 6 c + j] (k < 6 scales, c < 3 channels, j < 6 sums in the order of `terms`) =
+// the sum over the s2_vblur blocks of scale k and channel c of their sum j, in block order,
+// as the bits of a double; 0 for k >= n. One block of 128 threads.
+extern "C" __global__ void __launch_bounds__(128)
+s2_total(int32_t w0, int32_t h0, int32_t n, const double *__restrict__ partial,
+         unsigned long long *__restrict__ out) {
+    const int t = threadIdx.x;
+    if (t >= MAX_SCALES * 3 * SUMS) {
+        return;
+    }
+    const int k = t / (3 * SUMS);
+    const int c = (t / SUMS) % 3;
+    const int j = t % SUMS;
+    double sum = 0.0;
+    if (k < n) {
+        int start = 0;
+        int w = w0;
+        for (int i = 0; i < k; ++i) {
+            start += vgroups(w) * 3;
+            w = (w + 1) / 2;
+        }
+        const int groups = vgroups(w);
+        const int b0 = start + c * groups;
+        for (int g = 0; g < groups; ++g) {
+            sum = __dadd_rn(sum, partial[(long long)(b0 + g) * SUMS + j]);
+        }
+    }
+    out[t] = (unsigned long long)__double_as_longlong(sum);
+}
