@@ -13,9 +13,10 @@ pub mod scorer;
 pub mod window;
 
 pub use features::{ExtraFeature, ExtraScores, FeatureSet};
+pub use colour::YuvToRgb;
 pub use frame::{
-    ChromaPair, DeviceLuma, FeatureError, HostComponent, HostLuma, LumaInput, LumaPlane,
-    SampleLayout,
+    ChromaInput, ChromaPair, ComponentInput, DeviceComponent, DeviceLuma, FeatureError,
+    HostComponent, HostLuma, LumaInput, LumaPlane, SampleLayout,
 };
 pub use log::{LogFormat, LogWriter};
 pub use model::Model;
