@@ -5,6 +5,7 @@
 //! geometry (caps) and implements [`crate::engine::scorer::Backend`].
 
 pub mod adm;
+pub mod chroma;
 pub mod backend;
 pub mod context;
 pub mod error;
