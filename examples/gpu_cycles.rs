@@ -241,7 +241,12 @@ fn run(args: &Args) -> Result<bool, String> {
     let peak = rss_at.iter().copied().max().unwrap_or(0) as f64;
     let ok_mem = lost <= 1024.0 * 1024.0;
     let own = if dev.is_some() {
-        [1, gstvmafcompare::cuda::context::Modules::COUNT as i64, 0, 0]
+        [
+            1,
+            gstvmafcompare::cuda::context::Modules::COUNT as i64,
+            0,
+            0,
+        ]
     } else {
         [0; 4]
     };

@@ -289,7 +289,9 @@ impl CudaBackend {
     ) -> Result<Self, CudaError> {
         let sets_ok = |n: usize| (1..=MAX_OPTION_SETS).contains(&n);
         if !sets_ok(plan.vif.len()) || !sets_ok(plan.adm.len()) {
-            return Err(FeatureError::wrong_size("vmaf", (width, height, bpc), (width, height)).into());
+            return Err(
+                FeatureError::wrong_size("vmaf", (width, height, bpc), (width, height)).into(),
+            );
         }
         if plan.features.float_ms_ssim && !crate::cpu::ssim::ms_ssim_fits(width, height) {
             return Err(crate::cpu::ssim::ms_ssim_too_small(width, height).into());
@@ -776,8 +778,7 @@ impl CudaBackend {
                 }
             }
             if let Some(p) = &self.extras.ssimulacra2 {
-                raw.extra.ssimulacra2 =
-                    p.score(at(l.ssimulacra2, Ssimulacra2Gpu::RESULT_WORDS));
+                raw.extra.ssimulacra2 = p.score(at(l.ssimulacra2, Ssimulacra2Gpu::RESULT_WORDS));
             }
         }
         let index = slot.index;

@@ -75,10 +75,7 @@ impl ChromaStaging {
         let host = unsafe { dev.context().alloc_pinned_with_flags::<u8>(bytes, 0) }
             .allocating("cuMemHostAlloc(chroma staging)", bytes)?;
         let dev_mem = alloc_zeroed::<u8>(stream, bytes, "cuMemAlloc(chroma plane)")?;
-        Ok(Self {
-            host,
-            dev: dev_mem,
-        })
+        Ok(Self { host, dev: dev_mem })
     }
 
     /// Puts the two components of one frame where `unpack_chroma` can read them, enqueuing
@@ -129,13 +126,7 @@ impl ChromaStaging {
                             at
                         }
                     };
-                    DevComponent::new(
-                        base + at as u64,
-                        row,
-                        h.offset,
-                        h.pixel_stride,
-                        h.layout,
-                    )
+                    DevComponent::new(base + at as u64, row, h.offset, h.pixel_stride, h.layout)
                 }
                 ComponentInput::Device(d) if d.context == context => {
                     DevComponent::new(d.ptr, d.pitch, d.offset, d.pixel_stride, d.layout)
@@ -394,13 +385,8 @@ impl ChromaGpu {
                 "cuLaunchKernel(unpack_chroma)",
             )?;
         }
-        let plane = |i: usize| {
-            DevPlane::new(
-                outs[i],
-                self.width * 2,
-                SampleLayout::RIGHT_ALIGNED_U16,
-            )
-        };
+        let plane =
+            |i: usize| DevPlane::new(outs[i], self.width * 2, SampleLayout::RIGHT_ALIGNED_U16);
         Ok(ChromaDev {
             reference: [plane(0), plane(1)],
             distorted: [plane(2), plane(3)],

@@ -5,8 +5,8 @@
 //! geometry (caps) and implements [`crate::engine::scorer::Backend`].
 
 pub mod adm;
-pub mod chroma;
 pub mod backend;
+pub mod chroma;
 pub mod context;
 pub mod error;
 pub mod fault;

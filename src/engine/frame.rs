@@ -476,7 +476,12 @@ impl DeviceComponent {
     /// Bytes of a row that carry this component's samples: `offset + (width - 1) *
     /// pixel_stride + layout.bytes` (0 for an empty component).
     pub fn row_bytes(&self) -> usize {
-        component_row_bytes(self.offset, self.width, self.pixel_stride, self.layout.bytes)
+        component_row_bytes(
+            self.offset,
+            self.width,
+            self.pixel_stride,
+            self.layout.bytes,
+        )
     }
 }
 
@@ -484,7 +489,12 @@ impl HostComponent<'_> {
     /// Bytes of a row that carry this component's samples (see
     /// [`DeviceComponent::row_bytes`]).
     pub fn row_bytes(&self) -> usize {
-        component_row_bytes(self.offset, self.width, self.pixel_stride, self.layout.bytes)
+        component_row_bytes(
+            self.offset,
+            self.width,
+            self.pixel_stride,
+            self.layout.bytes,
+        )
     }
 }
 

@@ -12,8 +12,8 @@ pub mod pool;
 pub mod scorer;
 pub mod window;
 
-pub use features::{ExtraFeature, ExtraScores, FeatureSet};
 pub use colour::YuvToRgb;
+pub use features::{ExtraFeature, ExtraScores, FeatureSet};
 pub use frame::{
     ChromaInput, ChromaPair, ComponentInput, DeviceComponent, DeviceLuma, FeatureError,
     HostComponent, HostLuma, LumaInput, LumaPlane, SampleLayout,

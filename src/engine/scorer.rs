@@ -207,22 +207,6 @@ impl ScorePlan {
         v
     }
 
-    /// Whether a backend that computes only VIF, ADM and motion with one option set (the
-    /// CUDA backend) can serve this plan.
-    pub fn needs_cpu(&self) -> Option<String> {
-        let mut why = Vec::new();
-        if !self.features.is_empty() {
-            why.push(format!("features={}", self.features));
-        }
-        if self.vif_configs().len() > 1 || self.adm_configs().len() > 1 {
-            why.push(
-                "models with different VIF/ADM options (e.g. vmaf_v0.6.1neg beside vmaf_v0.6.1)"
-                    .into(),
-            );
-        }
-        (!why.is_empty()).then(|| why.join(" and "))
-    }
-
     /// Metric names in log order: `psnr_y`, `psnr_cb`, `psnr_cr`; ADM, motion SAD and VIF
     /// of the first option set, ADM and VIF of further sets (libvmaf's option suffixes,
     /// e.g. `_egl_1`); `float_ssim`, `float_ms_ssim`, `ssimulacra2`; `integer_motion2`,

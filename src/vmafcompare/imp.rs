@@ -18,14 +18,13 @@ use super::{
     FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME,
 };
 use crate::cpu::{self, CpuBackend};
+use crate::cuda::backend::GpuPlan;
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::{CudaBackend, GpuDevice};
-use crate::cuda::backend::GpuPlan;
 use crate::engine::{
     model::DEFAULT_MODEL, Backend, ChromaInput, ChromaPair, ComponentInput, DeviceComponent,
     DeviceLuma, EngineError, FeatureSet, FrameScores, HostComponent, HostLuma, LogFormat,
-    LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan, Scored, Scorer,
-    YuvToRgb,
+    LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan, Scored, Scorer, YuvToRgb,
 };
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
@@ -278,12 +277,7 @@ fn host_components<'b>(
     let comp = |c: usize| -> Result<ComponentInput<'b>, String> {
         let (plane, (cw, ch), pixel_stride, offset, layout) =
             component_geometry(&finfo, (frame.width(), frame.height()), c, bpc);
-        let stride = frame
-            .plane_stride()
-            .get(plane)
-            .copied()
-            .unwrap_or(0)
-            .max(0) as usize;
+        let stride = frame.plane_stride().get(plane).copied().unwrap_or(0).max(0) as usize;
         let data = frame
             .plane_data(plane as u32)
             .map_err(|e| format!("cannot read chroma plane {plane}: {e}"))?;
@@ -337,10 +331,12 @@ impl MappedLuma<'_> {
 }
 
 /// What the backends need to know of the frames' format besides the luma geometry.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct FrameFormat {
-    /// Chroma plane size when both pads' formats have chroma.
+    /// Chroma plane size when both pads' formats have chroma of one size.
     chroma: Option<(usize, usize)>,
+    /// Each pad's format name and chroma size (`None`: no chroma).
+    pads: [(String, Option<(usize, usize)>); 2],
     /// SSIMULACRA2's YUV -> RGB conversion, from the reference pad's colorimetry.
     colour: YuvToRgb,
 }
@@ -356,9 +352,48 @@ impl FrameFormat {
                 )
             })
         };
+        let (rc, dc) = (chroma_of(reference), chroma_of(distorted));
+        let name = |v: &PadVideo| v.info.format().to_str().to_string();
         Self {
-            chroma: chroma_of(reference).and(chroma_of(distorted)),
+            chroma: rc.filter(|_| rc == dc),
+            pads: [(name(reference), rc), (name(distorted), dc)],
             colour: yuv_to_rgb(&reference.info),
+        }
+    }
+
+    /// Why the metrics of `features` that read chroma cannot compare these pads' frames:
+    /// chroma of different sizes (`psnr_cb`/`psnr_cr`, SSIMULACRA2), or colour against grey
+    /// (SSIMULACRA2; PSNR then reports `psnr_y` only).
+    fn chroma_mismatch(&self, features: FeatureSet) -> Option<String> {
+        let [(rf, rc), (df, dc)] = &self.pads;
+        let show = |c: &Option<(usize, usize)>| {
+            c.map_or("no chroma".to_owned(), |(w, h)| format!("chroma {w}x{h}"))
+        };
+        let which = || {
+            format!(
+                "reference is {rf} ({}), distorted is {df} ({})",
+                show(rc),
+                show(dc)
+            )
+        };
+        match (rc, dc) {
+            (Some(a), Some(b)) if a != b && features.reads_chroma() => Some(format!(
+                "{} compare chroma planes of one size, but the pads differ in chroma \
+                 subsampling: {}",
+                if features.psnr && features.ssimulacra2 {
+                    "psnr_cb/psnr_cr and ssimulacra2"
+                } else if features.psnr {
+                    "psnr_cb/psnr_cr"
+                } else {
+                    "ssimulacra2"
+                },
+                which()
+            )),
+            (Some(_), None) | (None, Some(_)) if features.ssimulacra2 => Some(format!(
+                "ssimulacra2 compares colour with colour or grey with grey: {}",
+                which()
+            )),
+            _ => None,
         }
     }
 }
@@ -1141,16 +1176,17 @@ impl VmafCompare {
             std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(|e| e.to_string())?
         };
         let imported = dev.import_dmabuf(fd, size).map_err(|e| e.to_string())?;
-        let (offsets, strides): (Vec<usize>, Vec<usize>) = match buffer.meta::<gst_video::VideoMeta>() {
-            Some(m) => (
-                m.offset().to_vec(),
-                m.stride().iter().map(|s| (*s).max(0) as usize).collect(),
-            ),
-            None => (
-                info.offset().to_vec(),
-                info.stride().iter().map(|s| (*s).max(0) as usize).collect(),
-            ),
-        };
+        let (offsets, strides): (Vec<usize>, Vec<usize>) =
+            match buffer.meta::<gst_video::VideoMeta>() {
+                Some(m) => (
+                    m.offset().to_vec(),
+                    m.stride().iter().map(|s| (*s).max(0) as usize).collect(),
+                ),
+                None => (
+                    info.offset().to_vec(),
+                    info.stride().iter().map(|s| (*s).max(0) as usize).collect(),
+                ),
+            };
         let finfo = info.format_info();
         let mut planes = [(0u64, 0usize); 3];
         for (p, slot) in planes.iter_mut().enumerate().take(info.n_planes() as usize) {
@@ -1232,6 +1268,18 @@ impl VmafCompare {
             },
         };
         let frame = FrameFormat::of(r, d);
+        if let Some(why) = frame.chroma_mismatch(plan.features) {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("{}", why),
+                [
+                    "Convert one stream to the other's format (videoconvert), or leave psnr and \
+                     ssimulacra2 out of features."
+                ]
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        }
         let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame)?;
         state.geometry = Some((w, h, bpc));
         let done = match state.scorer.as_mut() {
@@ -1572,9 +1620,7 @@ impl VmafCompare {
             .inputs(bpc, wants_chroma)
             .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
         let chroma = match (rc, dc) {
-            (Some(reference), Some(distorted))
-                if reference[0].size() == distorted[0].size() =>
-            {
+            (Some(reference), Some(distorted)) if reference[0].size() == distorted[0].size() => {
                 Some(ChromaInput {
                     reference,
                     distorted,
