@@ -52,6 +52,10 @@ struct Args {
     /// vmafcompare backend.
     #[arg(long, default_value = "cuda")]
     backend: String,
+    /// vmafcompare `features` (extra metrics), e.g. every one of them:
+    /// `psnr,float_ssim,float_ms_ssim,ssimulacra2`.
+    #[arg(long, default_value = "")]
+    features: String,
 }
 
 /// Resident set size of this process in bytes (`/proc/self/statm`).
@@ -139,8 +143,8 @@ fn run(args: &Args) -> Result<bool, String> {
     let desc = format!(
         "appsrc name=r format=time{upload} ! cmp.reference \
          appsrc name=d format=time{upload} ! cmp.distorted \
-         vmafcompare name=cmp backend={} frame-message=false ! fakesink",
-        args.backend
+         vmafcompare name=cmp backend={} features=\"{}\" frame-message=false ! fakesink",
+        args.backend, args.features
     );
     let pipeline = gst::parse::launch(&desc)
         .map_err(|e| e.to_string())?
