@@ -253,3 +253,36 @@ fn unknown_feature_is_refused() {
     assert!(text.contains("unknown feature 'vif_hd'"), "{text}");
     assert!(text.contains("psnr, float_ssim, float_ms_ssim"), "{text}");
 }
+
+/// The log says how SSIMULACRA2 converted YUV to RGB: the reference caps' colorimetry, here
+/// GStreamer's default for 576x324 YUV without a `colorimetry` field (BT.601, limited range),
+/// as a top-level JSON key and an XML `<fyi>` attribute.
+#[test]
+fn log_names_the_ssimulacra2_colorimetry() {
+    let p = &reference_pairs()[2];
+    let json = temp_path("s2_colour.json");
+    let out = score(p, "ssimulacra2", "cpu", Some(&json));
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("log")).expect("json");
+    assert_eq!(
+        v["ssimulacra2_yuv_to_rgb"],
+        "matrix bt601, limited range, transfer bt709"
+    );
+    assert!(v["frames"][0]["metrics"]["ssimulacra2"].is_number());
+    let xml = temp_path("s2_colour.xml");
+    let desc = format!(
+        "vmafcompare name=cmp backend=cpu features=ssimulacra2 results-location=\"{}\" \
+         results-format=xml ! fakesink {} {}",
+        xml.display(),
+        raw_branch(&p.reference, p.width, p.height, p.format, "reference"),
+        raw_branch(&p.distorted, p.width, p.height, p.format, "distorted"),
+    );
+    let out = run(&desc, LONG);
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let text = std::fs::read_to_string(&xml).expect("xml log");
+    assert!(
+        text.contains("ssimulacra2_yuv_to_rgb=\"matrix bt601, limited range, transfer bt709\""),
+        "{text}"
+    );
+}

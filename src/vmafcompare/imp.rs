@@ -1280,6 +1280,11 @@ impl VmafCompare {
             );
             return Err(gst::FlowError::NotNegotiated);
         }
+        if plan.features.ssimulacra2 {
+            if let Some(log) = state.log.as_mut() {
+                log.note("ssimulacra2_yuv_to_rgb", frame.colour.to_string());
+            }
+        }
         let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame)?;
         state.geometry = Some((w, h, bpc));
         let done = match state.scorer.as_mut() {
