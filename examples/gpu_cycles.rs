@@ -52,6 +52,10 @@ struct Args {
     /// vmafcompare backend.
     #[arg(long, default_value = "cuda")]
     backend: String,
+    /// vmafcompare `features` (extra metrics), e.g. every one of them:
+    /// `psnr,float_ssim,float_ms_ssim,ssimulacra2`.
+    #[arg(long, default_value = "")]
+    features: String,
 }
 
 /// Resident set size of this process in bytes (`/proc/self/statm`).
@@ -139,8 +143,8 @@ fn run(args: &Args) -> Result<bool, String> {
     let desc = format!(
         "appsrc name=r format=time{upload} ! cmp.reference \
          appsrc name=d format=time{upload} ! cmp.distorted \
-         vmafcompare name=cmp backend={} frame-message=false ! fakesink",
-        args.backend
+         vmafcompare name=cmp backend={} features=\"{}\" frame-message=false ! fakesink",
+        args.backend, args.features
     );
     let pipeline = gst::parse::launch(&desc)
         .map_err(|e| e.to_string())?
@@ -241,7 +245,12 @@ fn run(args: &Args) -> Result<bool, String> {
     let peak = rss_at.iter().copied().max().unwrap_or(0) as f64;
     let ok_mem = lost <= 1024.0 * 1024.0;
     let own = if dev.is_some() {
-        [1, gstvmafcompare::cuda::context::Modules::COUNT as i64, 0, 0]
+        [
+            1,
+            gstvmafcompare::cuda::context::Modules::COUNT as i64,
+            0,
+            0,
+        ]
     } else {
         [0; 4]
     };

@@ -124,6 +124,11 @@ struct Args {
     /// Only score `--frames` pairs of this `WxHxBITS` with `backend=cuda` (for a profiler).
     #[arg(long)]
     profile: Option<String>,
+    /// Measure the cost of the extra metrics instead (issue 8): `backend=cuda` fps for VMAF
+    /// alone, with each of these `features` sets and with all of them, at `--sizes` and
+    /// `--depths`, from system memory (median of `--repeat`) and from CUDA memory.
+    #[arg(long, num_args = 0..=1, default_missing_value = "psnr;float_ssim;float_ms_ssim;ssimulacra2;psnr,float_ssim,float_ms_ssim,ssimulacra2")]
+    extras: Option<String>,
     /// Pairs scored by `--profile`.
     #[arg(long, default_value_t = 20)]
     frames: u64,
@@ -268,11 +273,16 @@ struct Frames {
 }
 
 /// A full 4:2:0 frame (the luma plane, neutral chroma) as a GStreamer buffer in system memory.
+/// An I420 (or I420_10LE) frame of `luma`; its Cb and Cr planes are the luma decimated by
+/// two (real picture content, so that the metrics reading chroma do real work).
 fn frame_buffer(luma: &[u16], w: usize, h: usize, bpc: u32) -> gst::Buffer {
-    let chroma = 2 * w.div_ceil(2) * h.div_ceil(2);
-    let mid = 1u16 << (bpc - 1);
-    let mut bytes = Vec::with_capacity((w * h + chroma) * 2);
-    for &v in luma.iter().chain(std::iter::repeat_n(&mid, chroma)) {
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let decimated: Vec<u16> = (0..ch)
+        .flat_map(|y| (0..cw).map(move |x| (x, y)))
+        .map(|(x, y)| luma.get(2 * y * w + 2 * x).copied().unwrap_or(0))
+        .collect();
+    let mut bytes = Vec::with_capacity((w * h + 2 * cw * ch) * 2);
+    for &v in luma.iter().chain(&decimated).chain(&decimated) {
         if bpc > 8 {
             bytes.extend_from_slice(&v.to_le_bytes());
         } else {
@@ -357,6 +367,8 @@ struct RunSpec<'a> {
     probe: Option<&'a Gpu>,
     /// Runs started together wait here before building their pipelines.
     start: Option<&'a Barrier>,
+    /// `features` property value (extra metrics; empty: VMAF alone).
+    features: &'a str,
 }
 
 /// What the synchronous bus handler collects on the posting thread.
@@ -506,6 +518,7 @@ fn run(spec: &RunSpec<'_>) -> Result<Outcome, BoxError> {
     let (rsrc, dsrc) = (appsrc(&f.caps), appsrc(&f.caps));
     let cmp = gst::ElementFactory::make("vmafcompare")
         .property_from_str("backend", spec.backend)
+        .property("features", spec.features)
         .property("frame-message", true)
         .build()?;
     let sink = gst::ElementFactory::make("fakesink")
@@ -917,6 +930,7 @@ fn measure_cell(args: &Args, cell: Cell, gpu: Result<&Gpu, &str>, backends: &[St
             },
             probe: None,
             start: None,
+            features: "",
         };
         row.cpu = match run(&spec) {
             Ok(o) => {
@@ -951,6 +965,7 @@ fn measure_gpu(
         feed: until,
         probe: Some(gpu),
         start: None,
+        features: "",
     };
     let mut system_fps = None;
     // `--repeat` fresh pipelines; the median run (by fps) gives the row, the others the range.
@@ -1006,6 +1021,7 @@ fn measure_gpu(
                 feed: Feed::Paced { fps, frames },
                 probe: None,
                 start: None,
+                features: "",
             };
             match run(&spec).map_err(|e| e.to_string()).and_then(|o| {
                 let l = latency(&o)?;
@@ -1034,6 +1050,7 @@ fn measure_gpu(
                 feed: until,
                 probe: None,
                 start: None,
+                features: "",
             };
             match run(&spec) {
                 Ok(o) => {
@@ -1056,6 +1073,108 @@ fn measure_gpu(
         }
         Err(e) => row.cuda = failed("cudaupload pre-roll", e),
     }
+}
+
+/// `--extras`: the cost of the extra metrics on `backend=cuda`. For each cell, VMAF alone
+/// and each `;`-separated features set, from system memory (median of `--repeat` fresh
+/// pipelines) and CUDA memory (one run), with the device memory taken; prints one table with
+/// each set's fps as a fraction of VMAF alone. Returns whether every run succeeded.
+fn extras(args: &Args, gpu: &Gpu, cells: &[Cell], sets: &str) -> Result<bool, BoxError> {
+    let until = Feed::Until {
+        seconds: args.seconds,
+        min_frames: 8,
+    };
+    let mut lines = vec![
+        "| size | bits | features | system fps | system range | CUDA-memory fps | system vs VMAF alone | CUDA memory vs VMAF alone | device MiB |".to_owned(),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |".to_owned(),
+    ];
+    let mut ok = true;
+    for &cell in cells {
+        let host = host_frames(&args.data, cell)?;
+        let cuda = upload(gpu, &host, cell)?;
+        let mut base: Option<(f64, f64)> = None;
+        for features in std::iter::once("").chain(sets.split(';').map(str::trim)) {
+            let label = if features.is_empty() { "(VMAF alone)" } else { features };
+            eprintln!("{} {label}", cell.label());
+            let mut fps = Vec::new();
+            let mut device = None;
+            for _ in 0..args.repeat {
+                let spec = RunSpec {
+                    backend: "cuda",
+                    frames: &host,
+                    feed: until,
+                    probe: Some(gpu),
+                    start: None,
+                    features,
+                };
+                match run(&spec).map_err(|e| e.to_string()).and_then(|o| {
+                    let f = o.fps()?;
+                    Ok((f, o.device_bytes))
+                }) {
+                    Ok((f, d)) => {
+                        fps.push(f);
+                        device = device.max(d);
+                    }
+                    Err(e) => {
+                        eprintln!("  system memory failed: {e}");
+                        ok = false;
+                    }
+                }
+            }
+            fps.sort_by(f64::total_cmp);
+            let system = fps.get(fps.len() / 2).copied();
+            let range = match (fps.first(), fps.last()) {
+                (Some(a), Some(b)) => format!("{a:.0}-{b:.0}"),
+                _ => "-".into(),
+            };
+            let cuda_fps = match &cuda {
+                Ok(c) => {
+                    let spec = RunSpec {
+                        backend: "cuda",
+                        frames: &c.frames,
+                        feed: until,
+                        probe: None,
+                        start: None,
+                        features,
+                    };
+                    match run(&spec).map_err(|e| e.to_string()).and_then(|o| o.fps()) {
+                        Ok(f) => Some(f),
+                        Err(e) => {
+                            eprintln!("  CUDA memory failed: {e}");
+                            ok = false;
+                            None
+                        }
+                    }
+                }
+                Err(_) => None,
+            };
+            if features.is_empty() {
+                base = system.zip(cuda_fps);
+            }
+            let show = |v: Option<f64>| v.map_or("-".to_owned(), |f| format!("{f:.0}"));
+            let ratio = |v: Option<f64>, b: Option<f64>| match (v, b) {
+                (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
+                _ => "-".into(),
+            };
+            eprintln!("  system {} fps, CUDA memory {} fps", show(system), show(cuda_fps));
+            lines.push(format!(
+                "| {}x{} | {} | {label} | {} | {range} | {} | {} | {} | {} |",
+                cell.width,
+                cell.height,
+                cell.bpc,
+                show(system),
+                show(cuda_fps),
+                ratio(system, base.map(|b| b.0)),
+                ratio(cuda_fps, base.map(|b| b.1)),
+                device.map_or("-".to_owned(), |b| format!("{:.0}", b as f64 / (1024.0 * 1024.0))),
+            ));
+        }
+    }
+    println!("\nExtra metrics on {} (backend=cuda, {} s per run):\n", gpu.name, args.seconds);
+    for l in &lines {
+        println!("{l}");
+    }
+    Ok(ok)
 }
 
 /// The `scores` cell: compares every run with the first (the CPU run first when there is one).
@@ -1115,6 +1234,7 @@ fn aggregate(
                         },
                         probe: None,
                         start: Some(&barrier),
+                        features: "",
                     };
                     run(&spec).map_err(|e| e.to_string())
                 })
@@ -1155,6 +1275,7 @@ fn profile(args: &Args, spec: &str) -> Result<(), BoxError> {
         feed: Feed::Count(args.frames),
         probe: None,
         start: None,
+        features: "",
     })?;
     println!(
         "profile: {} scored {} of {} pairs, input {}, {:.1} fps",
@@ -1243,12 +1364,17 @@ fn bench() -> Result<bool, BoxError> {
             feed: Feed::Count(60),
             probe: None,
             start: None,
+            features: "",
         };
         if let Err(e) = run(&spec) {
             eprintln!("warm-up failed: {e}");
         }
     }
     let gpu_ref = gpu.as_ref().map_err(String::as_str);
+    if let Some(sets) = args.extras.as_deref() {
+        let gpu = gpu_ref.map_err(|why| format!("--extras needs a GPU: {why}"))?;
+        return extras(&args, gpu, &cells, sets);
+    }
     let rows: Vec<Row> = cells
         .iter()
         .map(|&c| measure_cell(&args, c, gpu_ref, &backends))

@@ -86,6 +86,19 @@ PY
           vmafcompare name=cmp backend=cuda frame-message=false ! fakesink > "$out/ncu_${h}p_$f.txt" 2>&1
         echo "ncu ${w}x${h} $f: $(grep -c . "$out/ncu_${h}p_$f.txt") lines -> ncu_${h}p_$f.txt"
       done ;;
+    extras)  # issue 8: the extra metrics and model lists on the GPU against the CPU, the
+             # kernels against their CPU oracles, state cycles with every metric on, their cost
+      for t in gpu_ssim gpu_ssimulacra2 extra_features "multi_model model_lists_on_cuda"; do
+        # shellcheck disable=SC2086
+        .gpu/bin/$t --test-threads=1 --nocapture 2>&1 \
+          | grep -E '^\||test result|panicked|FAILED|cuda|max' || fail=1
+      done
+      .gpu/bin/gpu_cycles --cycles "${CYCLES:-100}" --mode null --switch \
+        --features psnr,float_ssim,float_ms_ssim,ssimulacra2 || fail=1
+      .gpu/bin/gpu_cycles --cycles "${CUDA_CYCLES:-20}" --mode null --input cuda \
+        --features psnr,float_ssim,float_ms_ssim,ssimulacra2 | tail -1 || fail=1
+      .gpu/bin/vmaf_bench --extras --sizes "${EXTRA_SIZES:-1920x1080,3840x2160}" \
+        --depths "${EXTRA_DEPTHS:-8}" --repeat "${EXTRA_REPEAT:-3}" || fail=1 ;;
     soak)   # not in the default list: a live 1080p pipeline on the GPU for SOAK_SECONDS
             # (default 1500: a device session lasts 30 minutes), RSS and free device memory
             # every minute, index/timestamp drift (CHECKS=soak bash scripts/gpu-host.sh)

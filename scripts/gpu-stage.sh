@@ -26,7 +26,7 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["target"]["name"], m["executable"])' \
   | while read -r name exe; do
-      case $name in gpu|cuda_backend|dmabuf|gpu_faults|concurrency|bad_input|element) cp "$exe" "$out/bin/$name" ;; esac
+      case $name in gpu|cuda_backend|dmabuf|gpu_faults|concurrency|bad_input|element|gpu_ssim|gpu_ssimulacra2|extra_features|multi_model) cp "$exe" "$out/bin/$name" ;; esac
     done
 examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak)
 cargo build --release "${examples[@]/#/--example=}"

@@ -227,3 +227,48 @@ fn bad_model_lists_are_refused() {
         assert!(all.contains(text), "{model}: {all}");
     }
 }
+
+/// Every model kind in one list on `backend=cuda` equals `backend=cpu` bit for bit (VIF and
+/// ADM under both option sets, the bootstrap interval, the phone transform): the GPU computes
+/// each option set's features once and shares motion and the upload. Skips (printing why)
+/// without a usable GPU; `VMAFCOMPARE_REQUIRE_GPU=1` makes that a failure.
+#[test]
+fn model_lists_on_cuda_equal_cpu() {
+    let list = "vmaf_v0.6.1,vmaf_v0.6.1neg,vmaf_b_v0.6.3,vmaf_v0.6.1:enable_transform:name=phone";
+    for p in reference_pairs() {
+        let desc = |backend: &str| {
+            format!(
+                "vmafcompare name=cmp backend={backend} model=\"{list}\" ! fakesink {} {}",
+                raw_branch(&p.reference, p.width, p.height, p.format, "reference"),
+                raw_branch(&p.distorted, p.width, p.height, p.format, "distorted"),
+            )
+        };
+        let gpu = run(&desc("cuda"), LONG);
+        if let Some(why) = gpu.errors.first() {
+            assert!(
+                std::env::var_os("VMAFCOMPARE_REQUIRE_GPU").is_none(),
+                "VMAFCOMPARE_REQUIRE_GPU is set but backend=cuda failed: {why}"
+            );
+            eprintln!("skipped: no usable GPU ({why})");
+            return;
+        }
+        let cpu = run(&desc("cpu"), LONG);
+        assert!(cpu.errors.is_empty(), "{:?}", cpu.errors);
+        assert_eq!(gpu.summary.as_ref().map(|s| s.backend.as_str()), Some("cuda"));
+        assert_eq!(cpu.frames.len(), p.frames);
+        assert_eq!(gpu.frames.len(), p.frames);
+        let mut compared = 0;
+        for (c, g) in cpu.frames.iter().zip(&gpu.frames) {
+            assert_eq!(c.metrics.len(), g.metrics.len());
+            for ((cn, cv), (gn, gv)) in c.metrics.iter().zip(&g.metrics) {
+                assert_eq!(cn, gn);
+                assert_eq!(cv.to_bits(), gv.to_bits(), "frame {}: {cn}", c.index);
+                compared += 1;
+            }
+        }
+        eprintln!(
+            "{}x{} {}: {compared} values, cuda = cpu bit for bit",
+            p.width, p.height, p.format
+        );
+    }
+}

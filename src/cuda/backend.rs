@@ -13,31 +13,109 @@ use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
-use cudarc::driver::sys::{self, CUevent_flags};
+use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, PinnedHostSlice};
 
 use super::adm::AdmGpu;
+use super::chroma::{peer_copy, ChromaGpu, ChromaStaging};
 use super::context::GpuDevice;
 use super::error::{CudaError, DriverResultExt};
 use super::fault::{Counted, Handle};
 use super::memory::{alloc_zeroed, DeviceAlloc};
 use super::motion::MotionGpu;
-use super::plane::DevPlane;
+use super::plane::{ChromaDev, DevPlane};
+use super::psnr::PsnrGpu;
+use super::ssim::SsimGpu;
+use super::ssimulacra2::Ssimulacra2Gpu;
 use super::vif::VifGpu;
 use crate::cpu::adm::AdmConfig;
 use crate::cpu::vif::VifConfig;
+use crate::engine::colour::YuvToRgb;
+use crate::engine::features::FeatureSet;
 use crate::engine::frame::{
-    DeviceLuma, FeatureError, HostLuma, LumaInput, LumaPlane, SampleLayout,
+    ChromaInput, DeviceLuma, FeatureError, HostLuma, LumaInput, LumaPlane, SampleLayout,
 };
-use crate::engine::scorer::{Backend, EngineError, RawFeatures};
+use crate::engine::scorer::{Backend, EngineError, RawFeatures, MAX_OPTION_SETS};
 
 /// Frames in flight, each in its own slot.
 const SLOTS: usize = 3;
-/// Result words of one frame: VIF, then motion, then ADM.
-const VIF_AT: usize = 0;
-const MOTION_AT: usize = VIF_AT + VifGpu::RESULT_WORDS;
-const ADM_AT: usize = MOTION_AT + MotionGpu::RESULT_WORDS;
-const RESULT_WORDS: usize = ADM_AT + AdmGpu::RESULT_WORDS;
+
+/// What a [`CudaBackend`] computes besides motion: VIF and ADM under each option set of the
+/// models (the first set fills `RawFeatures::vif`/`adm`, the others `vif_more`/`adm_more`),
+/// and the extra metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuPlan {
+    /// VIF option sets, 1 to [`MAX_OPTION_SETS`].
+    pub vif: Vec<VifConfig>,
+    /// ADM option sets, 1 to [`MAX_OPTION_SETS`].
+    pub adm: Vec<AdmConfig>,
+    /// Extra metrics.
+    pub features: FeatureSet,
+    /// Chroma plane size of the frames, `None` for grey formats (or when no metric reads
+    /// chroma).
+    pub chroma: Option<(usize, usize)>,
+    /// SSIMULACRA2's YUV -> RGB conversion.
+    pub colour: YuvToRgb,
+}
+
+impl GpuPlan {
+    /// VIF, ADM and motion under one option set, nothing else.
+    pub fn single(vif: VifConfig, adm: AdmConfig) -> Self {
+        Self {
+            vif: vec![vif],
+            adm: vec![adm],
+            features: FeatureSet::default(),
+            chroma: None,
+            colour: YuvToRgb::default(),
+        }
+    }
+}
+
+/// Where each metric's words lie in a frame's result words.
+#[derive(Debug, Clone, Copy, Default)]
+struct Layout {
+    /// Start of VIF's words under option set `i` (`vif[i]`), likewise ADM.
+    vif: [usize; MAX_OPTION_SETS],
+    adm: [usize; MAX_OPTION_SETS],
+    motion: usize,
+    psnr: usize,
+    ssim: usize,
+    ssimulacra2: usize,
+    total: usize,
+}
+
+impl Layout {
+    fn new(vif_sets: usize, adm_sets: usize) -> Self {
+        let mut l = Layout::default();
+        let mut at = 0;
+        for i in 0..vif_sets {
+            l.vif[i] = at;
+            at += VifGpu::RESULT_WORDS;
+        }
+        l.motion = at;
+        at += MotionGpu::RESULT_WORDS;
+        for i in 0..adm_sets {
+            l.adm[i] = at;
+            at += AdmGpu::RESULT_WORDS;
+        }
+        l.psnr = at;
+        at += PsnrGpu::RESULT_WORDS;
+        l.ssim = at;
+        at += SsimGpu::RESULT_WORDS;
+        l.ssimulacra2 = at;
+        at += Ssimulacra2Gpu::RESULT_WORDS;
+        l.total = at;
+        l
+    }
+}
+
+/// The extra metrics' GPU parts, made for the metrics a [`GpuPlan`] asks for.
+struct Extras {
+    psnr: Option<PsnrGpu>,
+    ssim: Option<SsimGpu>,
+    ssimulacra2: Option<Ssimulacra2Gpu>,
+    chroma: Option<ChromaGpu>,
+}
 
 /// Everything one frame in flight owns.
 struct Slot {
@@ -47,6 +125,10 @@ struct Slot {
     /// Device copies of uploaded or peer-copied planes.
     dev_ref: DeviceAlloc<u8>,
     dev_dis: DeviceAlloc<u8>,
+    /// Chroma staging of the reference and distorted frame (when a metric reads chroma).
+    chroma: Option<[ChromaStaging; 2]>,
+    /// Whether this frame's chroma was placed (its metrics then read it).
+    has_chroma: bool,
     /// Where this frame's reference plane is (the next frame's motion reads it too).
     ref_plane: DevPlane,
     /// Result words on the device and their pinned read-back.
@@ -70,6 +152,8 @@ impl Slot {
         dev: &GpuDevice,
         compute: &Arc<CudaStream>,
         plane_bytes: usize,
+        result_words: usize,
+        chroma: Option<((usize, usize), usize)>,
     ) -> Result<Self, CudaError> {
         let ctx = dev.context();
         // SAFETY: the staging is written (the rows uploaded) before each upload, and the
@@ -78,11 +162,18 @@ impl Slot {
             .allocating("cuMemHostAlloc(reference staging)", plane_bytes)?;
         let host_dis = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes, 0) }
             .allocating("cuMemHostAlloc(distorted staging)", plane_bytes)?;
-        let host_out = unsafe { ctx.alloc_pinned_with_flags::<u64>(RESULT_WORDS, 0) }
-            .allocating("cuMemHostAlloc(results)", RESULT_WORDS * 8)?;
+        let host_out = unsafe { ctx.alloc_pinned_with_flags::<u64>(result_words, 0) }
+            .allocating("cuMemHostAlloc(results)", result_words * 8)?;
         let dev_ref = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(reference plane)")?;
         let dev_dis = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(distorted plane)")?;
-        let dev_out = alloc_zeroed::<u64>(compute, RESULT_WORDS, "cuMemAlloc(results)")?;
+        let dev_out = alloc_zeroed::<u64>(compute, result_words, "cuMemAlloc(results)")?;
+        let chroma = match chroma {
+            Some((size, bytes)) => Some([
+                ChromaStaging::new(dev, compute, size, bytes)?,
+                ChromaStaging::new(dev, compute, size, bytes)?,
+            ]),
+            None => None,
+        };
         let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
         let uploaded = ctx.new_event(flags).during("cuEventCreate(uploaded)")?;
         let done = ctx.new_event(flags).during("cuEventCreate(done)")?;
@@ -91,6 +182,8 @@ impl Slot {
             host_dis,
             dev_ref,
             dev_dis,
+            chroma,
+            has_chroma: false,
             ref_plane: DevPlane::default(),
             dev_out,
             host_out,
@@ -124,10 +217,14 @@ pub struct CudaBackend {
     vif: VifGpu,
     motion: MotionGpu,
     adm: AdmGpu,
+    extras: Extras,
     upload: Arc<CudaStream>,
     compute: Arc<CudaStream>,
-    vif_cfg: VifConfig,
-    adm_cfg: AdmConfig,
+    /// VIF and ADM option sets (the first fills `RawFeatures::vif`/`adm`).
+    vif_cfgs: Vec<VifConfig>,
+    adm_cfgs: Vec<AdmConfig>,
+    features: FeatureSet,
+    layout: Layout,
     width: usize,
     height: usize,
     bpc: u32,
@@ -173,6 +270,32 @@ impl CudaBackend {
         vif: VifConfig,
         adm: AdmConfig,
     ) -> Result<Self, CudaError> {
+        Self::with_plan(dev, width, height, bpc, &GpuPlan::single(vif, adm))
+    }
+
+    /// Like [`CudaBackend::new`], computing everything `plan` asks for: VIF and ADM once per
+    /// option set, and the extra metrics (PSNR, float SSIM, float MS-SSIM, SSIMULACRA2) on
+    /// the GPU. Every buffer, the extra metrics' scratch and the chroma staging included, is
+    /// allocated here (once per caps).
+    ///
+    /// Errors: as [`CudaBackend::new`]; [`CudaError::Geometry`] for an empty or too long
+    /// option list, or a frame below MS-SSIM's minimum when `float_ms_ssim` is asked for.
+    pub fn with_plan(
+        dev: &GpuDevice,
+        width: usize,
+        height: usize,
+        bpc: u32,
+        plan: &GpuPlan,
+    ) -> Result<Self, CudaError> {
+        let sets_ok = |n: usize| (1..=MAX_OPTION_SETS).contains(&n);
+        if !sets_ok(plan.vif.len()) || !sets_ok(plan.adm.len()) {
+            return Err(
+                FeatureError::wrong_size("vmaf", (width, height, bpc), (width, height)).into(),
+            );
+        }
+        if plan.features.float_ms_ssim && !crate::cpu::ssim::ms_ssim_fits(width, height) {
+            return Err(crate::cpu::ssim::ms_ssim_too_small(width, height).into());
+        }
         if width < crate::cpu::MIN_WIDTH || height < crate::cpu::MIN_HEIGHT {
             return Err(FeatureError::FrameTooSmall {
                 feature: "vmaf",
@@ -201,12 +324,45 @@ impl CudaBackend {
         let vif_gpu = VifGpu::new(dev, &compute, width, height, bpc)?;
         let motion = MotionGpu::new(dev, &compute, width, height, bpc)?;
         let adm_part = AdmGpu::new(&dev.modules().adm, &compute, width, height, bpc)?;
+        let f = plan.features;
+        let chroma_size = plan.chroma.filter(|_| f.reads_chroma());
+        let extras = Extras {
+            psnr: f
+                .psnr
+                .then(|| PsnrGpu::new(dev, &compute, width, height, bpc))
+                .transpose()?,
+            ssim: (f.float_ssim || f.float_ms_ssim)
+                .then(|| {
+                    SsimGpu::new(
+                        dev,
+                        &compute,
+                        width,
+                        height,
+                        bpc,
+                        f.float_ssim,
+                        f.float_ms_ssim,
+                    )
+                })
+                .transpose()?,
+            ssimulacra2: f
+                .ssimulacra2
+                .then(|| {
+                    Ssimulacra2Gpu::new(dev, &compute, width, height, bpc, chroma_size, plan.colour)
+                })
+                .transpose()?,
+            chroma: chroma_size
+                .map(|size| ChromaGpu::new(dev, &compute, size))
+                .transpose()?,
+        };
+        let layout = Layout::new(plan.vif.len(), plan.adm.len());
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
             slots.push(Slot::new(
                 dev,
                 &compute,
                 width * height * sample_bytes(bpc),
+                layout.total,
+                chroma_size.map(|size| (size, sample_bytes(bpc))),
             )?);
         }
         // Allocations are stream-ordered on `compute`: finish them before `upload` writes.
@@ -218,10 +374,13 @@ impl CudaBackend {
             vif: vif_gpu,
             motion,
             adm: adm_part,
+            extras,
             upload,
             compute,
-            vif_cfg: vif,
-            adm_cfg: adm,
+            vif_cfgs: plan.vif.clone(),
+            adm_cfgs: plan.adm.clone(),
+            features: f,
+            layout,
             width,
             height,
             bpc,
@@ -394,40 +553,15 @@ impl CudaBackend {
                     });
                     return Ok(DevPlane::new(ptr, pitch, layout));
                 }
-                // Another context (or device): one pitched copy of the valid rows.
-                let copy = sys::CUDA_MEMCPY3D_PEER {
-                    srcXInBytes: 0,
-                    srcY: 0,
-                    srcZ: 0,
-                    srcLOD: 0,
-                    srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                    srcHost: std::ptr::null(),
-                    srcDevice: ptr,
-                    srcArray: std::ptr::null_mut(),
-                    srcContext: context as sys::CUcontext,
-                    srcPitch: pitch,
-                    srcHeight: height,
-                    dstXInBytes: 0,
-                    dstY: 0,
-                    dstZ: 0,
-                    dstLOD: 0,
-                    dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-                    dstHost: std::ptr::null_mut(),
-                    dstDevice: dev_ptr,
-                    dstArray: std::ptr::null_mut(),
-                    dstContext: self.context as sys::CUcontext,
-                    dstPitch: row,
-                    dstHeight: height,
-                    WidthInBytes: row,
-                    Height: height,
-                    Depth: 1,
-                };
-                // SAFETY: the source is `height` rows of `row` bytes at `pitch` in `context`
-                // (kept alive by `hold` until this frame is collected); the destination holds
-                // width * height * sample_bytes >= row * height bytes (`check`).
-                unsafe { sys::cuMemcpy3DPeerAsync(&copy, self.upload.cu_stream()) }
-                    .result()
-                    .during("cuMemcpy3DPeerAsync(luma)")?;
+                // Another context (or device): one pitched copy of the valid rows. The
+                // destination holds width * height * sample_bytes >= row * height bytes
+                // (`check`); `hold` keeps the source alive until this frame is collected.
+                peer_copy(
+                    (ptr, context, pitch),
+                    (dev_ptr, self.context, row),
+                    (row, height),
+                    &self.upload,
+                )?;
                 self.holds.push_back(Hold {
                     release_after: staging.index,
                     _keep: hold,
@@ -443,6 +577,7 @@ impl CudaBackend {
         s: usize,
         reference: LumaInput<'_>,
         distorted: LumaInput<'_>,
+        chroma: Option<ChromaInput<'_>>,
         full: bool,
     ) -> Result<(), CudaError> {
         // The first CUDA step of each frame (tests/gpu_faults.rs counts init steps up to it).
@@ -480,6 +615,20 @@ impl CudaBackend {
             },
             index,
         )?;
+        // Chroma only where a metric reads it, and only on frames that compute features.
+        let mut placed = None;
+        if let (Some(gpu), Some(c), Some(staging), true) = (
+            self.extras.chroma.as_ref(),
+            chroma.as_ref(),
+            self.slots[s].chroma.as_mut(),
+            full,
+        ) {
+            let [r, d] = staging;
+            let pr = gpu.place(r, &c.reference, self.context, &self.upload)?;
+            let pd = gpu.place(d, &c.distorted, self.context, &self.upload)?;
+            placed = Some((pr, pd));
+        }
+        self.slots[s].has_chroma = placed.is_some();
         {
             let slot = &mut self.slots[s];
             slot.uploaded
@@ -492,26 +641,43 @@ impl CudaBackend {
 
         // Motion against the previous frame's reference plane (still valid: its slot and
         // hold outlive this frame's kernels).
+        let l = self.layout;
         if has_motion {
             let prev_plane = self.slots[prev].ref_plane;
             let mut out = self.slots[s]
                 .dev_out
-                .slice_mut(MOTION_AT..MOTION_AT + MotionGpu::RESULT_WORDS);
+                .slice_mut(l.motion..l.motion + MotionGpu::RESULT_WORDS);
             self.motion
                 .enqueue(&self.compute, prev_plane, ref_plane, &mut out)?;
         }
         if full {
             let slot = &mut self.slots[s];
-            let mut out = slot
-                .dev_out
-                .slice_mut(VIF_AT..VIF_AT + VifGpu::RESULT_WORDS);
-            self.vif
-                .enqueue(&self.compute, ref_plane, dis_plane, &self.vif_cfg, &mut out)?;
-            let mut out = slot
-                .dev_out
-                .slice_mut(ADM_AT..ADM_AT + AdmGpu::RESULT_WORDS);
-            self.adm
-                .enqueue(&self.compute, ref_plane, dis_plane, &self.adm_cfg, &mut out)?;
+            for (i, cfg) in self.vif_cfgs.iter().enumerate() {
+                let mut out = slot
+                    .dev_out
+                    .slice_mut(l.vif[i]..l.vif[i] + VifGpu::RESULT_WORDS);
+                self.vif
+                    .enqueue(&self.compute, ref_plane, dis_plane, cfg, &mut out)?;
+            }
+            for (i, cfg) in self.adm_cfgs.iter().enumerate() {
+                let mut out = slot
+                    .dev_out
+                    .slice_mut(l.adm[i]..l.adm[i] + AdmGpu::RESULT_WORDS);
+                self.adm
+                    .enqueue(&self.compute, ref_plane, dis_plane, cfg, &mut out)?;
+            }
+            let chroma_dev = match (placed, self.extras.chroma.as_mut()) {
+                (Some((pr, pd)), Some(gpu)) => Some(gpu.unpack(&self.compute, &pr, &pd)?),
+                _ => None,
+            };
+            Self::enqueue_extras(
+                &mut self.extras,
+                &self.compute,
+                slot,
+                l,
+                (ref_plane, dis_plane),
+                chroma_dev.as_ref(),
+            )?;
         }
         {
             let slot = &mut self.slots[s];
@@ -525,6 +691,36 @@ impl CudaBackend {
             slot.index = index;
             slot.full = full;
             slot.has_motion = has_motion;
+        }
+        Ok(())
+    }
+
+    /// Enqueues the extra metrics of one frame into `slot`'s result words.
+    fn enqueue_extras(
+        extras: &mut Extras,
+        compute: &Arc<CudaStream>,
+        slot: &mut Slot,
+        l: Layout,
+        (r, d): (DevPlane, DevPlane),
+        chroma: Option<&ChromaDev>,
+    ) -> Result<(), CudaError> {
+        if let Some(p) = extras.psnr.as_mut() {
+            let mut out = slot
+                .dev_out
+                .slice_mut(l.psnr..l.psnr + PsnrGpu::RESULT_WORDS);
+            p.enqueue(compute, r, d, chroma, &mut out)?;
+        }
+        if let Some(p) = extras.ssim.as_mut() {
+            let mut out = slot
+                .dev_out
+                .slice_mut(l.ssim..l.ssim + SsimGpu::RESULT_WORDS);
+            p.enqueue(compute, r, d, &mut out)?;
+        }
+        if let Some(p) = extras.ssimulacra2.as_mut() {
+            let mut out = slot
+                .dev_out
+                .slice_mut(l.ssimulacra2..l.ssimulacra2 + Ssimulacra2Gpu::RESULT_WORDS);
+            p.enqueue(compute, r, d, chroma, &mut out)?;
         }
         Ok(())
     }
@@ -545,17 +741,45 @@ impl CudaBackend {
             .as_slice()
             .during("cuEventSynchronize(results)")?;
         let mut raw = RawFeatures::default();
+        let l = self.layout;
+        let at = |start: usize, n: usize| words.get(start..start + n).unwrap_or(&[]);
         if slot.has_motion {
-            raw.motion_sad = self.motion.score(words.get(MOTION_AT..).unwrap_or(&[]));
+            raw.motion_sad = self.motion.score(at(l.motion, MotionGpu::RESULT_WORDS));
         }
         if slot.full {
-            raw.vif = self
-                .vif
-                .scores(words.get(VIF_AT..MOTION_AT).unwrap_or(&[]), &self.vif_cfg);
-            raw.adm = self.adm.scores(
-                words.get(ADM_AT..RESULT_WORDS).unwrap_or(&[]),
-                &self.adm_cfg,
-            );
+            for (i, cfg) in self.vif_cfgs.iter().enumerate() {
+                let v = self.vif.scores(at(l.vif[i], VifGpu::RESULT_WORDS), cfg);
+                match i.checked_sub(1) {
+                    None => raw.vif = v,
+                    Some(k) => raw.vif_more[k] = v,
+                }
+            }
+            for (i, cfg) in self.adm_cfgs.iter().enumerate() {
+                let a = self.adm.scores(at(l.adm[i], AdmGpu::RESULT_WORDS), cfg);
+                match i.checked_sub(1) {
+                    None => raw.adm = a,
+                    Some(k) => raw.adm_more[k] = a,
+                }
+            }
+            let chroma = slot
+                .has_chroma
+                .then(|| self.extras.chroma.as_ref().map(ChromaGpu::size))
+                .flatten();
+            if let Some(p) = &self.extras.psnr {
+                raw.extra.psnr = p.scores(at(l.psnr, PsnrGpu::RESULT_WORDS), chroma);
+            }
+            if let Some(p) = &self.extras.ssim {
+                let (ssim, ms) = p.scores(at(l.ssim, SsimGpu::RESULT_WORDS));
+                if self.features.float_ssim {
+                    raw.extra.float_ssim = ssim;
+                }
+                if self.features.float_ms_ssim {
+                    raw.extra.float_ms_ssim = ms;
+                }
+            }
+            if let Some(p) = &self.extras.ssimulacra2 {
+                raw.extra.ssimulacra2 = p.score(at(l.ssimulacra2, Ssimulacra2Gpu::RESULT_WORDS));
+            }
         }
         let index = slot.index;
         self.head = (self.head + 1) % SLOTS;
@@ -674,6 +898,16 @@ impl Backend for CudaBackend {
         distorted: LumaInput<'_>,
         full: bool,
     ) -> Result<(), EngineError> {
+        self.submit_components(reference, distorted, None, full)
+    }
+
+    fn submit_components(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaInput<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
         }
@@ -686,7 +920,7 @@ impl Backend for CudaBackend {
             }
         }
         let s = (self.head + self.in_flight) % SLOTS;
-        self.enqueue(s, reference, distorted, full)
+        self.enqueue(s, reference, distorted, chroma, full)
             .map_err(engine_err)?;
         self.in_flight += 1;
         self.submitted += 1;
@@ -694,6 +928,10 @@ impl Backend for CudaBackend {
     }
 
     fn reads_device(&self) -> bool {
+        true
+    }
+
+    fn reads_components(&self) -> bool {
         true
     }
 

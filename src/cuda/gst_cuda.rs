@@ -141,6 +141,9 @@ pub struct DevicePlane {
     pub pitch: usize,
     /// The `CUcontext` that owns the memory, as an address.
     pub context: usize,
+    /// `(CUdeviceptr, pitch)` of planes 1 and 2 (chroma; an interleaved UV plane is plane 1
+    /// and plane 2 is then unused), `(0, 0)` where the format has none.
+    pub chroma_planes: [(u64, usize); 2],
     /// Keeps the mapping (and buffer) alive.
     pub mapping: CudaMapping,
 }
@@ -210,11 +213,20 @@ impl GstCuda {
         let raw = mem.as_mut_ptr();
         // SAFETY: `raw` is GstCudaMemory (checked): its public head has this layout in 1.22.
         let head = unsafe { &*(raw as *const GstCudaMemoryHead) };
-        let (mut offset, mut stride) = (head.info.offset[0], head.info.stride[0] as usize);
+        let n_planes = (head.info.finfo.is_null())
+            .then_some(0)
+            // SAFETY: a non-null finfo of a GstVideoInfo points at static format info.
+            .unwrap_or_else(|| unsafe { (*head.info.finfo).n_planes } as usize)
+            .min(4);
+        let mut offsets = head.info.offset;
+        let mut strides = head.info.stride.map(|s| s.max(0) as usize);
         if let Some(meta) = buffer.meta::<gst_video::VideoMeta>() {
-            offset = meta.offset()[0];
-            stride = meta.stride()[0] as usize;
+            for (i, (o, st)) in meta.offset().iter().zip(meta.stride()).enumerate().take(4) {
+                offsets[i] = *o;
+                strides[i] = (*st).max(0) as usize;
+            }
         }
+        let (offset, stride) = (offsets[0], strides[0]);
         let context = if head.context.is_null() {
             0
         } else {
@@ -241,10 +253,19 @@ impl GstCuda {
             info,
             _buffer: buffer.clone(),
         };
+        let base = mapping.info.data as u64;
+        let plane = |i: usize| {
+            if i < n_planes {
+                (base + offsets[i] as u64, strides[i])
+            } else {
+                (0, 0)
+            }
+        };
         Ok(DevicePlane {
-            ptr: mapping.info.data as u64 + offset as u64,
+            ptr: base + offset as u64,
             pitch: stride,
             context,
+            chroma_planes: [plane(1), plane(2)],
             mapping,
         })
     }

@@ -6,6 +6,7 @@
 
 pub mod adm;
 pub mod backend;
+pub mod chroma;
 pub mod context;
 pub mod error;
 pub mod fault;

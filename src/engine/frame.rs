@@ -448,3 +448,89 @@ impl<'a> HostComponent<'a> {
         }
     }
 }
+
+/// One colour component of a frame in device memory (GStreamer CUDA memory, an imported
+/// DMABuf), in the buffer's own layout: the device counterpart of [`HostComponent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceComponent {
+    /// `CUdeviceptr` of row 0 of the plane that holds the component.
+    pub ptr: u64,
+    /// Bytes from one row to the next.
+    pub pitch: usize,
+    /// Bytes from one sample to the next (`layout.bytes` for a planar component, 2x that for
+    /// NV12/P010's interleaved UV).
+    pub pixel_stride: usize,
+    /// Bytes from the start of a row to its first sample of this component.
+    pub offset: usize,
+    /// Width in samples.
+    pub width: usize,
+    /// Height in rows.
+    pub height: usize,
+    /// Sample storage and shifts.
+    pub layout: SampleLayout,
+    /// The `CUcontext` (as an address) the pointer belongs to.
+    pub context: usize,
+}
+
+impl DeviceComponent {
+    /// Bytes of a row that carry this component's samples: `offset + (width - 1) *
+    /// pixel_stride + layout.bytes` (0 for an empty component).
+    pub fn row_bytes(&self) -> usize {
+        component_row_bytes(
+            self.offset,
+            self.width,
+            self.pixel_stride,
+            self.layout.bytes,
+        )
+    }
+}
+
+impl HostComponent<'_> {
+    /// Bytes of a row that carry this component's samples (see
+    /// [`DeviceComponent::row_bytes`]).
+    pub fn row_bytes(&self) -> usize {
+        component_row_bytes(
+            self.offset,
+            self.width,
+            self.pixel_stride,
+            self.layout.bytes,
+        )
+    }
+}
+
+fn component_row_bytes(offset: usize, width: usize, pixel_stride: usize, bytes: usize) -> usize {
+    if width == 0 {
+        return 0;
+    }
+    offset + (width - 1) * pixel_stride + bytes
+}
+
+/// One chroma component as a backend receives it: host rows or device memory.
+#[derive(Debug, Clone, Copy)]
+pub enum ComponentInput<'a> {
+    /// Mapped in host memory for the duration of the submission.
+    Host(HostComponent<'a>),
+    /// Device memory, valid until the frame's luma `hold` is released (the same buffer).
+    Device(DeviceComponent),
+}
+
+impl ComponentInput<'_> {
+    /// `(width, height)` in samples.
+    pub fn size(&self) -> (usize, usize) {
+        match self {
+            ComponentInput::Host(h) => (h.width, h.height),
+            ComponentInput::Device(d) => (d.width, d.height),
+        }
+    }
+}
+
+/// Cb (`[0]`) and Cr (`[1]`) of both frames of a pair in their buffers' own layouts, for a
+/// backend that unpacks them itself (the CUDA backend does it on the GPU). The two frames'
+/// components must have the same size.
+#[derive(Debug, Clone, Copy)]
+pub struct ChromaInput<'a> {
+    /// Cb and Cr of the reference frame.
+    pub reference: [ComponentInput<'a>; 2],
+    /// Cb and Cr of the distorted frame.
+    pub distorted: [ComponentInput<'a>; 2],
+}

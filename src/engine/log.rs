@@ -81,6 +81,8 @@ pub struct LogWriter {
     out: Option<BufWriter<File>>,
     sink: Sink,
     header_written: bool,
+    /// `(key, text)` facts written beside `fps` at the end (see [`LogWriter::note`]).
+    notes: Vec<(&'static str, String)>,
 }
 
 impl LogWriter {
@@ -112,6 +114,7 @@ impl LogWriter {
             out,
             sink,
             header_written: false,
+            notes: Vec::new(),
         })
     }
 
@@ -218,6 +221,17 @@ impl LogWriter {
         Ok(())
     }
 
+    /// Records a fact about how the metrics were computed, written at the end beside `fps`:
+    /// a JSON key at the top level, an attribute of XML's `<fyi>` (the CSV log has no place
+    /// for it). Used for `ssimulacra2_yuv_to_rgb`, the colorimetry SSIMULACRA2 converted
+    /// with. A repeated key replaces the earlier text.
+    pub fn note(&mut self, key: &'static str, text: String) {
+        match self.notes.iter_mut().find(|(k, _)| *k == key) {
+            Some(n) => n.1 = text,
+            None => self.notes.push((key, text)),
+        }
+    }
+
     /// Writes the pooled metrics and the processing speed, and closes the file.
     pub fn finish(
         mut self,
@@ -261,10 +275,12 @@ impl LogWriter {
                         json_value(p.harmonic_mean)
                     )?;
                 }
-                write!(
-                    out,
-                    "\n  }},\n  \"aggregate_metrics\": {{\n  }},\n  \"fps\": {fps_text}\n}}\n"
-                )?;
+                write!(out, "\n  }},\n  \"aggregate_metrics\": {{\n  }},\n")?;
+                for (key, text) in &self.notes {
+                    let text = serde_json::to_string(text).map_err(std::io::Error::other)?;
+                    writeln!(out, "  \"{key}\": {text},")?;
+                }
+                write!(out, "  \"fps\": {fps_text}\n}}\n")?;
                 out.flush()?;
             }
             Sink::Xml(w) => {
@@ -288,6 +304,9 @@ impl LogWriter {
                     .map_err(e)?;
                 let mut fyi = BytesStart::new("fyi");
                 fyi.push_attribute(("fps", fps_text.as_str()));
+                for (key, text) in &self.notes {
+                    fyi.push_attribute((*key, text.as_str()));
+                }
                 w.write_event(Event::Empty(fyi)).map_err(e)?;
                 w.write_event(Event::End(BytesEnd::new("VMAF")))
                     .map_err(e)?;

@@ -12,10 +12,11 @@ pub mod pool;
 pub mod scorer;
 pub mod window;
 
+pub use colour::YuvToRgb;
 pub use features::{ExtraFeature, ExtraScores, FeatureSet};
 pub use frame::{
-    ChromaPair, DeviceLuma, FeatureError, HostComponent, HostLuma, LumaInput, LumaPlane,
-    SampleLayout,
+    ChromaInput, ChromaPair, ComponentInput, DeviceComponent, DeviceLuma, FeatureError,
+    HostComponent, HostLuma, LumaInput, LumaPlane, SampleLayout,
 };
 pub use log::{LogFormat, LogWriter};
 pub use model::Model;

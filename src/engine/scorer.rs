@@ -9,7 +9,7 @@ use crate::cpu::adm::{AdmConfig, AdmScores};
 use crate::cpu::motion::MOTION_MAX_VAL;
 use crate::cpu::vif::{VifConfig, VifScores};
 use crate::engine::features::{ExtraScores, FeatureSet};
-use crate::engine::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
+use crate::engine::frame::{ChromaInput, ChromaPair, FeatureError, LumaInput, LumaPlane};
 use crate::engine::model::{Model, ModelFeature};
 use crate::engine::model_set::NamedModel;
 use crate::engine::pool::Pool;
@@ -101,6 +101,33 @@ pub trait Backend: Send {
         let _ = chroma;
         self.submit_input(reference, distorted, full)
     }
+    /// [`Backend::submit_input`] with the frames' chroma components in their buffers' own
+    /// layouts (host rows or device memory), for a backend that unpacks them itself (see
+    /// [`Backend::reads_components`]). `None`: the frames have no chroma (GRAY8) or no metric
+    /// reads it.
+    ///
+    /// Errors: as [`Backend::submit_input`]; the default refuses `Some` chroma with
+    /// [`EngineError::Backend`] (such backends take [`Backend::submit_frame`]).
+    fn submit_components(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaInput<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        if chroma.is_some() {
+            return Err(EngineError::Backend {
+                backend: self.name(),
+                message: "this backend takes packed chroma planes, not buffer components".into(),
+            });
+        }
+        self.submit_input(reference, distorted, full)
+    }
+    /// Whether chroma goes through [`Backend::submit_components`] (the CUDA backend: unpacked
+    /// on the GPU) rather than packed on the host for [`Backend::submit_frame`].
+    fn reads_components(&self) -> bool {
+        false
+    }
     /// Whether [`LumaInput::Device`] planes are accepted (the GPU backend).
     fn reads_device(&self) -> bool {
         false
@@ -178,22 +205,6 @@ impl ScorePlan {
             }
         }
         v
-    }
-
-    /// Whether a backend that computes only VIF, ADM and motion with one option set (the
-    /// CUDA backend) can serve this plan.
-    pub fn needs_cpu(&self) -> Option<String> {
-        let mut why = Vec::new();
-        if !self.features.is_empty() {
-            why.push(format!("features={}", self.features));
-        }
-        if self.vif_configs().len() > 1 || self.adm_configs().len() > 1 {
-            why.push(
-                "models with different VIF/ADM options (e.g. vmaf_v0.6.1neg beside vmaf_v0.6.1)"
-                    .into(),
-            );
-        }
-        (!why.is_empty()).then(|| why.join(" and "))
     }
 
     /// Metric names in log order: `psnr_y`, `psnr_cb`, `psnr_cr`; ADM, motion SAD and VIF
@@ -438,10 +449,39 @@ impl<T> Scorer<T> {
         chroma: Option<ChromaPair<'_>>,
         tag: T,
     ) -> Result<Vec<Scored<T>>, EngineError> {
+        self.push_with(tag, |b, full| {
+            b.submit_frame(reference, distorted, chroma, full)
+        })
+    }
+
+    /// [`Scorer::push_input`] with the chroma components in their buffers' layouts (see
+    /// [`Backend::submit_components`]; for backends with [`Backend::reads_components`]).
+    pub fn push_components(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaInput<'_>>,
+        tag: T,
+    ) -> Result<Vec<Scored<T>>, EngineError> {
+        self.push_with(tag, |b, full| {
+            b.submit_components(reference, distorted, chroma, full)
+        })
+    }
+
+    /// Whether the backend takes chroma as buffer components ([`Scorer::push_components`]).
+    pub fn reads_components(&self) -> bool {
+        self.backend.reads_components()
+    }
+
+    /// Submits one frame through `submit(backend, full)` and collects what is finished.
+    fn push_with(
+        &mut self,
+        tag: T,
+        submit: impl FnOnce(&mut dyn Backend, bool) -> Result<(), EngineError>,
+    ) -> Result<Vec<Scored<T>>, EngineError> {
         let index = self.next_index;
         let full = index.is_multiple_of(self.subsample);
-        self.backend
-            .submit_frame(reference, distorted, chroma, full)?;
+        submit(self.backend.as_mut(), full)?;
         self.next_index += 1;
         let first = index == 0 || std::mem::take(&mut self.restart);
         self.queue.push_back(Queued {

@@ -18,12 +18,13 @@ use super::{
     FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME,
 };
 use crate::cpu::{self, CpuBackend};
+use crate::cuda::backend::GpuPlan;
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::{CudaBackend, GpuDevice};
 use crate::engine::{
-    model::DEFAULT_MODEL, Backend, ChromaPair, DeviceLuma, EngineError, FeatureSet, FrameScores,
-    HostComponent, HostLuma, LogFormat, LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout,
-    ScorePlan, Scored, Scorer,
+    model::DEFAULT_MODEL, Backend, ChromaInput, ChromaPair, ComponentInput, DeviceComponent,
+    DeviceLuma, EngineError, FeatureSet, FrameScores, HostComponent, HostLuma, LogFormat,
+    LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan, Scored, Scorer, YuvToRgb,
 };
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
@@ -135,98 +136,297 @@ enum MappedLuma<'a> {
         frame: gst_video::VideoFrameRef<&'a gst::BufferRef>,
         layout: SampleLayout,
     },
-    /// Device memory, moved into the backend by the submission (`None` afterwards).
-    Device(Option<DeviceLuma>),
+    /// Device memory, moved into the backend by the submission (`None` afterwards), with
+    /// the frame's chroma components in the same memory (`None` for grey formats).
+    Device(Option<DeviceLuma>, Option<[DeviceComponent; 2]>),
+}
+
+/// Where chroma component `c` (1: Cb, 2: Cr) of a `w` x `h` frame of format `finfo` lies:
+/// `(plane, (width, height), pixel_stride, offset, layout)` with samples raised to `bpc`.
+fn component_geometry(
+    finfo: &gst_video::VideoFormatInfo,
+    (w, h): (u32, u32),
+    c: usize,
+    bpc: u32,
+) -> (usize, (usize, usize), usize, usize, SampleLayout) {
+    let bytes = if finfo.bits() > 8 { 2 } else { 1 };
+    let depth = finfo.depth()[c];
+    let layout = SampleLayout {
+        bytes,
+        down: finfo.shift()[c],
+        depth,
+        up: bpc.saturating_sub(depth),
+    };
+    (
+        finfo.plane()[c] as usize,
+        (
+            finfo.scale_width(c as u8, w) as usize,
+            finfo.scale_height(c as u8, h) as usize,
+        ),
+        finfo.pixel_stride()[c].max(0) as usize,
+        finfo.poffset()[c] as usize,
+        layout,
+    )
+}
+
+/// The Cb and Cr components of a frame in device memory whose planes 1 and 2 start at
+/// `planes` (`(ptr, pitch)`), or `None` for formats without chroma.
+fn device_components(
+    finfo: &gst_video::VideoFormatInfo,
+    size: (u32, u32),
+    bpc: u32,
+    planes: [(u64, usize); 2],
+    context: usize,
+) -> Option<[DeviceComponent; 2]> {
+    if finfo.n_components() < 3 {
+        return None;
+    }
+    let comp = |c: usize| -> Option<DeviceComponent> {
+        let (plane, (width, height), pixel_stride, offset, layout) =
+            component_geometry(finfo, size, c, bpc);
+        let (ptr, pitch) = *planes.get(plane.checked_sub(1)?)?;
+        (ptr != 0 && pixel_stride >= layout.bytes).then_some(DeviceComponent {
+            ptr,
+            pitch,
+            pixel_stride,
+            offset,
+            width,
+            height,
+            layout,
+            context,
+        })
+    };
+    Some([comp(1)?, comp(2)?])
 }
 
 impl MappedLuma<'_> {
     /// The backend's view of the plane.
     fn input(&mut self) -> Result<LumaInput<'_>, String> {
         match self {
+            MappedLuma::Host { frame, layout } => host_luma(frame, *layout),
+            MappedLuma::Device(d, _) => take_device(d),
+        }
+    }
+
+    /// The backend's view of the luma plane and, when `chroma`, of the Cb and Cr components
+    /// (`None` for formats without chroma).
+    ///
+    /// Errors: as [`MappedLuma::input`] and [`MappedLuma::components`].
+    #[allow(clippy::type_complexity)]
+    fn inputs(
+        &mut self,
+        bpc: u32,
+        chroma: bool,
+    ) -> Result<(LumaInput<'_>, Option<[ComponentInput<'_>; 2]>), String> {
+        match self {
             MappedLuma::Host { frame, layout } => {
-                let (w, h) = (frame.width() as usize, frame.height() as usize);
-                let stride = frame.plane_stride()[0] as usize;
-                let data = frame
-                    .plane_data(0)
-                    .map_err(|e| format!("cannot read the luma plane: {e}"))?;
-                HostLuma::new(data, stride, w, h, *layout)
-                    .map(LumaInput::Host)
-                    .ok_or_else(|| {
-                        format!(
-                            "luma plane holds {} bytes, fewer than {w}x{h} samples at stride {stride}",
-                            data.len()
-                        )
-                    })
+                let c = if chroma {
+                    host_components(frame, bpc)?
+                } else {
+                    None
+                };
+                Ok((host_luma(frame, *layout)?, c))
             }
-            MappedLuma::Device(d) => d
-                .take()
-                .map(LumaInput::Device)
-                .ok_or_else(|| "internal: device plane submitted twice".into()),
+            MappedLuma::Device(d, c) => {
+                let c = c.filter(|_| chroma).map(|c| c.map(ComponentInput::Device));
+                Ok((take_device(d)?, c))
+            }
         }
     }
 }
 
-impl MappedLuma<'_> {
-    /// Packs the Cb and Cr components of a host-mapped frame into `out` at `bpc` bits
-    /// (lower-depth streams shifted up, as their luma). Returns their size, or `None` when
-    /// the format has no chroma (GRAY8) or the frame is in device memory.
-    ///
-    /// Errors: a text when a component does not fit the mapped plane.
-    fn pack_chroma(
-        &self,
-        bpc: u32,
-        out: &mut [Vec<u16>; 2],
-    ) -> Result<Option<(usize, usize)>, String> {
-        let MappedLuma::Host { frame, .. } = self else {
-            return Ok(None);
-        };
-        let finfo = frame.format_info();
-        if finfo.n_components() < 3 {
-            return Ok(None);
-        }
-        let (w, h) = (frame.width(), frame.height());
-        let bytes = if finfo.bits() > 8 { 2 } else { 1 };
-        let mut size = (0, 0);
-        for (c, dst) in [1usize, 2].into_iter().zip(out.iter_mut()) {
-            let plane = finfo.plane()[c];
-            let (cw, ch) = (
-                finfo.scale_width(c as u8, w) as usize,
-                finfo.scale_height(c as u8, h) as usize,
-            );
-            let stride = frame
-                .plane_stride()
-                .get(plane as usize)
-                .copied()
-                .unwrap_or(0)
-                .max(0) as usize;
-            let data = frame
-                .plane_data(plane)
-                .map_err(|e| format!("cannot read chroma plane {plane}: {e}"))?;
-            let depth = finfo.depth()[c];
-            let layout = SampleLayout {
-                bytes,
-                down: finfo.shift()[c],
-                depth,
-                up: bpc.saturating_sub(depth),
-            };
-            let comp = HostComponent::new(
-                data,
-                stride,
-                finfo.pixel_stride()[c].max(0) as usize,
-                finfo.poffset()[c] as usize,
-                (cw, ch),
-                layout,
+/// The luma plane of a host-mapped frame.
+fn host_luma<'b>(
+    frame: &'b gst_video::VideoFrameRef<&gst::BufferRef>,
+    layout: SampleLayout,
+) -> Result<LumaInput<'b>, String> {
+    let (w, h) = (frame.width() as usize, frame.height() as usize);
+    let stride = frame.plane_stride()[0] as usize;
+    let data = frame
+        .plane_data(0)
+        .map_err(|e| format!("cannot read the luma plane: {e}"))?;
+    HostLuma::new(data, stride, w, h, layout)
+        .map(LumaInput::Host)
+        .ok_or_else(|| {
+            format!(
+                "luma plane holds {} bytes, fewer than {w}x{h} samples at stride {stride}",
+                data.len()
             )
+        })
+}
+
+/// Moves a device plane out of its mapping (once).
+fn take_device(d: &mut Option<DeviceLuma>) -> Result<LumaInput<'static>, String> {
+    d.take()
+        .map(LumaInput::Device)
+        .ok_or_else(|| "internal: device plane submitted twice".into())
+}
+
+/// The Cb and Cr components of a host-mapped frame at `bpc` bits (lower-depth streams
+/// shifted up, as their luma); `Ok(None)` for formats without chroma (GRAY8).
+///
+/// Errors: a text when a component does not fit the mapped plane.
+fn host_components<'b>(
+    frame: &'b gst_video::VideoFrameRef<&gst::BufferRef>,
+    bpc: u32,
+) -> Result<Option<[ComponentInput<'b>; 2]>, String> {
+    let finfo = frame.format_info();
+    if finfo.n_components() < 3 {
+        return Ok(None);
+    }
+    let comp = |c: usize| -> Result<ComponentInput<'b>, String> {
+        let (plane, (cw, ch), pixel_stride, offset, layout) =
+            component_geometry(&finfo, (frame.width(), frame.height()), c, bpc);
+        let stride = frame.plane_stride().get(plane).copied().unwrap_or(0).max(0) as usize;
+        let data = frame
+            .plane_data(plane as u32)
+            .map_err(|e| format!("cannot read chroma plane {plane}: {e}"))?;
+        HostComponent::new(data, stride, pixel_stride, offset, (cw, ch), layout)
+            .map(ComponentInput::Host)
             .ok_or_else(|| {
                 format!(
                     "chroma plane {plane} holds {} bytes, fewer than {cw}x{ch} samples at stride {stride}",
                     data.len()
                 )
-            })?;
-            comp.to_packed(dst);
-            size = (cw, ch);
+            })
+    };
+    Ok(Some([comp(1)?, comp(2)?]))
+}
+
+impl MappedLuma<'_> {
+    /// The Cb and Cr components of the frame at `bpc` bits, in host or device memory.
+    /// `Ok(None)` for formats without chroma (GRAY8).
+    ///
+    /// Errors: a text when a component does not fit the mapped plane.
+    fn components(&self, bpc: u32) -> Result<Option<[ComponentInput<'_>; 2]>, String> {
+        match self {
+            MappedLuma::Device(_, c) => Ok(c.map(|c| c.map(ComponentInput::Device))),
+            MappedLuma::Host { frame, .. } => host_components(frame, bpc),
+        }
+    }
+
+    /// Packs the Cb and Cr components of a host-mapped frame into `out` at `bpc` bits (for
+    /// the CPU backend). Returns their size, or `None` when the format has no chroma.
+    ///
+    /// Errors: as [`MappedLuma::components`]; device memory (the CPU backend maps frames in
+    /// host memory).
+    fn pack_chroma(
+        &self,
+        bpc: u32,
+        out: &mut [Vec<u16>; 2],
+    ) -> Result<Option<(usize, usize)>, String> {
+        let Some(comps) = self.components(bpc)? else {
+            return Ok(None);
+        };
+        let mut size = (0, 0);
+        for (comp, dst) in comps.iter().zip(out.iter_mut()) {
+            let ComponentInput::Host(h) = comp else {
+                return Err("internal: device chroma given to the CPU backend".into());
+            };
+            h.to_packed(dst);
+            size = (h.width, h.height);
         }
         Ok(Some(size))
+    }
+}
+
+/// What the backends need to know of the frames' format besides the luma geometry.
+#[derive(Debug, Clone)]
+struct FrameFormat {
+    /// Chroma plane size when both pads' formats have chroma of one size.
+    chroma: Option<(usize, usize)>,
+    /// Each pad's format name and chroma size (`None`: no chroma).
+    pads: [(String, Option<(usize, usize)>); 2],
+    /// SSIMULACRA2's YUV -> RGB conversion, from the reference pad's colorimetry.
+    colour: YuvToRgb,
+}
+
+impl FrameFormat {
+    fn of(reference: &PadVideo, distorted: &PadVideo) -> Self {
+        let chroma_of = |v: &PadVideo| {
+            let f = v.info.format_info();
+            (f.n_components() >= 3).then(|| {
+                (
+                    f.scale_width(1, v.info.width()) as usize,
+                    f.scale_height(1, v.info.height()) as usize,
+                )
+            })
+        };
+        let (rc, dc) = (chroma_of(reference), chroma_of(distorted));
+        let name = |v: &PadVideo| v.info.format().to_str().to_string();
+        Self {
+            chroma: rc.filter(|_| rc == dc),
+            pads: [(name(reference), rc), (name(distorted), dc)],
+            colour: yuv_to_rgb(&reference.info),
+        }
+    }
+
+    /// Why the metrics of `features` that read chroma cannot compare these pads' frames:
+    /// chroma of different sizes (`psnr_cb`/`psnr_cr`, SSIMULACRA2), or colour against grey
+    /// (SSIMULACRA2; PSNR then reports `psnr_y` only).
+    fn chroma_mismatch(&self, features: FeatureSet) -> Option<String> {
+        let [(rf, rc), (df, dc)] = &self.pads;
+        let show = |c: &Option<(usize, usize)>| {
+            c.map_or("no chroma".to_owned(), |(w, h)| format!("chroma {w}x{h}"))
+        };
+        let which = || {
+            format!(
+                "reference is {rf} ({}), distorted is {df} ({})",
+                show(rc),
+                show(dc)
+            )
+        };
+        match (rc, dc) {
+            (Some(a), Some(b)) if a != b && features.reads_chroma() => Some(format!(
+                "{} compare chroma planes of one size, but the pads differ in chroma \
+                 subsampling: {}",
+                if features.psnr && features.ssimulacra2 {
+                    "psnr_cb/psnr_cr and ssimulacra2"
+                } else if features.psnr {
+                    "psnr_cb/psnr_cr"
+                } else {
+                    "ssimulacra2"
+                },
+                which()
+            )),
+            (Some(_), None) | (None, Some(_)) if features.ssimulacra2 => Some(format!(
+                "ssimulacra2 compares colour with colour or grey with grey: {}",
+                which()
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// SSIMULACRA2's YUV -> RGB conversion for frames of `info`'s colorimetry (see
+/// [`crate::engine::colour`]): its matrix and range, sRGB transfer for `srgb` and BT.709's
+/// otherwise; BT.709 limited range where the caps leave them unknown.
+fn yuv_to_rgb(info: &gst_video::VideoInfo) -> YuvToRgb {
+    use crate::engine::colour::{Matrix, Transfer};
+    use gst_video::{VideoColorMatrix as M, VideoColorRange as R, VideoTransferFunction as T};
+    let c = info.colorimetry();
+    let (matrix, known_matrix) = match c.matrix() {
+        M::Bt601 => (Matrix::Bt601, true),
+        M::Bt709 => (Matrix::Bt709, true),
+        M::Bt2020 => (Matrix::Bt2020, true),
+        M::Fcc => (Matrix::Fcc, true),
+        M::Smpte240m => (Matrix::Smpte240m, true),
+        _ => (Matrix::Bt709, false),
+    };
+    let (full_range, known_range) = match c.range() {
+        R::Range0_255 => (true, true),
+        R::Range16_235 => (false, true),
+        _ => (false, false),
+    };
+    YuvToRgb {
+        matrix,
+        full_range,
+        transfer: if c.transfer() == T::Srgb {
+            Transfer::Srgb
+        } else {
+            Transfer::Bt709
+        },
+        defaulted: !(known_matrix && known_range),
     }
 }
 
@@ -576,14 +776,6 @@ impl VmafCompare {
                 return Err(gst::StateChangeError);
             }
         };
-        if features.ssimulacra2 {
-            gst::element_imp_error!(
-                self,
-                gst::LibraryError::Settings,
-                ("Invalid features: ssimulacra2 is not implemented yet")
-            );
-            return Err(gst::StateChangeError);
-        }
         let models: Arc<[NamedModel]> = match NamedModel::load_list(&settings.model) {
             Ok(m) => m.into(),
             Err(e) => {
@@ -608,37 +800,9 @@ impl VmafCompare {
                 if m.model.transform.enabled { "on" } else { "off" }
             );
         }
-        let plan = ScorePlan {
-            models: models.clone(),
-            features,
-            psnr_chroma: true,
-        };
-        // What the CUDA backend cannot compute yet keeps the stream on the CPU.
-        let cpu_only = plan.needs_cpu();
-        let gpu = match (settings.backend, cpu_only) {
-            (VmafBackend::Cpu, _) => None,
-            (VmafBackend::Cuda, Some(why)) => {
-                gst::element_imp_error!(
-                    self,
-                    gst::LibraryError::Settings,
-                    (
-                        "backend=cuda cannot compute {} yet: that needs backend=cpu for now",
-                        why
-                    ),
-                    ["Set backend=cpu (or backend=auto, which then scores on the CPU)."]
-                );
-                return Err(gst::StateChangeError);
-            }
-            (VmafBackend::Auto, Some(why)) => {
-                gst::element_imp_warning!(
-                    self,
-                    gst::LibraryError::Settings,
-                    ("{} needs the CPU backend for now: scoring on the CPU", why),
-                    ["Set backend=cpu to silence this warning."]
-                );
-                None
-            }
-            (backend, None) => match GpuDevice::open(settings.device_id as usize) {
+        let gpu = match settings.backend {
+            VmafBackend::Cpu => None,
+            backend => match GpuDevice::open(settings.device_id as usize) {
                 Ok(dev) => {
                     gst::info!(
                         CAT,
@@ -923,6 +1087,13 @@ impl VmafCompare {
             } else {
                 InputPath::CudaPeerCopy
             };
+            let chroma = device_components(
+                &finfo,
+                (w as u32, h as u32),
+                bpc,
+                plane.chroma_planes,
+                plane.context,
+            );
             let luma = DeviceLuma {
                 ptr: plane.ptr,
                 pitch: plane.pitch,
@@ -932,21 +1103,32 @@ impl VmafCompare {
                 context: plane.context,
                 hold: Box::new(plane.mapping),
             };
-            return Ok((MappedLuma::Device(Some(luma)), path));
+            return Ok((MappedLuma::Device(Some(luma), chroma), path));
         }
         if let (Some(dev), Some(dm)) = (gpu, dmabuf.filter(|_| single && !state.dmabuf_refused)) {
             match self.import_dmabuf(dev, dm, buffer, &video.info) {
-                Ok((ptr, pitch, hold)) => {
+                Ok((planes, hold)) => {
+                    let context = dev.context().cu_ctx() as usize;
+                    let chroma = device_components(
+                        &finfo,
+                        (w as u32, h as u32),
+                        bpc,
+                        [planes[1], planes[2]],
+                        context,
+                    );
                     let luma = DeviceLuma {
-                        ptr,
-                        pitch,
+                        ptr: planes[0].0,
+                        pitch: planes[0].1,
                         width: w,
                         height: h,
                         layout,
-                        context: dev.context().cu_ctx() as usize,
+                        context,
                         hold,
                     };
-                    return Ok((MappedLuma::Device(Some(luma)), InputPath::DmabufImport));
+                    return Ok((
+                        MappedLuma::Device(Some(luma), chroma),
+                        InputPath::DmabufImport,
+                    ));
                 }
                 Err(e) => {
                     state.dmabuf_refused = true;
@@ -972,14 +1154,15 @@ impl VmafCompare {
     }
 
     /// Imports the DMABuf of a single-memory `buffer` into the GPU's context and locates its
-    /// luma plane. Returns `(device pointer, pitch, hold)`.
+    /// planes. Returns `(device pointer, pitch)` of planes 0..3 (`(0, 0)` past the format's
+    /// planes) and the hold.
     fn import_dmabuf(
         &self,
         dev: &GpuDevice,
         mem: &gst_allocators::DmaBufMemoryRef,
         buffer: &gst::Buffer,
         info: &gst_video::VideoInfo,
-    ) -> Result<(u64, usize, Box<dyn Send>), String> {
+    ) -> Result<([(u64, usize); 3], Box<dyn Send>), String> {
         let fd = mem.fd();
         if fd < 0 {
             return Err("DMABuf memory without a file descriptor".into());
@@ -993,26 +1176,53 @@ impl VmafCompare {
             std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(|e| e.to_string())?
         };
         let imported = dev.import_dmabuf(fd, size).map_err(|e| e.to_string())?;
-        let (offset, stride) = match buffer.meta::<gst_video::VideoMeta>() {
-            Some(m) => (m.offset()[0], m.stride()[0] as usize),
-            None => (info.offset()[0], info.stride()[0] as usize),
-        };
-        let start = mem.offset() + offset;
-        // The last row holds `width` samples of the luma's pixel stride (2 bytes above 8 bits).
-        let row = info.width() as usize * info.comp_pstride(0).max(1) as usize;
-        let needed = stride
-            .checked_mul((info.height() as usize).saturating_sub(1))
-            .and_then(|n| n.checked_add(start))
-            .and_then(|n| n.checked_add(row))
-            .unwrap_or(usize::MAX);
-        if needed > imported.len() {
-            return Err(format!(
-                "DMABuf of {} bytes, {needed} needed",
-                imported.len()
-            ));
+        let (offsets, strides): (Vec<usize>, Vec<usize>) =
+            match buffer.meta::<gst_video::VideoMeta>() {
+                Some(m) => (
+                    m.offset().to_vec(),
+                    m.stride().iter().map(|s| (*s).max(0) as usize).collect(),
+                ),
+                None => (
+                    info.offset().to_vec(),
+                    info.stride().iter().map(|s| (*s).max(0) as usize).collect(),
+                ),
+            };
+        let finfo = info.format_info();
+        let mut planes = [(0u64, 0usize); 3];
+        for (p, slot) in planes.iter_mut().enumerate().take(info.n_planes() as usize) {
+            let (Some(&offset), Some(&stride)) = (offsets.get(p), strides.get(p)) else {
+                continue;
+            };
+            // The plane's rows and the bytes of its last row that carry samples.
+            let comps: Vec<usize> = (0..finfo.n_components() as usize)
+                .filter(|&c| finfo.plane()[c] as usize == p)
+                .collect();
+            let Some(&c) = comps.first() else { continue };
+            let rows = finfo.scale_height(c as u8, info.height()) as usize;
+            let row = comps
+                .iter()
+                .map(|&c| {
+                    finfo.poffset()[c] as usize
+                        + finfo.scale_width(c as u8, info.width()) as usize
+                            * finfo.pixel_stride()[c].max(1) as usize
+                })
+                .max()
+                .unwrap_or(0);
+            let start = mem.offset() + offset;
+            let needed = stride
+                .checked_mul(rows.saturating_sub(1))
+                .and_then(|n| n.checked_add(start))
+                .and_then(|n| n.checked_add(row))
+                .unwrap_or(usize::MAX);
+            if needed > imported.len() {
+                return Err(format!(
+                    "DMABuf of {} bytes, {needed} needed for plane {p}",
+                    imported.len()
+                ));
+            }
+            *slot = (imported.ptr() + start as u64, stride);
         }
-        let ptr = imported.ptr() + start as u64;
-        Ok((ptr, stride, Box::new((imported, buffer.clone()))))
+        Ok((planes, Box::new((imported, buffer.clone()))))
     }
 
     /// Makes (or remakes, after a size change) the scorer for the negotiated geometry.
@@ -1057,7 +1267,25 @@ impl VmafCompare {
                 psnr_chroma: has_chroma(r) && has_chroma(d),
             },
         };
-        let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc))?;
+        let frame = FrameFormat::of(r, d);
+        if let Some(why) = frame.chroma_mismatch(plan.features) {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("{}", why),
+                [
+                    "Convert one stream to the other's format (videoconvert), or leave psnr and \
+                     ssimulacra2 out of features."
+                ]
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        }
+        if plan.features.ssimulacra2 {
+            if let Some(log) = state.log.as_mut() {
+                log.note("ssimulacra2_yuv_to_rgb", frame.colour.to_string());
+            }
+        }
+        let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame)?;
         state.geometry = Some((w, h, bpc));
         let done = match state.scorer.as_mut() {
             Some(s) => s
@@ -1079,11 +1307,26 @@ impl VmafCompare {
         gpu: Option<&GpuDevice>,
         plan: &ScorePlan,
         (w, h, bpc): (u32, u32, u32),
+        frame: &FrameFormat,
     ) -> Result<Box<dyn Backend>, gst::FlowError> {
         let (wu, hu) = (w as usize, h as usize);
-        let model = &plan.models[0].model;
+        if plan.features.ssimulacra2 {
+            gst::info!(
+                CAT,
+                imp = self,
+                "ssimulacra2: YUV -> RGB with {}",
+                frame.colour
+            );
+        }
         if let Some(dev) = gpu {
-            match CudaBackend::new(dev, wu, hu, bpc, model.vif, model.adm) {
+            let gpu_plan = GpuPlan {
+                vif: plan.vif_configs(),
+                adm: plan.adm_configs(),
+                features: plan.features,
+                chroma: frame.chroma.filter(|_| plan.psnr_chroma),
+                colour: frame.colour,
+            };
+            match CudaBackend::with_plan(dev, wu, hu, bpc, &gpu_plan) {
                 Ok(b) => {
                     gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the GPU");
                     return Ok(Box::new(b));
@@ -1301,6 +1544,10 @@ impl VmafCompare {
         chroma: &mut [[Vec<u16>; 2]; 2],
         tag: Tag,
     ) -> Result<Vec<Scored<Tag>>, PairError> {
+        let components = state.scorer.as_ref().is_some_and(|s| s.reads_components());
+        if components {
+            return self.push_components(state, (rm, dm), wants_chroma, bpc, tag);
+        }
         let mut sizes = [None, None];
         if wants_chroma {
             let [rc, dc] = chroma;
@@ -1358,6 +1605,54 @@ impl VmafCompare {
             .ok_or_else(|| PairError::Map("internal: no scorer".into()))?;
         scorer
             .push_frame(r, d, pair, tag)
+            .map_err(PairError::Engine)
+    }
+
+    /// Pushes mapped planes to a backend that unpacks chroma itself (the CUDA backend), with
+    /// the chroma components in the buffers' own layouts when `wants_chroma`.
+    fn push_components(
+        &self,
+        state: &mut State,
+        (rm, dm): (&mut MappedLuma<'_>, &mut MappedLuma<'_>),
+        wants_chroma: bool,
+        bpc: u32,
+        tag: Tag,
+    ) -> Result<Vec<Scored<Tag>>, PairError> {
+        let (r, rc) = rm
+            .inputs(bpc, wants_chroma)
+            .map_err(|e| PairError::Map(format!("reference: {e}")))?;
+        let (d, dc) = dm
+            .inputs(bpc, wants_chroma)
+            .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
+        let chroma = match (rc, dc) {
+            (Some(reference), Some(distorted)) if reference[0].size() == distorted[0].size() => {
+                Some(ChromaInput {
+                    reference,
+                    distorted,
+                })
+            }
+            (None, None) => None,
+            (rc, dc) => {
+                let show = |c: Option<[ComponentInput<'_>; 2]>| {
+                    c.map_or("none (no chroma)".to_owned(), |c| {
+                        let (w, h) = c[0].size();
+                        format!("{w}x{h}")
+                    })
+                };
+                return Err(PairError::Map(format!(
+                    "the metrics that read chroma need chroma planes of one size on both pads: \
+                     reference chroma is {}, distorted chroma is {}",
+                    show(rc),
+                    show(dc)
+                )));
+            }
+        };
+        let scorer = state
+            .scorer
+            .as_mut()
+            .ok_or_else(|| PairError::Map("internal: no scorer".into()))?;
+        scorer
+            .push_components(r, d, chroma, tag)
             .map_err(PairError::Engine)
     }
 

@@ -1,0 +1,401 @@
+//! Chroma on the GPU for the extra metrics that read it (`psnr_cb`/`psnr_cr`, SSIMULACRA2):
+//! each frame's Cb and Cr components reach the device in their buffer's own layout (host rows
+//! uploaded, CUDA memory read where it lies, other contexts copied), and `unpack_chroma`
+//! (`kernels/frame.cu`) turns them into the packed 16-bit planes of a [`ChromaDev`].
+//!
+//! Only the rows and bytes that carry chroma move: a planar component's `width` samples per
+//! row, an interleaved UV plane (NV12, P010) once for both components.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DevicePtrMut, PinnedHostSlice};
+
+use super::context::{function, launch, param, GpuDevice};
+use super::error::{CudaError, DriverResultExt};
+use super::memory::{alloc_zeroed, DeviceAlloc};
+use super::plane::{ChromaDev, DevPlane};
+use crate::engine::frame::{ComponentInput, FeatureError, HostComponent, SampleLayout};
+
+/// One chroma component in device memory, as `unpack_chroma` reads it (`struct Component` in
+/// `kernels/frame.cu`, same layout: 40 bytes, 8-byte aligned).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct DevComponent {
+    ptr: u64,
+    pitch: i64,
+    offset: u32,
+    step: u32,
+    wide: u32,
+    down: u32,
+    up: u32,
+    mask: u32,
+}
+
+impl DevComponent {
+    fn new(ptr: u64, pitch: usize, offset: usize, step: usize, layout: SampleLayout) -> Self {
+        Self {
+            ptr,
+            pitch: pitch as i64,
+            offset: offset as u32,
+            step: step as u32,
+            wide: u32::from(layout.bytes == 2),
+            down: layout.down,
+            up: layout.up,
+            mask: u32::from(layout.mask()),
+        }
+    }
+}
+
+/// The staging one frame slot keeps for the chroma of one of its frames (reference or
+/// distorted): pinned host rows and their device copy, each [`ChromaStaging::capacity`] bytes.
+pub struct ChromaStaging {
+    host: PinnedHostSlice<u8>,
+    dev: DeviceAlloc<u8>,
+}
+
+impl ChromaStaging {
+    /// Bytes for `width` x `height` chroma of two components at `sample_bytes`: two planar
+    /// components, or one interleaved plane of both.
+    pub fn capacity((width, height): (usize, usize), sample_bytes: usize) -> usize {
+        2 * width * height * sample_bytes
+    }
+
+    /// Allocates the staging (pinned host memory and device memory, on `stream`).
+    ///
+    /// Errors: [`CudaError::OutOfMemory`], [`CudaError::Driver`].
+    pub fn new(
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        size: (usize, usize),
+        sample_bytes: usize,
+    ) -> Result<Self, CudaError> {
+        let bytes = Self::capacity(size, sample_bytes);
+        // SAFETY: written (the rows staged) before each upload that reads it.
+        let host = unsafe { dev.context().alloc_pinned_with_flags::<u8>(bytes, 0) }
+            .allocating("cuMemHostAlloc(chroma staging)", bytes)?;
+        let dev_mem = alloc_zeroed::<u8>(stream, bytes, "cuMemAlloc(chroma plane)")?;
+        Ok(Self { host, dev: dev_mem })
+    }
+
+    /// Puts the two components of one frame where `unpack_chroma` can read them, enqueuing
+    /// copies on `upload`. Host components are packed row by row into the staging (one copy
+    /// per distinct plane: NV12's UV once) and uploaded; device components of `context` are
+    /// read where they lie; device components of another context are copied peer to peer.
+    ///
+    /// The caller keeps device components' memory valid until the frame's kernels are done,
+    /// and reuses this staging only after the previous upload from it completed.
+    ///
+    /// Errors: [`CudaError::Geometry`] when the rows do not fit the staging;
+    /// [`CudaError::Driver`] for a failed copy.
+    fn place(
+        &mut self,
+        comps: &[ComponentInput<'_>; 2],
+        context: usize,
+        upload: &CudaStream,
+    ) -> Result<[DevComponent; 2], CudaError> {
+        let base = self.dev.device_ptr(upload).0;
+        let capacity = self.host.len();
+        let mut used = 0usize;
+        // Device offsets of the planes staged so far, keyed by their host address and stride.
+        let mut staged: [(usize, usize, usize); 2] = [(0, 0, 0); 2];
+        let mut n_staged = 0;
+        let mut out = [DevComponent::default(); 2];
+        for (k, comp) in comps.iter().enumerate() {
+            out[k] = match comp {
+                ComponentInput::Host(h) => {
+                    let key = (h.data.as_ptr() as usize, h.stride);
+                    let row = plane_row_bytes(comps, key);
+                    let found = staged[..n_staged]
+                        .iter()
+                        .find(|s| (s.0, s.1) == key)
+                        .map(|s| s.2);
+                    let at = match found {
+                        Some(at) => at,
+                        None => {
+                            let at = used;
+                            let n = row * h.height;
+                            if at + n > capacity {
+                                return Err(too_big(h.width, h.height));
+                            }
+                            self.stage(h, row, at)?;
+                            self.upload_range(upload, base, at, n)?;
+                            used += n;
+                            staged[n_staged] = (key.0, key.1, at);
+                            n_staged += 1;
+                            at
+                        }
+                    };
+                    DevComponent::new(base + at as u64, row, h.offset, h.pixel_stride, h.layout)
+                }
+                ComponentInput::Device(d) if d.context == context => {
+                    DevComponent::new(d.ptr, d.pitch, d.offset, d.pixel_stride, d.layout)
+                }
+                ComponentInput::Device(d) => {
+                    // Another context: copy the rows that carry this component.
+                    let row = d.row_bytes();
+                    let at = used;
+                    let n = row * d.height;
+                    if at + n > capacity {
+                        return Err(too_big(d.width, d.height));
+                    }
+                    peer_copy(
+                        (d.ptr, d.context, d.pitch),
+                        (base + at as u64, context, row),
+                        (row, d.height),
+                        upload,
+                    )?;
+                    used += n;
+                    DevComponent::new(base + at as u64, row, d.offset, d.pixel_stride, d.layout)
+                }
+            };
+        }
+        Ok(out)
+    }
+
+    /// Packs `row` bytes of each of `h`'s rows into the staging at byte `at`.
+    fn stage(&mut self, h: &HostComponent<'_>, row: usize, at: usize) -> Result<(), CudaError> {
+        let dst = self
+            .host
+            .as_mut_slice()
+            .during("cuEventSynchronize(chroma staging)")?;
+        let Some(dst) = dst.get_mut(at..at + row * h.height) else {
+            return Err(too_big(h.width, h.height));
+        };
+        for (y, out) in dst.chunks_exact_mut(row).enumerate() {
+            let start = y * h.stride;
+            match h.data.get(start..start + row) {
+                Some(src) => out.copy_from_slice(src),
+                None => return Err(too_big(h.width, h.height)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads staging bytes `at..at + n` to the same offset of the device copy.
+    fn upload_range(
+        &self,
+        upload: &CudaStream,
+        base: u64,
+        at: usize,
+        n: usize,
+    ) -> Result<(), CudaError> {
+        let src = self
+            .host
+            .as_slice()
+            .during("cuEventSynchronize(chroma staging)")?
+            .get(at..at + n)
+            .ok_or_else(|| too_big(0, 0))?;
+        // SAFETY: the device copy holds `capacity >= at + n` bytes (checked by the caller);
+        // the pinned source stays untouched until this slot's frame is collected, which
+        // implies the upload completed.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(base + at as u64, src, upload.cu_stream())
+        }
+        .during("cuMemcpyHtoDAsync(chroma)")
+    }
+}
+
+/// Bytes of each row of the host plane `key` (address, stride) that either component on it
+/// reads: the larger of their [`HostComponent::row_bytes`].
+fn plane_row_bytes(comps: &[ComponentInput<'_>; 2], key: (usize, usize)) -> usize {
+    comps
+        .iter()
+        .filter_map(|c| match c {
+            ComponentInput::Host(h) if (h.data.as_ptr() as usize, h.stride) == key => {
+                Some(h.row_bytes())
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn too_big(width: usize, height: usize) -> CudaError {
+    CudaError::Geometry(FeatureError::WrongGeometry {
+        feature: "chroma",
+        expected_width: width,
+        expected_height: height,
+        expected_bpc: 16,
+        width,
+        height,
+        bpc: 16,
+    })
+}
+
+/// One pitched copy of `rows` rows of `row` bytes from `(ptr, context, pitch)` to `(ptr,
+/// context, pitch)`, enqueued on `stream`.
+///
+/// Errors: [`CudaError::Driver`].
+pub fn peer_copy(
+    (src, src_ctx, src_pitch): (u64, usize, usize),
+    (dst, dst_ctx, dst_pitch): (u64, usize, usize),
+    (row, rows): (usize, usize),
+    stream: &CudaStream,
+) -> Result<(), CudaError> {
+    let copy = sys::CUDA_MEMCPY3D_PEER {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: src,
+        srcArray: std::ptr::null_mut(),
+        srcContext: src_ctx as sys::CUcontext,
+        srcPitch: src_pitch,
+        srcHeight: rows,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        dstContext: dst_ctx as sys::CUcontext,
+        dstPitch: dst_pitch,
+        dstHeight: rows,
+        WidthInBytes: row,
+        Height: rows,
+        Depth: 1,
+    };
+    // SAFETY: the caller guarantees `rows` rows of `row` bytes at both ends, alive until the
+    // stream has run the copy.
+    unsafe { sys::cuMemcpy3DPeerAsync(&copy, stream.cu_stream()) }
+        .result()
+        .during("cuMemcpy3DPeerAsync")
+}
+
+/// The unpack kernel and the packed chroma planes it writes (one set: the compute stream runs
+/// one frame at a time), for one chroma size.
+pub struct ChromaGpu {
+    unpack: CudaFunction,
+    /// Reference Cb, Cr, distorted Cb, Cr: packed `u16`, `width * height` each.
+    planes: [DeviceAlloc<u16>; 4],
+    width: usize,
+    height: usize,
+}
+
+impl ChromaGpu {
+    /// Loads the kernel and allocates the four packed planes of `(width, height)` samples.
+    ///
+    /// Errors: [`CudaError::Driver`] (kernel lookup), [`CudaError::OutOfMemory`].
+    pub fn new(
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        (width, height): (usize, usize),
+    ) -> Result<Self, CudaError> {
+        let unpack = function(
+            &dev.modules().frame,
+            "unpack_chroma",
+            "cuModuleGetFunction(unpack_chroma)",
+        )?;
+        let n = width * height;
+        let what = "cuMemAlloc(packed chroma)";
+        let planes = [
+            alloc_zeroed::<u16>(stream, n, what)?,
+            alloc_zeroed::<u16>(stream, n, what)?,
+            alloc_zeroed::<u16>(stream, n, what)?,
+            alloc_zeroed::<u16>(stream, n, what)?,
+        ];
+        Ok(Self {
+            unpack,
+            planes,
+            width,
+            height,
+        })
+    }
+
+    /// The chroma size this was made for.
+    pub fn size(&self) -> (usize, usize) {
+        (self.width, self.height)
+    }
+
+    /// Places one frame's components through `staging` (see [`ChromaStaging`]), checking
+    /// their size first.
+    ///
+    /// Errors: [`CudaError::Geometry`] for components of another size; as the placement.
+    pub fn place(
+        &self,
+        staging: &mut ChromaStaging,
+        comps: &[ComponentInput<'_>; 2],
+        context: usize,
+        upload: &CudaStream,
+    ) -> Result<[PlacedComponent; 2], CudaError> {
+        for c in comps {
+            if c.size() != (self.width, self.height) {
+                let (w, h) = c.size();
+                return Err(CudaError::Geometry(FeatureError::wrong_size(
+                    "chroma",
+                    (self.width, self.height, 16),
+                    (w, h),
+                )));
+            }
+        }
+        let placed = staging.place(comps, context, upload)?;
+        Ok(placed.map(PlacedComponent))
+    }
+
+    /// Enqueues `unpack_chroma` on `stream` for the placed reference and distorted
+    /// components and returns the packed planes' descriptors.
+    ///
+    /// Errors: [`CudaError::Driver`] for a failed launch.
+    pub fn unpack(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: &[PlacedComponent; 2],
+        distorted: &[PlacedComponent; 2],
+    ) -> Result<ChromaDev, CudaError> {
+        let mut four = [
+            reference[0].0,
+            reference[1].0,
+            distorted[0].0,
+            distorted[1].0,
+        ];
+        let [a, b, c, d] = &mut self.planes;
+        let mut outs = [
+            a.device_ptr_mut(stream).0,
+            b.device_ptr_mut(stream).0,
+            c.device_ptr_mut(stream).0,
+            d.device_ptr_mut(stream).0,
+        ];
+        let mut w = self.width as i32;
+        let mut h = self.height as i32;
+        let grid = (
+            self.width.div_ceil(32) as u32,
+            self.height.div_ceil(8) as u32,
+            4,
+        );
+        // SAFETY: parameters match unpack_chroma(Four, Outputs, i32, i32) (4 x 40-byte
+        // components, 4 pointers); each output holds w * h samples; each component's rows
+        // are valid device memory for w samples at its step (placed above).
+        unsafe {
+            launch(
+                stream,
+                &self.unpack,
+                grid,
+                (32, 8, 1),
+                &mut [
+                    param(&mut four),
+                    param(&mut outs),
+                    param(&mut w),
+                    param(&mut h),
+                ],
+                "cuLaunchKernel(unpack_chroma)",
+            )?;
+        }
+        let plane =
+            |i: usize| DevPlane::new(outs[i], self.width * 2, SampleLayout::RIGHT_ALIGNED_U16);
+        Ok(ChromaDev {
+            reference: [plane(0), plane(1)],
+            distorted: [plane(2), plane(3)],
+            width: self.width,
+            height: self.height,
+        })
+    }
+}
+
+/// A component where `unpack_chroma` reads it (from [`ChromaGpu::place`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlacedComponent(DevComponent);
