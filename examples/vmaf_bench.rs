@@ -1094,7 +1094,11 @@ fn extras(args: &Args, gpu: &Gpu, cells: &[Cell], sets: &str) -> Result<bool, Bo
         let cuda = upload(gpu, &host, cell)?;
         let mut base: Option<(f64, f64)> = None;
         for features in std::iter::once("").chain(sets.split(';').map(str::trim)) {
-            let label = if features.is_empty() { "(VMAF alone)" } else { features };
+            let label = if features.is_empty() {
+                "(VMAF alone)"
+            } else {
+                features
+            };
             eprintln!("{} {label}", cell.label());
             let mut fps = Vec::new();
             let mut device = None;
@@ -1156,7 +1160,11 @@ fn extras(args: &Args, gpu: &Gpu, cells: &[Cell], sets: &str) -> Result<bool, Bo
                 (Some(v), Some(b)) if b > 0.0 => format!("{:.2}", v / b),
                 _ => "-".into(),
             };
-            eprintln!("  system {} fps, CUDA memory {} fps", show(system), show(cuda_fps));
+            eprintln!(
+                "  system {} fps, CUDA memory {} fps",
+                show(system),
+                show(cuda_fps)
+            );
             lines.push(format!(
                 "| {}x{} | {} | {label} | {} | {range} | {} | {} | {} | {} |",
                 cell.width,
@@ -1166,11 +1174,17 @@ fn extras(args: &Args, gpu: &Gpu, cells: &[Cell], sets: &str) -> Result<bool, Bo
                 show(cuda_fps),
                 ratio(system, base.map(|b| b.0)),
                 ratio(cuda_fps, base.map(|b| b.1)),
-                device.map_or("-".to_owned(), |b| format!("{:.0}", b as f64 / (1024.0 * 1024.0))),
+                device.map_or("-".to_owned(), |b| format!(
+                    "{:.0}",
+                    b as f64 / (1024.0 * 1024.0)
+                )),
             ));
         }
     }
-    println!("\nExtra metrics on {} (backend=cuda, {} s per run):\n", gpu.name, args.seconds);
+    println!(
+        "\nExtra metrics on {} (backend=cuda, {} s per run):\n",
+        gpu.name, args.seconds
+    );
     for l in &lines {
         println!("{l}");
     }

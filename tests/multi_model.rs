@@ -254,7 +254,10 @@ fn model_lists_on_cuda_equal_cpu() {
         }
         let cpu = run(&desc("cpu"), LONG);
         assert!(cpu.errors.is_empty(), "{:?}", cpu.errors);
-        assert_eq!(gpu.summary.as_ref().map(|s| s.backend.as_str()), Some("cuda"));
+        assert_eq!(
+            gpu.summary.as_ref().map(|s| s.backend.as_str()),
+            Some("cuda")
+        );
         assert_eq!(cpu.frames.len(), p.frames);
         assert_eq!(gpu.frames.len(), p.frames);
         let mut compared = 0;

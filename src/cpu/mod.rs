@@ -5,10 +5,12 @@ pub mod adm;
 pub mod motion;
 pub mod psnr;
 pub mod ssim;
+pub mod ssimulacra2;
 pub mod vif;
 
 use std::collections::VecDeque;
 
+use crate::engine::colour::YuvToRgb;
 use crate::engine::features::FeatureSet;
 use crate::engine::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
 use crate::engine::scorer::{Backend, EngineError, RawFeatures, MAX_OPTION_SETS};
@@ -27,8 +29,8 @@ const fn max(a: usize, b: usize) -> usize {
 }
 
 /// VIF + ADM + motion on the CPU, one thread, for one geometry, and the extra metrics of a
-/// [`FeatureSet`] (PSNR, float SSIM, float MS-SSIM). Keeps a copy of the previous reference
-/// plane for motion.
+/// [`FeatureSet`] (PSNR, float SSIM, float MS-SSIM, SSIMULACRA2). Keeps a copy of the previous
+/// reference plane for motion.
 pub struct CpuBackend {
     vif: vif::Vif,
     adm: adm::Adm,
@@ -39,6 +41,9 @@ pub struct CpuBackend {
     adm_cfgs: Vec<adm::AdmConfig>,
     features: FeatureSet,
     ssim: ssim::Ssim,
+    ssimulacra2: ssimulacra2::Ssimulacra2,
+    /// The YUV -> RGB conversion SSIMULACRA2 uses.
+    colour: YuvToRgb,
     prev_ref: Vec<u16>,
     has_prev: bool,
     /// Packed copies of host rows in another layout (8-bit, P010, shifted depth).
@@ -108,6 +113,8 @@ impl CpuBackend {
             adm_cfgs: adm_cfgs.to_vec(),
             features,
             ssim: ssim::Ssim::new(),
+            ssimulacra2: ssimulacra2::Ssimulacra2::new(),
+            colour: YuvToRgb::default(),
             prev_ref: vec![0; width * height],
             has_prev: false,
             scratch_ref: Vec::new(),
@@ -117,6 +124,14 @@ impl CpuBackend {
             height,
             bpc,
         })
+    }
+
+    /// The YUV -> RGB conversion SSIMULACRA2 uses (from the caps' colorimetry); the default
+    /// is [`YuvToRgb::default()`] (BT.709 matrix, limited range, BT.709 transfer). Only the
+    /// `ssimulacra2` feature reads it.
+    pub fn with_colour(mut self, conv: YuvToRgb) -> Self {
+        self.colour = conv;
+        self
     }
 }
 
@@ -204,11 +219,13 @@ impl CpuBackend {
         self.extract_frame(reference, distorted, None, full)
     }
 
-    /// [`CpuBackend::extract`] with the chroma planes that `psnr_cb` / `psnr_cr` read
-    /// (without them those two stay 0).
+    /// [`CpuBackend::extract`] with the chroma planes that `psnr_cb` / `psnr_cr` and
+    /// `ssimulacra2` read (without them `psnr_cb` / `psnr_cr` stay 0 and SSIMULACRA2 scores
+    /// the frames as grey).
     ///
     /// Errors: as [`CpuBackend::extract`], and [`FeatureError::WrongGeometry`] when the
-    /// chroma planes of the two frames differ in size or depth.
+    /// chroma planes of the two frames differ in size or depth (or, for `ssimulacra2`, the
+    /// chroma depth differs from the luma depth).
     pub fn extract_frame(
         &mut self,
         reference: &LumaPlane,
@@ -276,6 +293,11 @@ impl CpuBackend {
         }
         if f.float_ms_ssim {
             raw.extra.float_ms_ssim = self.ssim.float_ms_ssim(reference, distorted)?;
+        }
+        if f.ssimulacra2 {
+            raw.extra.ssimulacra2 =
+                self.ssimulacra2
+                    .score(reference, distorted, chroma, &self.colour)?;
         }
         Ok(())
     }

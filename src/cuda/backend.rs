@@ -241,6 +241,8 @@ pub struct CudaBackend {
     holds: VecDeque<Hold>,
     /// A failure of `reset` (which cannot return one), reported by the next call.
     deferred: Option<CudaError>,
+    /// Bytes copied to the device for input planes since creation (uploads and peer copies).
+    bytes_copied: u64,
     /// The two streams, for [`super::fault::live`].
     _counted: [Counted; 2],
 }
@@ -391,8 +393,16 @@ impl CudaBackend {
             ready: VecDeque::with_capacity(SLOTS),
             holds: VecDeque::with_capacity(2 * SLOTS + 2),
             deferred: None,
+            bytes_copied: 0,
             _counted: [Counted::new(Handle::Stream), Counted::new(Handle::Stream)],
         })
+    }
+
+    /// Bytes copied to the device for input planes (luma and chroma, host uploads and
+    /// peer-to-peer copies) since creation: the measure that copies move only the rows and
+    /// bytes that carry samples (issue 8).
+    pub fn bytes_copied(&self) -> u64 {
+        self.bytes_copied
     }
 
     /// This backend's `CUcontext` (as an address), to compare with a device plane's.
@@ -516,6 +526,7 @@ impl CudaBackend {
                 let bytes = sample_bytes(self.bpc);
                 let n = Self::stage_packed(&p, dst, bytes);
                 upload(n, host)?;
+                self.bytes_copied += n as u64;
                 let layout = if bytes == 1 {
                     SampleLayout {
                         bytes: 1,
@@ -532,6 +543,7 @@ impl CudaBackend {
                 let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
                 let n = Self::stage_host(&h, dst);
                 upload(n, host)?;
+                self.bytes_copied += n as u64;
                 Ok(DevPlane::new(dev_ptr, h.width * h.layout.bytes, h.layout))
             }
             LumaInput::Device(d) => {
@@ -562,6 +574,7 @@ impl CudaBackend {
                     (row, height),
                     &self.upload,
                 )?;
+                self.bytes_copied += (row * height) as u64;
                 self.holds.push_back(Hold {
                     release_after: staging.index,
                     _keep: hold,
@@ -624,8 +637,9 @@ impl CudaBackend {
             full,
         ) {
             let [r, d] = staging;
-            let pr = gpu.place(r, &c.reference, self.context, &self.upload)?;
-            let pd = gpu.place(d, &c.distorted, self.context, &self.upload)?;
+            let (pr, nr) = gpu.place(r, &c.reference, self.context, &self.upload)?;
+            let (pd, nd) = gpu.place(d, &c.distorted, self.context, &self.upload)?;
+            self.bytes_copied += (nr + nd) as u64;
             placed = Some((pr, pd));
         }
         self.slots[s].has_chroma = placed.is_some();

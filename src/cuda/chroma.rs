@@ -86,6 +86,8 @@ impl ChromaStaging {
     /// The caller keeps device components' memory valid until the frame's kernels are done,
     /// and reuses this staging only after the previous upload from it completed.
     ///
+    /// Returns the components' descriptors and the bytes copied (uploaded or peer-copied).
+    ///
     /// Errors: [`CudaError::Geometry`] when the rows do not fit the staging;
     /// [`CudaError::Driver`] for a failed copy.
     fn place(
@@ -93,7 +95,7 @@ impl ChromaStaging {
         comps: &[ComponentInput<'_>; 2],
         context: usize,
         upload: &CudaStream,
-    ) -> Result<[DevComponent; 2], CudaError> {
+    ) -> Result<([DevComponent; 2], usize), CudaError> {
         let base = self.dev.device_ptr(upload).0;
         let capacity = self.host.len();
         let mut used = 0usize;
@@ -150,7 +152,7 @@ impl ChromaStaging {
                 }
             };
         }
-        Ok(out)
+        Ok((out, used))
     }
 
     /// Packs `row` bytes of each of `h`'s rows into the staging at byte `at`.
@@ -313,7 +315,8 @@ impl ChromaGpu {
     }
 
     /// Places one frame's components through `staging` (see [`ChromaStaging`]), checking
-    /// their size first.
+    /// their size first. Returns them and the bytes copied to the device for them (0 for
+    /// components read where they lie).
     ///
     /// Errors: [`CudaError::Geometry`] for components of another size; as the placement.
     pub fn place(
@@ -322,7 +325,7 @@ impl ChromaGpu {
         comps: &[ComponentInput<'_>; 2],
         context: usize,
         upload: &CudaStream,
-    ) -> Result<[PlacedComponent; 2], CudaError> {
+    ) -> Result<([PlacedComponent; 2], usize), CudaError> {
         for c in comps {
             if c.size() != (self.width, self.height) {
                 let (w, h) = c.size();
@@ -333,8 +336,8 @@ impl ChromaGpu {
                 )));
             }
         }
-        let placed = staging.place(comps, context, upload)?;
-        Ok(placed.map(PlacedComponent))
+        let (placed, bytes) = staging.place(comps, context, upload)?;
+        Ok((placed.map(PlacedComponent), bytes))
     }
 
     /// Enqueues `unpack_chroma` on `stream` for the placed reference and distorted
