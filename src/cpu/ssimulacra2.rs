@@ -10,11 +10,10 @@
 //!
 //! Conditioning: the metric core works in f32 and takes variances as `blur(x^2) - blur(x)^2`
 //! against a constant of 0.0009, with weights up to 225 on coarse-scale SSIM means. On src01
-//! 576x324 a one-ulp change of every linear RGB value moves the score by 5e-4 to 3e-3, and an
-//! f32 conversion with fused multiply-adds by 1e-3. Two implementations agree to 1e-4 only
-//! when their linear RGB is bit-identical and their metric cores perform the same f32
-//! operations: the conversion is therefore evaluated in f64 and rounded once to f32, which
-//! the GPU kernel reproduces bit for bit.
+//! 576x324 a one-ulp change of every linear RGB value moves the score by 5e-4 to 3e-3, and
+//! evaluating the conversion in f64 (rounded once to f32) moves it by 1.1e-4, with fused
+//! multiply-adds in f32 by 1e-3. Two implementations agree to 1e-4 only when their linear RGB
+//! is bit-identical and their metric cores perform the same f32 operations.
 
 use ssimulacra2::{LinearRgb, Ssimulacra2Error};
 
@@ -34,19 +33,19 @@ pub const MIN_HEIGHT: usize = 8;
 #[derive(Debug, Clone, Copy)]
 struct Coeffs {
     /// Luma: `y' = (Y - y_off) / y_range`.
-    y_off: f64,
-    y_range: f64,
+    y_off: f32,
+    y_range: f32,
     /// Chroma: `c' = (C - c_off) / c_range`.
-    c_off: f64,
-    c_range: f64,
-    kr: f64,
-    kb: f64,
+    c_off: f32,
+    c_range: f32,
+    kr: f32,
+    kb: f32,
     /// `2 (1 - Kr)`.
-    r_cr: f64,
+    r_cr: f32,
     /// `2 (1 - Kb)`.
-    b_cb: f64,
+    b_cb: f32,
     /// `1 - Kr - Kb`.
-    g_div: f64,
+    g_div: f32,
     transfer: Transfer,
 }
 
@@ -54,11 +53,11 @@ impl Coeffs {
     /// `bpc` outside `8..=16` is clamped into it (callers validate the depth first).
     fn new(conv: &YuvToRgb, bpc: u32) -> Self {
         let bpc = bpc.clamp(8, 16);
-        // Every constant below is an integer below 2^17: exact in f64.
-        let s = (1u32 << (bpc - 8)) as f64;
-        let max = ((1u32 << bpc) - 1) as f64;
+        // Every constant below is an integer below 2^17: exact in f32.
+        let s = (1u32 << (bpc - 8)) as f32;
+        let max = ((1u32 << bpc) - 1) as f32;
         let (y_off, y_range, c_off, c_range) = if conv.full_range {
-            (0.0, max, (1u32 << (bpc - 1)) as f64, max)
+            (0.0, max, (1u32 << (bpc - 1)) as f32, max)
         } else {
             (16.0 * s, 219.0 * s, 128.0 * s, 224.0 * s)
         };
@@ -79,25 +78,24 @@ impl Coeffs {
 
     /// Step 2 for a chroma sample.
     #[inline]
-    fn chroma(&self, c: u16) -> f64 {
-        (f64::from(c) - self.c_off) / self.c_range
+    fn chroma(&self, c: u16) -> f32 {
+        (f32::from(c) - self.c_off) / self.c_range
     }
 
     /// Steps 2 (luma), 3 and 4 for one pixel with normalised chroma `cb`, `cr`.
     #[inline]
-    fn pixel(&self, y: u16, cb: f64, cr: f64) -> [f32; 3] {
-        let y = (f64::from(y) - self.y_off) / self.y_range;
+    fn pixel(&self, y: u16, cb: f32, cr: f32) -> [f32; 3] {
+        let y = (f32::from(y) - self.y_off) / self.y_range;
         let r = y + self.r_cr * cr;
         let b = y + self.b_cb * cb;
         let g = (y - self.kr * r - self.kb * b) / self.g_div;
-        // The one rounding to f32 (see crate::engine::colour).
-        [r, g, b].map(|c| linearise(c.clamp(0.0, 1.0), self.transfer) as f32)
+        [r, g, b].map(|c| linearise(c.clamp(0.0, 1.0), self.transfer))
     }
 }
 
 /// Step 4 of [`crate::engine::colour`]: non-linear `c` in `[0, 1]` to linear light.
 #[inline]
-fn linearise(c: f64, transfer: Transfer) -> f64 {
+fn linearise(c: f32, transfer: Transfer) -> f32 {
     match transfer {
         Transfer::Srgb => {
             if c <= 0.04045 {
@@ -351,7 +349,7 @@ mod tests {
 
     #[test]
     fn transfer_curves() {
-        let t = |c: f64, tr| linearise(c, tr);
+        let t = |c: f32, tr| f64::from(linearise(c, tr));
         // sRGB: linear segment up to and including 0.04045, power above.
         assert!((t(0.04045, Transfer::Srgb) - 0.003_130_805).abs() < 1e-8);
         assert!((t(0.04, Transfer::Srgb) - 0.003_095_975).abs() < 1e-8);
