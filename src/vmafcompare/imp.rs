@@ -545,9 +545,12 @@ impl ObjectImpl for VmafCompare {
                     .blurb(
                         "Extra metrics beside VMAF, comma-separated: psnr (psnr_y, psnr_cb, \
                          psnr_cr: libvmaf's integer PSNR), float_ssim, float_ms_ssim \
-                         (libvmaf's; frames of at least 176x176). Computed on the CPU: \
-                         backend=cuda refuses them at NULL->READY, backend=auto scores on the \
-                         CPU. Empty: none",
+                         (libvmaf's; frames of at least 176x176), ssimulacra2 (on RGB converted \
+                         with the reference caps' colorimetry, named in the log). Reported in \
+                         the frame message, the buffer meta, the summary and the log under \
+                         these names; computed by the selected backend (GPU or CPU). Metrics \
+                         that read chroma need the same chroma subsampling on both pads. \
+                         Empty: VMAF's features only",
                     )
                     .default_value(Some(""))
                     .mutable_ready()
@@ -1346,7 +1349,7 @@ impl VmafCompare {
                 ),
             }
         }
-        match Self::cpu_backend(plan, (wu, hu, bpc)) {
+        match Self::cpu_backend(plan, (wu, hu, bpc), frame.colour) {
             Ok(b) => {
                 gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
                 Ok(Box::new(b))
@@ -1362,6 +1365,7 @@ impl VmafCompare {
     fn cpu_backend(
         plan: &ScorePlan,
         (w, h, bpc): (usize, usize, u32),
+        colour: YuvToRgb,
     ) -> Result<CpuBackend, crate::engine::FeatureError> {
         CpuBackend::with_features(
             w,
@@ -1371,6 +1375,7 @@ impl VmafCompare {
             &plan.adm_configs(),
             plan.features,
         )
+        .map(|b| b.with_colour(colour))
     }
 
     /// Posts a scoring failure as an element error.
@@ -1703,7 +1708,12 @@ impl VmafCompare {
             {
                 // The GPU failed mid-stream: finish the stream on the CPU.
                 let plan = state.scorer.as_ref().map(|s| s.plan().clone());
-                match plan.map(|p| Self::cpu_backend(&p, (w, h, bpc))) {
+                let colour = state
+                    .reference
+                    .as_ref()
+                    .map(|r| yuv_to_rgb(&r.info))
+                    .unwrap_or_default();
+                match plan.map(|p| Self::cpu_backend(&p, (w, h, bpc), colour)) {
                     Some(Ok(cpu)) => {
                         let lost = match state.scorer.as_mut() {
                             Some(scorer) => {
