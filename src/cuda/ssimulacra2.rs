@@ -232,7 +232,7 @@ fn as_i32(v: usize, width: usize, height: usize, bpc: u32) -> Result<i32, CudaEr
 /// Scratch, allocated once in [`Ssimulacra2Gpu::new`] (`P` = the pixels of all scored scales,
 /// about 4/3 of the frame's): XYB planes `6 P` f32, horizontally blurred planes `15 P` f32,
 /// linear RGB of scales 1.. `6 (P - w h)` f32, and 6 f64 per vertical-pass block: about
-/// 112 bytes per frame pixel (232 MB at 1920x1080).
+/// 120 bytes per frame pixel (249 MB at 1920x1080).
 pub struct Ssimulacra2Gpu {
     xyb_yuv: CudaFunction,
     xyb_lin: CudaFunction,
