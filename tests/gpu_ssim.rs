@@ -356,6 +356,72 @@ fn run_case(
     );
 }
 
+/// Prints the device time per frame of PSNR (with chroma), SSIM + MS-SSIM, and all three,
+/// averaged over back-to-back frames (planes uploaded once; informative, not asserted).
+fn time_extras(dev: &GpuDevice, stream: &Arc<CudaStream>, (r, d): (&Frame, &Frame)) {
+    const FRAMES: u32 = 200;
+    let (w, h, bpc) = (r.w, r.h, r.bpc);
+    let (cw, ch) = r.chroma_size();
+    let mut psnr_gpu = PsnrGpu::new(dev, stream, w, h, bpc).expect("PsnrGpu::new");
+    let mut ssim_gpu = SsimGpu::new(dev, stream, w, h, bpc, true, true).expect("SsimGpu::new");
+    let mut out = alloc_zeroed::<u64>(
+        stream,
+        PsnrGpu::RESULT_WORDS + SsimGpu::RESULT_WORDS,
+        "test out",
+    )
+    .expect("alloc out");
+    let (_ry, ry) = upload(stream, &r.y, w, h, Layout::U16Packed);
+    let (_dy, dy) = upload(stream, &d.y, w, h, Layout::U16Packed);
+    let bufs: Vec<DeviceAlloc<u16>> = [&r.cb, &r.cr, &d.cb, &d.cr]
+        .iter()
+        .map(|p| alloc_copy(stream, &p[..], "test chroma").expect("upload chroma"))
+        .collect();
+    let cp = |i: usize| DevPlane::packed_u16(&bufs[i], cw, stream);
+    let chroma = ChromaDev {
+        reference: [cp(0), cp(1)],
+        distorted: [cp(2), cp(3)],
+        width: cw,
+        height: ch,
+    };
+    let n = PsnrGpu::RESULT_WORDS;
+    let mut per_frame = |psnr_on: bool, ssim_on: bool| -> f64 {
+        let mut frame = |out: &mut DeviceAlloc<u64>| {
+            if psnr_on {
+                psnr_gpu
+                    .enqueue(stream, ry, dy, Some(&chroma), &mut out.slice_mut(0..n))
+                    .expect("psnr enqueue");
+            }
+            if ssim_on {
+                ssim_gpu
+                    .enqueue(
+                        stream,
+                        ry,
+                        dy,
+                        &mut out.slice_mut(n..n + SsimGpu::RESULT_WORDS),
+                    )
+                    .expect("ssim enqueue");
+            }
+        };
+        for _ in 0..10 {
+            frame(&mut out);
+        }
+        stream.synchronize().expect("synchronize");
+        let t = std::time::Instant::now();
+        for _ in 0..FRAMES {
+            frame(&mut out);
+        }
+        stream.synchronize().expect("synchronize");
+        t.elapsed().as_secs_f64() * 1e6 / f64::from(FRAMES)
+    };
+    let p = per_frame(true, false);
+    let s = per_frame(false, true);
+    let both = per_frame(true, true);
+    println!(
+        "timing {w}x{h} {bpc}-bit, {FRAMES} frames back to back: psnr (Y+Cb+Cr) {p:.1} us/frame, \
+         float_ssim + float_ms_ssim {s:.1} us/frame, all {both:.1} us/frame"
+    );
+}
+
 #[test]
 fn gpu_psnr_ssim_match_cpu() {
     let dev = match GpuDevice::open(0) {
@@ -439,6 +505,9 @@ fn gpu_psnr_ssim_match_cpu() {
         &hd_pairs,
         Layout::U16Pitched { pad: 128 },
     );
+    if let Some((r, d)) = hd.first() {
+        time_extras(&dev, &stream, (r, d));
+    }
 
     let odd: Vec<(Frame, Frame)> = synthetic(723, 405, 8, 2);
     let odd_pairs: Vec<(&Frame, &Frame)> = odd.iter().map(|(a, b)| (a, b)).collect();
