@@ -53,9 +53,21 @@ pub fn sse(reference: &LumaPlane, distorted: &LumaPlane) -> u64 {
 /// Returns a value in `[0, 6 * bpc + 12]`; planes of different sizes are compared over their
 /// common part (callers check sizes first).
 pub fn psnr(reference: &LumaPlane, distorted: &LumaPlane) -> f64 {
-    let bpc = reference.bpc;
-    let n = (reference.width * reference.height).max(1) as f64;
-    let mse = sse(reference, distorted) as f64 / n;
+    psnr_from_sse(
+        sse(reference, distorted),
+        reference.width * reference.height,
+        reference.bpc,
+    )
+}
+
+/// PSNR in dB from a plane's sum of squared errors ([`sse`]) over `pixels` samples
+/// (`width * height` of the plane; 0 counts as 1) at `bpc` bits:
+/// `min(10 * log10(peak^2 / max(sse / pixels, 1e-16)), 6 * bpc + 12)`, in
+/// `[0, 6 * bpc + 12]`. [`psnr`] and the GPU path (`crate::cuda::psnr`) share it, so equal
+/// sums give bit-identical scores.
+pub fn psnr_from_sse(sse: u64, pixels: usize, bpc: u32) -> f64 {
+    let n = pixels.max(1) as f64;
+    let mse = sse as f64 / n;
     let p = peak(bpc);
     (10.0 * (p * p / mse.max(1e-16)).log10()).min(psnr_max(bpc))
 }

@@ -21,8 +21,8 @@ use crate::engine::frame::{FeatureError, LumaPlane};
 
 /// The 11-tap Gaussian window (sigma 1.5), by distance from the centre (0..=5).
 const GAUSS: [f32; 6] = [0.266012, 0.213006, 0.109361, 0.036001, 0.007599, 0.001028];
-/// Window length.
-const GAUSS_LEN: usize = 11;
+/// Window length: the smallest side SSIM accepts at any scale.
+pub const GAUSS_LEN: usize = 11;
 
 /// MS-SSIM's 9x9 low-pass filter, `LPF[|dy|][|dx|]` (symmetric in both directions).
 const LPF: [[f32; 5]; 5] = [
@@ -48,6 +48,62 @@ pub const MS_SSIM_MIN_SIZE: usize = GAUSS_LEN << (MS_SSIM_SCALES - 1);
 /// `compute_ms_ssim`).
 pub fn ms_ssim_fits(width: usize, height: usize) -> bool {
     (0..MS_SSIM_SCALES).all(|i| (width >> i) >= GAUSS_LEN && (height >> i) >= GAUSS_LEN)
+}
+
+/// `float_ssim`'s down-scaling factor for a `width` x `height` frame (1: none; see
+/// [`Ssim::float_ssim`]), or the error `float_ssim` gives for that geometry:
+/// [`FeatureError::FrameTooSmall`] when a side is below 11 samples, before or after the
+/// down-scaling. The GPU path (`crate::cuda::ssim`) checks with it too.
+pub fn float_ssim_scale(width: usize, height: usize) -> Result<usize, FeatureError> {
+    if width < GAUSS_LEN || height < GAUSS_LEN {
+        return Err(FeatureError::FrameTooSmall {
+            feature: "float_ssim",
+            width,
+            height,
+            min_width: GAUSS_LEN,
+            min_height: GAUSS_LEN,
+        });
+    }
+    let scale = auto_scale(width, height);
+    if scale > 1 && (decimated(width, scale) < GAUSS_LEN || decimated(height, scale) < GAUSS_LEN) {
+        return Err(FeatureError::FrameTooSmall {
+            feature: "float_ssim",
+            width,
+            height,
+            min_width: GAUSS_LEN * scale,
+            min_height: GAUSS_LEN * scale,
+        });
+    }
+    Ok(scale)
+}
+
+/// SSIM's constants `(C1, C2, C3)` in `f32` as IQA computes them for an 8-bit range:
+/// `C1 = (0.01 * 255)^2`, `C2 = (0.03 * 255)^2`, `C3 = C2 / 2`.
+pub fn ssim_constants() -> (f32, f32, f32) {
+    let k1 = 0.01f32 * 255.0;
+    let k2 = 0.03f32 * 255.0;
+    let c1 = k1 * k1;
+    let c2 = k2 * k2;
+    (c1, c2, c2 / 2.0)
+}
+
+/// The weight of each tap of `float_ssim`'s `scale x scale` box filter: `1 / scale^2` in `f32`.
+pub fn box_tap(scale: usize) -> f32 {
+    1.0f32 / (scale * scale) as f32
+}
+
+/// MS-SSIM from the per-scale means `[l, c, s]` (each the `f32` mean over that scale's valid
+/// region, scale 0 first): the product over scales of `l^alpha * c^beta * s^beta` in `f64`
+/// with Wang's exponents (IQA's `iqa_ms_ssim` with default arguments).
+pub fn ms_ssim_combine(means: &[[f32; 3]; MS_SSIM_SCALES]) -> f64 {
+    let mut msssim = 1.0f64;
+    for (i, &[l, c, s]) in means.iter().enumerate() {
+        let term = f64::from(l).powf(f64::from(MS_ALPHA[i]))
+            * f64::from(c).powf(f64::from(MS_BETA[i]))
+            * f64::from(s).powf(f64::from(MS_BETA[i]));
+        msssim *= term;
+    }
+    msssim
 }
 
 /// The error `float_ms_ssim` gives for a frame below [`MS_SSIM_MIN_SIZE`].
@@ -137,34 +193,15 @@ impl Ssim {
         reference: &LumaPlane,
         distorted: &LumaPlane,
     ) -> Result<f64, FeatureError> {
-        let (w, h) = (reference.width, reference.height);
-        if w < GAUSS_LEN || h < GAUSS_LEN {
-            return Err(FeatureError::FrameTooSmall {
-                feature: "float_ssim",
-                width: w,
-                height: h,
-                min_width: GAUSS_LEN,
-                min_height: GAUSS_LEN,
-            });
-        }
+        let scale = float_ssim_scale(reference.width, reference.height)?;
         to_float(reference, &mut self.reference);
         to_float(distorted, &mut self.distorted);
-        let scale = auto_scale(w, h);
         if scale > 1 {
             let mut small = Image::default();
             box_decimate(&self.reference, scale, &mut small);
             std::mem::swap(&mut self.reference, &mut small);
             box_decimate(&self.distorted, scale, &mut small);
             std::mem::swap(&mut self.distorted, &mut small);
-            if self.reference.w < GAUSS_LEN || self.reference.h < GAUSS_LEN {
-                return Err(FeatureError::FrameTooSmall {
-                    feature: "float_ssim",
-                    width: w,
-                    height: h,
-                    min_width: GAUSS_LEN * scale,
-                    min_height: GAUSS_LEN * scale,
-                });
-            }
         }
         let (r, d) = (
             std::mem::take(&mut self.reference),
@@ -203,28 +240,21 @@ impl Ssim {
             let (done, rest) = diss.split_at_mut(i);
             lpf_decimate(&done[i - 1], &mut rest[0]);
         }
-        let mut msssim = 1.0f64;
-        for i in 0..MS_SSIM_SCALES {
+        let mut means = [[0.0f32; 3]; MS_SSIM_SCALES];
+        for (i, m) in means.iter_mut().enumerate() {
             let lcs = self.ssim_scale(&refs[i], &diss[i]);
-            let term = f64::from(lcs.l).powf(f64::from(MS_ALPHA[i]))
-                * f64::from(lcs.c).powf(f64::from(MS_BETA[i]))
-                * f64::from(lcs.s).powf(f64::from(MS_BETA[i]));
-            msssim *= term;
+            *m = [lcs.l, lcs.c, lcs.s];
         }
         self.ref_scales = refs;
         self.dis_scales = diss;
-        Ok(msssim)
+        Ok(ms_ssim_combine(&means))
     }
 
     /// SSIM of one scale with the Gaussian window over the valid region (IQA's `_iqa_ssim`
     /// with default arguments). Both images have the same size, at least 11x11.
     fn ssim_scale(&mut self, r: &Image, d: &Image) -> Lcs {
         let (w, h) = (r.w, r.h);
-        let k1 = 0.01f32 * 255.0;
-        let k2 = 0.03f32 * 255.0;
-        let c1 = k1 * k1;
-        let c2 = k2 * k2;
-        let c3 = c2 / 2.0;
+        let (c1, c2, c3) = ssim_constants();
         let (dw, dh) = (w + 1 - GAUSS_LEN, h + 1 - GAUSS_LEN);
         let n = dw * dh;
         let Self {
@@ -335,8 +365,9 @@ fn gauss_valid(img: &[f32], w: usize, h: usize, out: &mut Vec<f32>, cache: &mut 
     }
 }
 
-/// Size after IQA's decimation by `factor`: `n / factor + (n & 1)`.
-fn decimated(n: usize, factor: usize) -> usize {
+/// Size after IQA's decimation by `factor`: `n / factor + (n & 1)` (MS-SSIM's halving and
+/// `float_ssim`'s down-scaling).
+pub fn decimated(n: usize, factor: usize) -> usize {
     n / factor + (n & 1)
 }
 
@@ -377,7 +408,7 @@ fn lpf_decimate(src: &Image, out: &mut Image) {
 
 /// `float_ssim`'s down-scaling: a `scale x scale` box filter (each tap `1 / scale`^2).
 fn box_decimate(src: &Image, scale: usize, out: &mut Image) {
-    let tap = 1.0f32 / (scale * scale) as f32;
+    let tap = box_tap(scale);
     decimate(src, scale, scale, |_, _| tap, out);
 }
 
