@@ -213,11 +213,12 @@ impl GstCuda {
         let raw = mem.as_mut_ptr();
         // SAFETY: `raw` is GstCudaMemory (checked): its public head has this layout in 1.22.
         let head = unsafe { &*(raw as *const GstCudaMemoryHead) };
-        let n_planes = (head.info.finfo.is_null())
-            .then_some(0)
+        let n_planes = if head.info.finfo.is_null() {
+            0
+        } else {
             // SAFETY: a non-null finfo of a GstVideoInfo points at static format info.
-            .unwrap_or_else(|| unsafe { (*head.info.finfo).n_planes } as usize)
-            .min(4);
+            (unsafe { (*head.info.finfo).n_planes } as usize).min(4)
+        };
         let mut offsets = head.info.offset;
         let mut strides = head.info.stride.map(|s| s.max(0) as usize);
         if let Some(meta) = buffer.meta::<gst_video::VideoMeta>() {

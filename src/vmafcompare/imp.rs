@@ -141,6 +141,10 @@ enum MappedLuma<'a> {
     Device(Option<DeviceLuma>, Option<[DeviceComponent; 2]>),
 }
 
+/// `(CUdeviceptr, pitch)` of a frame's planes 0..3 in device memory (`(0, 0)` past the
+/// format's planes).
+type DevicePlanes = [(u64, usize); 3];
+
 /// Where chroma component `c` (1: Cb, 2: Cr) of a `w` x `h` frame of format `finfo` lies:
 /// `(plane, (width, height), pixel_stride, offset, layout)` with samples raised to `bpc`.
 fn component_geometry(
@@ -1165,7 +1169,7 @@ impl VmafCompare {
         mem: &gst_allocators::DmaBufMemoryRef,
         buffer: &gst::Buffer,
         info: &gst_video::VideoInfo,
-    ) -> Result<([(u64, usize); 3], Box<dyn Send>), String> {
+    ) -> Result<(DevicePlanes, Box<dyn Send>), String> {
         let fd = mem.fd();
         if fd < 0 {
             return Err("DMABuf memory without a file descriptor".into());
