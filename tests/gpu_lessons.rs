@@ -9,7 +9,9 @@
 //! a failure. `--nocapture` prints the measured numbers.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use gstvmafcompare::cpu::adm::AdmConfig;
 use gstvmafcompare::cpu::vif::VifConfig;
@@ -30,11 +32,41 @@ struct Counting;
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
+/// While set, the first few allocations record where they come from (printed on failure).
+static TRACE: AtomicBool = AtomicBool::new(false);
+static TRACES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static IN_TRACE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Records a backtrace of the current allocation (the first 4 while [`TRACE`] is set).
+fn trace(size: usize) {
+    if !TRACE.load(Ordering::Relaxed) || IN_TRACE.with(Cell::get) {
+        return;
+    }
+    IN_TRACE.with(|t| t.set(true));
+    if let Ok(mut v) = TRACES.lock() {
+        if v.len() < 4 {
+            let bt = std::backtrace::Backtrace::force_capture().to_string();
+            let frames: Vec<&str> = bt
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("at "))
+                .take(24)
+                .collect();
+            v.push(format!("{size} bytes:\n{}", frames.join("\n")));
+        }
+    }
+    IN_TRACE.with(|t| t.set(false));
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+        if !IN_TRACE.with(Cell::get) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+            trace(layout.size());
+        }
         // SAFETY: forwarded unchanged.
         unsafe { System.alloc(layout) }
     }
@@ -43,8 +75,11 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+        if !IN_TRACE.with(Cell::get) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+            trace(new_size);
+        }
         // SAFETY: forwarded unchanged.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -205,12 +240,19 @@ fn no_host_allocation_per_frame_or_scale() {
             ALLOCS.load(Ordering::Relaxed),
             BYTES.load(Ordering::Relaxed),
         );
+        TRACE.store(true, Ordering::Relaxed);
         for _ in 0..frames {
             submit(&mut b, &r, &d, size, true);
         }
         while b.collect(true).expect("collect").is_some() {}
+        TRACE.store(false, Ordering::Relaxed);
         let allocs = ALLOCS.load(Ordering::Relaxed) - a0;
         let bytes = BYTES.load(Ordering::Relaxed) - b0;
+        if allocs > 0 {
+            for t in TRACES.lock().map(|v| v.clone()).unwrap_or_default() {
+                eprintln!("allocation at {t}");
+            }
+        }
         eprintln!(
             "| {} | {frames} frames | {allocs} allocations | {bytes} bytes | {:.3} allocations/frame |",
             if nv12 { "NV12" } else { "I420" },

@@ -862,7 +862,7 @@ fn sample_bytes(bpc: u32) -> usize {
 /// [`BANDS_PER_THREAD`] per thread of [`staging_pool`] and at least [`MIN_BAND_BYTES`] each,
 /// and runs `fill(first_row, band, row)` on each, in parallel. Returns
 /// the bytes covered, or 0 (nothing done) when `dst` is shorter.
-fn in_bands(
+pub(crate) fn in_bands(
     dst: &mut [u8],
     row: usize,
     rows: usize,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DevicePtrMut, PinnedHostSlice};
 
+use super::backend::in_bands;
 use super::context::{function, launch, param, GpuDevice};
 use super::error::{CudaError, DriverResultExt};
 use super::memory::{alloc_zeroed, DeviceAlloc};
@@ -155,8 +156,13 @@ impl ChromaStaging {
         Ok((out, used))
     }
 
-    /// Packs `row` bytes of each of `h`'s rows into the staging at byte `at`.
+    /// Packs `row` bytes of each of `h`'s rows into the staging at byte `at`, in parallel
+    /// bands of rows on the staging pool (as the luma).
     fn stage(&mut self, h: &HostComponent<'_>, row: usize, at: usize) -> Result<(), CudaError> {
+        let needed = (h.height - 1) * h.stride + row;
+        if h.data.len() < needed {
+            return Err(too_big(h.width, h.height));
+        }
         let dst = self
             .host
             .as_mut_slice()
@@ -164,13 +170,14 @@ impl ChromaStaging {
         let Some(dst) = dst.get_mut(at..at + row * h.height) else {
             return Err(too_big(h.width, h.height));
         };
-        for (y, out) in dst.chunks_exact_mut(row).enumerate() {
-            let start = y * h.stride;
-            match h.data.get(start..start + row) {
-                Some(src) => out.copy_from_slice(src),
-                None => return Err(too_big(h.width, h.height)),
+        in_bands(dst, row, h.height, |first, band, row| {
+            for (i, out) in band.chunks_exact_mut(row).enumerate() {
+                let start = (first + i) * h.stride;
+                if let Some(src) = h.data.get(start..start + row) {
+                    out.copy_from_slice(src);
+                }
             }
-        }
+        });
         Ok(())
     }
 
