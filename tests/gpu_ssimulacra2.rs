@@ -56,7 +56,8 @@ fn conv(matrix: Matrix, full_range: bool, transfer: Transfer) -> YuvToRgb {
 
 /// The first `frames` frames of an I420 file (8-bit samples, or 16-bit little-endian above 8).
 fn read_i420(name: &str, w: usize, h: usize, bpc: u32, frames: usize) -> Vec<Frame> {
-    let bytes = std::fs::read(format!("{}/{name}", data_dir())).expect("read the vmaf-reference yuv");
+    let bytes =
+        std::fs::read(format!("{}/{name}", data_dir())).expect("read the vmaf-reference yuv");
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
     let samples: Vec<u16> = if bpc > 8 {
         bytes
