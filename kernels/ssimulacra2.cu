@@ -690,6 +690,23 @@ __device__ __forceinline__ void vfetch(float (&b)[VROWS], const float *col, bool
     }
 }
 
+// The two images' XYB values of the pixels thread `tid` scores in row group j of s2_vblur
+// (rows VROWS j - 4 + i), 0 outside the scale: fetched one group ahead of their use.
+__device__ __forceinline__ void vimg(float (&a)[VPER], float (&b)[VPER], const float *img1,
+                                     const float *img2, int j, int g, int w, int h, int tid) {
+    const int y0 = j * VROWS - (RADIUS - 1);
+#pragma unroll
+    for (int q = 0; q < VPER; ++q) {
+        const int e = tid + q * VTHREADS;
+        const int y = y0 + e / VCOLS;
+        const int xx = g * VCOLS + e % VCOLS;
+        const bool ok = e < VPIX && y >= 0 && y < h && xx < w;
+        const long long at = (long long)y * w + xx;
+        a[q] = ok ? img1[at] : 0.0f;
+        b[q] = ok ? img2[at] : 0.0f;
+    }
+}
+
 }  // namespace s2
 
 // Vertical recursive pass (RecursiveGaussian::vertical_pass) of every scale's 15 planes read
@@ -739,6 +756,8 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
     }
     constexpr int D = 2 * RADIUS;  // 10: bottom row - top row of a step
     const int groups_rows = (h + RADIUS - 1 + VROWS - 1) / VROWS;
+    float iv1[VPER], iv2[VPER];
+    vimg(iv1, iv2, img1, img2, 0, g, w, h, tid);
     for (int j = 0; j < groups_rows; ++j) {
         float *t = &tile[j & 1][p][0][lane];
 #pragma unroll
@@ -765,12 +784,15 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
                 const int y = y0 + i;
                 const int xx = g * VCOLS + l;
                 if (y >= 0 && y < h && xx < w) {
-                    const long long at = (long long)y * w + xx;
                     const float(*tt)[VROWS][VCOLS] = tile[j & 1];
                     terms(tt[0][i][l], tt[1][i][l], tt[2][i][l], tt[3][i][l], tt[4][i][l],
-                          img1[at], img2[at], acc);
+                          iv1[q], iv2[q], acc);
                 }
             }
+        }
+        // The next group's image values: in flight during its recursion steps.
+        if (j + 1 < groups_rows) {
+            vimg(iv1, iv2, img1, img2, j + 1, g, w, h, tid);
         }
     }
 #pragma unroll
