@@ -39,7 +39,10 @@ const SUMS: usize = 6;
 const HROWS: usize = 32;
 const VCOLS: usize = 32;
 const XYB_BLOCK: (u32, u32, u32) = (32, 8, 1);
-const BLUR_BLOCK: (u32, u32, u32) = (160, 1, 1);
+/// `s2_hblur`: one warp per block (32 rows of one of the 15 planes).
+const HBLUR_BLOCK: (u32, u32, u32) = (32, 1, 1);
+/// `s2_vblur`: five warps per block (the 5 planes of 32 columns of one channel).
+const VBLUR_BLOCK: (u32, u32, u32) = (160, 1, 1);
 const TOTAL_BLOCK: (u32, u32, u32) = (128, 1, 1);
 
 /// The final weights of ssimulacra2 0.5.1 (`Msssim::score`): 3 channels x the scales present
@@ -298,7 +301,7 @@ impl Ssimulacra2Gpu {
         let pixels: usize = sizes[..scales].iter().map(|&(w, h)| w * h).sum();
         let hblocks: usize = sizes[..scales]
             .iter()
-            .map(|&(_, h)| h.div_ceil(HROWS) * 3)
+            .map(|&(_, h)| h.div_ceil(HROWS) * 15)
             .sum();
         let vblocks: usize = sizes[..scales]
             .iter()
@@ -475,7 +478,7 @@ impl Ssimulacra2Gpu {
                 stream,
                 &self.hblur,
                 (self.hblocks, 1, 1),
-                BLUR_BLOCK,
+                HBLUR_BLOCK,
                 &mut [
                     param(&mut w0),
                     param(&mut h0),
@@ -489,7 +492,7 @@ impl Ssimulacra2Gpu {
                 stream,
                 &self.vblur,
                 (self.vblocks, 1, 1),
-                BLUR_BLOCK,
+                VBLUR_BLOCK,
                 &mut [
                     param(&mut w0),
                     param(&mut h0),
