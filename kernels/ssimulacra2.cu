@@ -12,8 +12,8 @@
 //
 // Pipeline per frame pair (host side: src/cuda/ssimulacra2.rs), for `n` scales of sizes
 // w_k x h_k (w_0 x h_0 the frame, w_{k+1} = ceil(w_k / 2)):
-//   s2_xyb_yuv      scale 0: YUV -> linear RGB -> XYB planes, and scale 1's linear RGB;
-//   s2_xyb_lin      scale k >= 1 (one launch each): linear RGB -> XYB, and scale k+1's RGB;
+//   s2_xyb          every scale at once: scale 0 YUV -> linear RGB -> XYB planes, scale k >= 1
+//                   2x2 box of scale k-1's linear RGB (in shared memory) -> XYB planes;
 //   s2_hblur        every scale at once: horizontal recursive pass of the 15 planes
 //                   (3 channels x {img1, img2, img1^2, img2^2, img1*img2}), one warp per
 //                   32 rows of one plane;
@@ -24,7 +24,6 @@
 //   xyb:  scale k at 6 off_k, plane (img * 3 + c) (img 0 reference, 1 distorted; c = X, Y, B)
 //   hbl:  scale k at 15 off_k, plane (c * 5 + p), p: 0 blur(img1), 1 blur(img2),
 //         2 img1^2, 3 img2^2, 4 img1*img2 (horizontal pass only)
-//   lin:  scale k >= 1 at 6 (off_k - w_0 h_0), plane (img * 3 + c) (c = R, G, B)
 //   partial: 6 doubles per s2_vblur block.
 
 #include "common.cuh"
@@ -34,6 +33,9 @@ using namespace vmafcmp;
 namespace s2 {
 
 constexpr int MAX_SCALES = 6;
+// s2_xyb: scale-0 pixels per block side (2^(MAX_SCALES - 1) x 2, so that every scale's tile
+// holds whole 2x2 boxes).
+constexpr int XTILE = 64;
 
 // Recursive Gaussian constants: ssimulacra2 0.5.1 build.rs (init_recursive_gaussian, sigma
 // 1.5), as the f32 values its generated recursive_gaussian.rs holds (hex: exact bits).
@@ -450,101 +452,124 @@ __device__ __forceinline__ void terms(float mu1, float mu2, float s11, float s22
 
 using namespace s2;
 
-// Scale 0: each thread converts the 2x2 pixels (2 ox + dx, 2 oy + dy) of both frames from YUV
-// to linear RGB (colour.rs), writes their XYB (positive) planes to `xyb` and, when n > 1,
-// the 2x2 box average into scale 1's linear RGB planes in `lin`.
-// ref/dis: luma planes (w0 x h0); cb_*/cr_*: chroma planes (cw x ch, packed u16), unused
-// when cw == 0 (grey). Grid: ceil(ceil(w0 / 2) / 32) x ceil(ceil(h0 / 2) / 8), block 32 x 8.
+// All scales' XYB planes in one launch. Block (bx, by) covers the XTILE x XTILE pixels of
+// scale 0 from (XTILE bx, XTILE by), and so the (XTILE >> k)-square tile at the same place of
+// every scale k (a scale-k pixel and its 2x2 box of scale k - 1 lie in the same block):
+//  - scale 0: each thread converts 2x2-pixel boxes of both frames from YUV to linear RGB
+//    (colour.rs), writes their XYB (positive) planes and, when n > 1, the box average (scale
+//    1's linear RGB) to shared memory;
+//  - scale k >= 1: each thread takes 2x2-pixel boxes of scale k's linear RGB from shared
+//    memory, writes their XYB planes and, when k + 1 < n, scale k + 1's linear RGB to the
+//    other shared buffer.
+// ref/dis: luma planes (w0 x h0); cb_*/cr_*: chroma planes (cw x ch, packed u16), unused when
+// cw == 0 (grey). Grid: ceil(w0 / XTILE) x ceil(h0 / XTILE), block 32 x 8.
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-s2_xyb_yuv(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
-           const Plane cb_dis, const Plane cr_dis, int32_t cw, int32_t ch, const S2Conv conv,
-           int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb,
-           float *__restrict__ lin) {
-    const int ow = (w0 + 1) / 2;
-    const int oh = (h0 + 1) / 2;
-    const int ox = blockIdx.x * blockDim.x + threadIdx.x;
-    const int oy = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ox >= ow || oy >= oh) {
-        return;
-    }
+s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
+       const Plane cb_dis, const Plane cr_dis, int32_t cw, int32_t ch, const S2Conv conv,
+       int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb) {
+    // Linear RGB (6 planes: img * 3 + c) of scale 1 (tile XTILE / 2) and scale 2 (XTILE / 4);
+    // scale k >= 3 reuses the buffer of scale k - 2.
+    __shared__ float lin_a[6][XTILE / 2][XTILE / 2];
+    __shared__ float lin_b[6][XTILE / 4][XTILE / 4];
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    const int nt = blockDim.x * blockDim.y;
     const bool grey = cw <= 0;
-    const long long plane = (long long)w0 * h0;
-    const bool has_x1 = 2 * ox + 1 < w0;
-    const bool has_y1 = 2 * oy + 1 < h0;
-    float p[4][6];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int dx = q & 1;
-        const int dy = q >> 1;
-        if ((dx && !has_x1) || (dy && !has_y1)) {
-#pragma unroll
-            for (int c = 0; c < 6; ++c) {
-                p[q][c] = 0.0f;
+    {
+        const long long plane = (long long)w0 * h0;
+        const int ow = (w0 + 1) / 2;
+        const int oh = (h0 + 1) / 2;
+        constexpr int T = XTILE / 2;  // boxes per tile side
+        for (int e = tid; e < T * T; e += nt) {
+            const int lx = e % T;
+            const int ly = e / T;
+            const int ox = blockIdx.x * T + lx;
+            const int oy = blockIdx.y * T + ly;
+            if (ox >= ow || oy >= oh) {
+                continue;
             }
-            continue;
-        }
-        const int x = 2 * ox + dx;
-        const int y = 2 * oy + dy;
-        uint32_t cbr = 0, crr = 0, cbd = 0, crd = 0;
-        if (!grey) {
-            const int cx = (int)((long long)x * cw / w0);
-            const int cy = (int)((long long)y * ch / h0);
-            cbr = sample(cb_ref, cx, cy);
-            crr = sample(cr_ref, cx, cy);
-            cbd = sample(cb_dis, cx, cy);
-            crd = sample(cr_dis, cx, cy);
-        }
-        yuv_to_linear(conv, sample(ref, x, y), cbr, crr, grey, p[q][0], p[q][1], p[q][2]);
-        yuv_to_linear(conv, sample(dis, x, y), cbd, crd, grey, p[q][3], p[q][4], p[q][5]);
-        store_xyb(xyb, plane, (long long)y * w0 + x, p[q]);
-    }
-    if (n > 1) {
-        store_down(lin, (long long)ow * oh, (long long)oy * ow + ox, p, has_x1, has_y1);
-    }
-}
-
-// Scale k >= 1: as s2_xyb_yuv from scale k's linear RGB planes in `lin` (written by the
-// launch for scale k - 1), writing scale k + 1's when k + 1 < n.
-// Grid: ceil(ceil(w_k / 2) / 32) x ceil(ceil(h_k / 2) / 8), block 32 x 8.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-s2_xyb_lin(int32_t k, int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb,
-           float *lin) {
-    const Scale s = scale_of(w0, h0, k);
-    const int ow = (s.w + 1) / 2;
-    const int oh = (s.h + 1) / 2;
-    const int ox = blockIdx.x * blockDim.x + threadIdx.x;
-    const int oy = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ox >= ow || oy >= oh) {
-        return;
-    }
-    const long long base0 = (long long)w0 * h0;
-    const float *src = lin + 6 * (s.off - base0);
-    float *dst = xyb + 6 * s.off;
-    const bool has_x1 = 2 * ox + 1 < s.w;
-    const bool has_y1 = 2 * oy + 1 < s.h;
-    float p[4][6];
+            const bool has_x1 = 2 * ox + 1 < w0;
+            const bool has_y1 = 2 * oy + 1 < h0;
+            float p[4][6];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int dx = q & 1;
-        const int dy = q >> 1;
-        if ((dx && !has_x1) || (dy && !has_y1)) {
+            for (int q = 0; q < 4; ++q) {
+                const int dx = q & 1;
+                const int dy = q >> 1;
+                if ((dx && !has_x1) || (dy && !has_y1)) {
 #pragma unroll
-            for (int c = 0; c < 6; ++c) {
-                p[q][c] = 0.0f;
+                    for (int c = 0; c < 6; ++c) {
+                        p[q][c] = 0.0f;
+                    }
+                    continue;
+                }
+                const int x = 2 * ox + dx;
+                const int y = 2 * oy + dy;
+                uint32_t cbr = 0, crr = 0, cbd = 0, crd = 0;
+                if (!grey) {
+                    const int cx = (int)((long long)x * cw / w0);
+                    const int cy = (int)((long long)y * ch / h0);
+                    cbr = sample(cb_ref, cx, cy);
+                    crr = sample(cr_ref, cx, cy);
+                    cbd = sample(cb_dis, cx, cy);
+                    crd = sample(cr_dis, cx, cy);
+                }
+                yuv_to_linear(conv, sample(ref, x, y), cbr, crr, grey, p[q][0], p[q][1],
+                              p[q][2]);
+                yuv_to_linear(conv, sample(dis, x, y), cbd, crd, grey, p[q][3], p[q][4],
+                              p[q][5]);
+                store_xyb(xyb, plane, (long long)y * w0 + x, p[q]);
             }
-            continue;
+            if (n > 1) {
+                store_down(&lin_a[0][0][0], T * T, ly * T + lx, p, has_x1, has_y1);
+            }
         }
-        const long long i = (long long)(2 * oy + dy) * s.w + (2 * ox + dx);
-#pragma unroll
-        for (int c = 0; c < 6; ++c) {
-            p[q][c] = src[c * s.plane + i];
-        }
-        store_xyb(dst, s.plane, i, p[q]);
     }
-    if (k + 1 < n) {
-        const long long next_off = s.off + s.plane;
-        store_down(lin + 6 * (next_off - base0), (long long)ow * oh, (long long)oy * ow + ox, p,
-                   has_x1, has_y1);
+    Scale s = scale_of(w0, h0, 0);
+    for (int k = 1; k < n; ++k) {
+        __syncthreads();
+        s.off += s.plane;
+        s.w = (s.w + 1) / 2;
+        s.h = (s.h + 1) / 2;
+        s.plane = (long long)s.w * s.h;
+        const int tk = XTILE >> k;  // scale k's tile side (at least 2)
+        const int T = tk / 2;       // boxes per tile side
+        const float *src = (k & 1) ? &lin_a[0][0][0] : &lin_b[0][0][0];
+        float *dst = (k & 1) ? &lin_b[0][0][0] : &lin_a[0][0][0];
+        const int ow = (s.w + 1) / 2;
+        const int oh = (s.h + 1) / 2;
+        float *out = xyb + 6 * s.off;
+        for (int e = tid; e < T * T; e += nt) {
+            const int lx = e % T;
+            const int ly = e / T;
+            const int ox = blockIdx.x * T + lx;
+            const int oy = blockIdx.y * T + ly;
+            if (ox >= ow || oy >= oh) {
+                continue;
+            }
+            const bool has_x1 = 2 * ox + 1 < s.w;
+            const bool has_y1 = 2 * oy + 1 < s.h;
+            float p[4][6];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int dx = q & 1;
+                const int dy = q >> 1;
+                if ((dx && !has_x1) || (dy && !has_y1)) {
+#pragma unroll
+                    for (int c = 0; c < 6; ++c) {
+                        p[q][c] = 0.0f;
+                    }
+                    continue;
+                }
+                const int li = (2 * ly + dy) * tk + (2 * lx + dx);
+#pragma unroll
+                for (int c = 0; c < 6; ++c) {
+                    p[q][c] = src[c * tk * tk + li];
+                }
+                store_xyb(out, s.plane, (long long)(2 * oy + dy) * s.w + (2 * ox + dx), p[q]);
+            }
+            if (k + 1 < n) {
+                store_down(dst, T * T, ly * T + lx, p, has_x1, has_y1);
+            }
+        }
     }
 }
 
