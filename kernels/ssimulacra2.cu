@@ -12,10 +12,11 @@
 //
 // Pipeline per frame pair (host side: src/cuda/ssimulacra2.rs), for `n` scales of sizes
 // w_k x h_k (w_0 x h_0 the frame, w_{k+1} = ceil(w_k / 2)):
-//   s2_xyb_yuv      scale 0: YUV -> linear RGB -> XYB planes, and scale 1's linear RGB;
-//   s2_xyb_lin      scale k >= 1 (one launch each): linear RGB -> XYB, and scale k+1's RGB;
+//   s2_xyb          every scale at once: scale 0 YUV -> linear RGB -> XYB planes, scale k >= 1
+//                   2x2 box of scale k-1's linear RGB (in shared memory) -> XYB planes;
 //   s2_hblur        every scale at once: horizontal recursive pass of the 15 planes
-//                   (3 channels x {img1, img2, img1^2, img2^2, img1*img2});
+//                   (3 channels x {img1, img2, img1^2, img2^2, img1*img2}), one warp per
+//                   32 rows of one plane;
 //   s2_vblur        every scale at once: vertical pass, the error maps, per-block sums;
 //   s2_total        the 108 sums (6 scales x 3 channels x 6 sums), fixed order.
 //
@@ -23,7 +24,6 @@
 //   xyb:  scale k at 6 off_k, plane (img * 3 + c) (img 0 reference, 1 distorted; c = X, Y, B)
 //   hbl:  scale k at 15 off_k, plane (c * 5 + p), p: 0 blur(img1), 1 blur(img2),
 //         2 img1^2, 3 img2^2, 4 img1*img2 (horizontal pass only)
-//   lin:  scale k >= 1 at 6 (off_k - w_0 h_0), plane (img * 3 + c) (c = R, G, B)
 //   partial: 6 doubles per s2_vblur block.
 
 #include "common.cuh"
@@ -33,6 +33,9 @@ using namespace vmafcmp;
 namespace s2 {
 
 constexpr int MAX_SCALES = 6;
+// s2_xyb: scale-0 pixels per block side (2^(MAX_SCALES - 1) x 2, so that every scale's tile
+// holds whole 2x2 boxes).
+constexpr int XTILE = 64;
 
 // Recursive Gaussian constants: ssimulacra2 0.5.1 build.rs (init_recursive_gaussian, sigma
 // 1.5), as the f32 values its generated recursive_gaussian.rs holds (hex: exact bits).
@@ -65,13 +68,13 @@ constexpr float M22 = 0x1.1a86d2p-1f;
 constexpr float BIAS = 0x1.f12a6cp-9f;          // K_B0 = 0.0037930734
 constexpr float NEG_CBRT_BIAS = -0x1.3f64eap-3f; // -cbrtf(K_B0) with yuvxyb-math's cbrtf
 
-// Tiles. s2_hblur: a block runs the horizontal recursion of HROWS rows of one channel, one
-// warp per product plane (5 warps), the input in SEG-column segments through shared memory.
+// Tiles. s2_hblur: a block (one warp) runs the horizontal recursion of HROWS rows of one
+// product plane of one channel, its input values in SEG-column segments through shared memory.
+// One warp per block and no block barrier: the warps of an SM interleave freely.
 constexpr int HROWS = 32;
 constexpr int SEG = 32;
-constexpr int HTHREADS = 5 * 32;
-constexpr int HLOAD = 2 * HROWS * SEG;                         // floats per segment
-constexpr int HPF = (HLOAD + HTHREADS - 1) / HTHREADS;         // per thread
+constexpr int HTHREADS = 32;
+constexpr int HPLANES = 15;  // blocks per row group: 3 channels x 5 products
 // s2_vblur: a block runs the vertical recursion of VCOLS columns of one channel, one warp per
 // plane, VROWS rows per step of the loop; then the 160 threads score the VROWS x VCOLS pixels.
 constexpr int VCOLS = 32;
@@ -103,8 +106,8 @@ __device__ __forceinline__ Scale scale_of(int w0, int h0, int k) {
     return s;
 }
 
-// Blocks of s2_hblur for a scale of height h: row groups x 3 channels.
-__device__ __forceinline__ int hblocks(int h) { return (h + HROWS - 1) / HROWS * 3; }
+// Blocks of s2_hblur for a scale of height h: row groups x 3 channels x 5 products.
+__device__ __forceinline__ int hblocks(int h) { return (h + HROWS - 1) / HROWS * HPLANES; }
 // Blocks of s2_vblur for a scale of width w: column groups x 3 channels.
 __device__ __forceinline__ int vgroups(int w) { return (w + VCOLS - 1) / VCOLS; }
 
@@ -386,23 +389,20 @@ __device__ __forceinline__ float hval(float a, float b) {
     return __fmul_rn(a, b);
 }
 
-// Steps n0 .. n0 + SEG - 1 (those < w) of one row's horizontal recursion for plane P. The row's
-// inputs of the previous, current and next segment (img1: *a, img2: *b) lie in shared memory;
-// step n reads columns n - RADIUS - 1 and n + RADIUS - 1. Outputs go to `orow[0..SEG)`.
-template <int P>
-__device__ __forceinline__ void hchunk(Rec &s, const float *pa, const float *pb,
-                                       const float *ca, const float *cb, const float *na,
-                                       const float *nb, int n0, int w, float *orow) {
+// Steps n0 .. n0 + SEG - 1 (those < w) of one row's horizontal recursion. The row's input
+// values (hval<P> of the two images, computed once per column when staged) of the previous,
+// current and next segment (pv, cv, nv) lie in shared memory; step n reads columns
+// n - RADIUS - 1 and n + RADIUS - 1. Outputs go to `orow[0..SEG)`.
+__device__ __forceinline__ void hchunk(Rec &s, const float *pv, const float *cv, const float *nv,
+                                       int n0, int w, float *orow) {
     constexpr int L = RADIUS + 1;  // 6
     constexpr int R = RADIUS - 1;  // 4
 #pragma unroll
     for (int i = 0; i < SEG; ++i) {
         if (n0 + i < w) {
-            const float la = i >= L ? ca[i - L] : pa[i - L + SEG];
-            const float lb = i >= L ? cb[i - L] : pb[i - L + SEG];
-            const float ra = i + R < SEG ? ca[i + R] : na[i + R - SEG];
-            const float rb = i + R < SEG ? cb[i + R] : nb[i + R - SEG];
-            const float sum = __fadd_rn(hval<P>(la, lb), hval<P>(ra, rb));
+            const float l = i >= L ? cv[i - L] : pv[i - L + SEG];
+            const float r = i + R < SEG ? cv[i + R] : nv[i + R - SEG];
+            const float sum = __fadd_rn(l, r);
             orow[i] = hstep(s, sum);
         }
     }
@@ -410,11 +410,10 @@ __device__ __forceinline__ void hchunk(Rec &s, const float *pa, const float *pb,
 
 // The RADIUS - 1 steps before the first output (n = -4 .. -1): left inputs are 0, right
 // inputs columns 0..3 of segment 0.
-template <int P>
-__device__ __forceinline__ void hwarm(Rec &s, const float *ca, const float *cb) {
+__device__ __forceinline__ void hwarm(Rec &s, const float *cv) {
 #pragma unroll
     for (int i = 0; i < RADIUS - 1; ++i) {
-        const float sum = __fadd_rn(0.0f, hval<P>(ca[i], cb[i]));
+        const float sum = __fadd_rn(0.0f, cv[i]);
         hstep(s, sum);
     }
 }
@@ -453,228 +452,242 @@ __device__ __forceinline__ void terms(float mu1, float mu2, float s11, float s22
 
 using namespace s2;
 
-// Scale 0: each thread converts the 2x2 pixels (2 ox + dx, 2 oy + dy) of both frames from YUV
-// to linear RGB (colour.rs), writes their XYB (positive) planes to `xyb` and, when n > 1,
-// the 2x2 box average into scale 1's linear RGB planes in `lin`.
-// ref/dis: luma planes (w0 x h0); cb_*/cr_*: chroma planes (cw x ch, packed u16), unused
-// when cw == 0 (grey). Grid: ceil(ceil(w0 / 2) / 32) x ceil(ceil(h0 / 2) / 8), block 32 x 8.
+// All scales' XYB planes in one launch. Block (bx, by) covers the XTILE x XTILE pixels of
+// scale 0 from (XTILE bx, XTILE by), and so the (XTILE >> k)-square tile at the same place of
+// every scale k (a scale-k pixel and its 2x2 box of scale k - 1 lie in the same block):
+//  - scale 0: each thread converts 2x2-pixel boxes of both frames from YUV to linear RGB
+//    (colour.rs), writes their XYB (positive) planes and, when n > 1, the box average (scale
+//    1's linear RGB) to shared memory;
+//  - scale k >= 1: each thread takes 2x2-pixel boxes of scale k's linear RGB from shared
+//    memory, writes their XYB planes and, when k + 1 < n, scale k + 1's linear RGB to the
+//    other shared buffer.
+// ref/dis: luma planes (w0 x h0); cb_*/cr_*: chroma planes (cw x ch, packed u16), unused when
+// cw == 0 (grey). Grid: ceil(w0 / XTILE) x ceil(h0 / XTILE), block 32 x 8.
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-s2_xyb_yuv(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
-           const Plane cb_dis, const Plane cr_dis, int32_t cw, int32_t ch, const S2Conv conv,
-           int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb,
-           float *__restrict__ lin) {
-    const int ow = (w0 + 1) / 2;
-    const int oh = (h0 + 1) / 2;
-    const int ox = blockIdx.x * blockDim.x + threadIdx.x;
-    const int oy = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ox >= ow || oy >= oh) {
-        return;
-    }
+s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
+       const Plane cb_dis, const Plane cr_dis, int32_t cw, int32_t ch, const S2Conv conv,
+       int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb) {
+    // Linear RGB (6 planes: img * 3 + c) of scale 1 (tile XTILE / 2) and scale 2 (XTILE / 4);
+    // scale k >= 3 reuses the buffer of scale k - 2.
+    __shared__ float lin_a[6][XTILE / 2][XTILE / 2];
+    __shared__ float lin_b[6][XTILE / 4][XTILE / 4];
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    const int nt = blockDim.x * blockDim.y;
     const bool grey = cw <= 0;
-    const long long plane = (long long)w0 * h0;
-    const bool has_x1 = 2 * ox + 1 < w0;
-    const bool has_y1 = 2 * oy + 1 < h0;
-    float p[4][6];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int dx = q & 1;
-        const int dy = q >> 1;
-        if ((dx && !has_x1) || (dy && !has_y1)) {
-#pragma unroll
-            for (int c = 0; c < 6; ++c) {
-                p[q][c] = 0.0f;
+    {
+        const long long plane = (long long)w0 * h0;
+        const int ow = (w0 + 1) / 2;
+        const int oh = (h0 + 1) / 2;
+        constexpr int T = XTILE / 2;  // boxes per tile side
+        for (int e = tid; e < T * T; e += nt) {
+            const int lx = e % T;
+            const int ly = e / T;
+            const int ox = blockIdx.x * T + lx;
+            const int oy = blockIdx.y * T + ly;
+            if (ox >= ow || oy >= oh) {
+                continue;
             }
-            continue;
-        }
-        const int x = 2 * ox + dx;
-        const int y = 2 * oy + dy;
-        uint32_t cbr = 0, crr = 0, cbd = 0, crd = 0;
-        if (!grey) {
-            const int cx = (int)((long long)x * cw / w0);
-            const int cy = (int)((long long)y * ch / h0);
-            cbr = sample(cb_ref, cx, cy);
-            crr = sample(cr_ref, cx, cy);
-            cbd = sample(cb_dis, cx, cy);
-            crd = sample(cr_dis, cx, cy);
-        }
-        yuv_to_linear(conv, sample(ref, x, y), cbr, crr, grey, p[q][0], p[q][1], p[q][2]);
-        yuv_to_linear(conv, sample(dis, x, y), cbd, crd, grey, p[q][3], p[q][4], p[q][5]);
-        store_xyb(xyb, plane, (long long)y * w0 + x, p[q]);
-    }
-    if (n > 1) {
-        store_down(lin, (long long)ow * oh, (long long)oy * ow + ox, p, has_x1, has_y1);
-    }
-}
-
-// Scale k >= 1: as s2_xyb_yuv from scale k's linear RGB planes in `lin` (written by the
-// launch for scale k - 1), writing scale k + 1's when k + 1 < n.
-// Grid: ceil(ceil(w_k / 2) / 32) x ceil(ceil(h_k / 2) / 8), block 32 x 8.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-s2_xyb_lin(int32_t k, int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb,
-           float *lin) {
-    const Scale s = scale_of(w0, h0, k);
-    const int ow = (s.w + 1) / 2;
-    const int oh = (s.h + 1) / 2;
-    const int ox = blockIdx.x * blockDim.x + threadIdx.x;
-    const int oy = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ox >= ow || oy >= oh) {
-        return;
-    }
-    const long long base0 = (long long)w0 * h0;
-    const float *src = lin + 6 * (s.off - base0);
-    float *dst = xyb + 6 * s.off;
-    const bool has_x1 = 2 * ox + 1 < s.w;
-    const bool has_y1 = 2 * oy + 1 < s.h;
-    float p[4][6];
+            const bool has_x1 = 2 * ox + 1 < w0;
+            const bool has_y1 = 2 * oy + 1 < h0;
+            float p[4][6];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const int dx = q & 1;
-        const int dy = q >> 1;
-        if ((dx && !has_x1) || (dy && !has_y1)) {
+            for (int q = 0; q < 4; ++q) {
+                const int dx = q & 1;
+                const int dy = q >> 1;
+                if ((dx && !has_x1) || (dy && !has_y1)) {
 #pragma unroll
-            for (int c = 0; c < 6; ++c) {
-                p[q][c] = 0.0f;
+                    for (int c = 0; c < 6; ++c) {
+                        p[q][c] = 0.0f;
+                    }
+                    continue;
+                }
+                const int x = 2 * ox + dx;
+                const int y = 2 * oy + dy;
+                uint32_t cbr = 0, crr = 0, cbd = 0, crd = 0;
+                if (!grey) {
+                    const int cx = (int)((long long)x * cw / w0);
+                    const int cy = (int)((long long)y * ch / h0);
+                    cbr = sample(cb_ref, cx, cy);
+                    crr = sample(cr_ref, cx, cy);
+                    cbd = sample(cb_dis, cx, cy);
+                    crd = sample(cr_dis, cx, cy);
+                }
+                yuv_to_linear(conv, sample(ref, x, y), cbr, crr, grey, p[q][0], p[q][1],
+                              p[q][2]);
+                yuv_to_linear(conv, sample(dis, x, y), cbd, crd, grey, p[q][3], p[q][4],
+                              p[q][5]);
+                store_xyb(xyb, plane, (long long)y * w0 + x, p[q]);
             }
-            continue;
+            if (n > 1) {
+                store_down(&lin_a[0][0][0], T * T, ly * T + lx, p, has_x1, has_y1);
+            }
         }
-        const long long i = (long long)(2 * oy + dy) * s.w + (2 * ox + dx);
-#pragma unroll
-        for (int c = 0; c < 6; ++c) {
-            p[q][c] = src[c * s.plane + i];
-        }
-        store_xyb(dst, s.plane, i, p[q]);
     }
-    if (k + 1 < n) {
-        const long long next_off = s.off + s.plane;
-        store_down(lin + 6 * (next_off - base0), (long long)ow * oh, (long long)oy * ow + ox, p,
-                   has_x1, has_y1);
+    Scale s = scale_of(w0, h0, 0);
+    for (int k = 1; k < n; ++k) {
+        __syncthreads();
+        s.off += s.plane;
+        s.w = (s.w + 1) / 2;
+        s.h = (s.h + 1) / 2;
+        s.plane = (long long)s.w * s.h;
+        const int tk = XTILE >> k;  // scale k's tile side (at least 2)
+        const int T = tk / 2;       // boxes per tile side
+        const float *src = (k & 1) ? &lin_a[0][0][0] : &lin_b[0][0][0];
+        float *dst = (k & 1) ? &lin_b[0][0][0] : &lin_a[0][0][0];
+        const int ow = (s.w + 1) / 2;
+        const int oh = (s.h + 1) / 2;
+        float *out = xyb + 6 * s.off;
+        for (int e = tid; e < T * T; e += nt) {
+            const int lx = e % T;
+            const int ly = e / T;
+            const int ox = blockIdx.x * T + lx;
+            const int oy = blockIdx.y * T + ly;
+            if (ox >= ow || oy >= oh) {
+                continue;
+            }
+            const bool has_x1 = 2 * ox + 1 < s.w;
+            const bool has_y1 = 2 * oy + 1 < s.h;
+            float p[4][6];
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int dx = q & 1;
+                const int dy = q >> 1;
+                if ((dx && !has_x1) || (dy && !has_y1)) {
+#pragma unroll
+                    for (int c = 0; c < 6; ++c) {
+                        p[q][c] = 0.0f;
+                    }
+                    continue;
+                }
+                const int li = (2 * ly + dy) * tk + (2 * lx + dx);
+#pragma unroll
+                for (int c = 0; c < 6; ++c) {
+                    p[q][c] = src[c * tk * tk + li];
+                }
+                store_xyb(out, s.plane, (long long)(2 * oy + dy) * s.w + (2 * ox + dx), p[q]);
+            }
+            if (k + 1 < n) {
+                store_down(dst, T * T, ly * T + lx, p, has_x1, has_y1);
+            }
+        }
     }
 }
 
 namespace s2 {
 
-// Loads segment `seg` (columns seg * SEG ..) of rows row0 .. row0 + HROWS - 1 of both input
-// planes into registers (zeros outside the plane).
-__device__ __forceinline__ void hfetch(float (&pf)[HPF], const float *in1, const float *in2,
-                                       int seg, int row0, int w, int h, int tid) {
+// Loads column seg * SEG + lane of rows row0 .. row0 + HROWS - 1 of the input planes plane P
+// needs (a: img1 for P = 0, 2, 4; b: img2 for P = 1, 3, 4) into registers (zeros outside).
+template <int P>
+__device__ __forceinline__ void hfetch(float (&a)[HROWS], float (&b)[HROWS], const float *in1,
+                                       const float *in2, int seg, int row0, int w, int h,
+                                       int lane) {
+    const int gx = seg * SEG + lane;
 #pragma unroll
-    for (int q = 0; q < HPF; ++q) {
-        const int e = tid + q * HTHREADS;
-        float v = 0.0f;
-        if (e < HLOAD) {
-            const int img = e / (HROWS * SEG);
-            const int r = (e / SEG) % HROWS;
-            const int col = e % SEG;
-            const int gx = seg * SEG + col;
-            const int gy = row0 + r;
-            if (gx < w && gy < h) {
-                v = (img ? in2 : in1)[(long long)gy * w + gx];
-            }
-        }
-        pf[q] = v;
+    for (int r = 0; r < HROWS; ++r) {
+        const int gy = row0 + r;
+        const bool ok = gx < w && gy < h;
+        const long long at = (long long)gy * w + gx;
+        a[r] = (P == 0 || P == 2 || P == 4) && ok ? in1[at] : 0.0f;
+        b[r] = (P == 1 || P == 3 || P == 4) && ok ? in2[at] : 0.0f;
     }
 }
 
+// Stores hval<P> of the fetched column into column `lane` of a segment slot.
 template <int P>
-__device__ __forceinline__ void hrow(Rec &s, float (*tin)[2][HROWS][SEG + 1],
-                                     float (*tout)[HROWS][SEG + 1], int k, int r, int w,
-                                     bool warm) {
-    const int sp = (k + 2) % 3;
-    const int sc = k % 3;
-    const int sn = (k + 1) % 3;
-    if (warm) {
-        hwarm<P>(s, tin[sc][0][r], tin[sc][1][r]);
+__device__ __forceinline__ void hstage(float (*slot)[SEG + 1], const float (&a)[HROWS],
+                                       const float (&b)[HROWS], int lane) {
+#pragma unroll
+    for (int r = 0; r < HROWS; ++r) {
+        slot[r][lane] = hval<P>(a[r], b[r]);
     }
-    hchunk<P>(s, tin[sp][0][r], tin[sp][1][r], tin[sc][0][r], tin[sc][1][r], tin[sn][0][r],
-              tin[sn][1][r], k * SEG, w, tout[P][r]);
+}
+
+// One block of s2_hblur: plane P of channel c, rows row0 .. row0 + HROWS - 1.
+template <int P>
+__device__ __forceinline__ void hblur_warp(float (*tin)[HROWS][SEG + 1],
+                                           float (*tout)[SEG + 1], const float *in1,
+                                           const float *in2, float *out, int row0, int w,
+                                           int h, int lane) {
+    float a[HROWS], b[HROWS];
+    // Segment -1 (slot 2) is zeros; segment 0 goes to slot 0; segment 1 waits in registers.
+    hfetch<P>(a, b, in1, in2, 0, row0, w, h, lane);
+    hstage<P>(tin[0], a, b, lane);
+#pragma unroll
+    for (int r = 0; r < HROWS; ++r) {
+        tin[2][r][lane] = 0.0f;
+    }
+    hfetch<P>(a, b, in1, in2, 1, row0, w, h, lane);
+
+    Rec st;
+    rec_zero(st);
+    const int chunks = (w + SEG - 1) / SEG;
+    const int r = lane;
+    for (int kk = 0; kk < chunks; ++kk) {
+        // Slot (kk + 1) % 3 held segment kk - 2, last read by chunk kk - 1; tout was last
+        // read by the stores of chunk kk - 1.
+        __syncwarp();
+        hstage<P>(tin[(kk + 1) % 3], a, b, lane);
+        __syncwarp();
+        if (kk + 1 < chunks) {
+            hfetch<P>(a, b, in1, in2, kk + 2, row0, w, h, lane);
+        }
+        const int sp = (kk + 2) % 3;
+        const int sc = kk % 3;
+        const int sn = (kk + 1) % 3;
+        if (kk == 0) {
+            hwarm(st, tin[sc][r]);
+        }
+        hchunk(st, tin[sp][r], tin[sc][r], tin[sn][r], kk * SEG, w, tout[r]);
+        __syncwarp();
+        // The tile, row by row (coalesced).
+        const int gx = kk * SEG + lane;
+#pragma unroll 4
+        for (int rr = 0; rr < HROWS; ++rr) {
+            const int gy = row0 + rr;
+            if (gy < h && gx < w) {
+                out[(long long)gy * w + gx] = tout[rr][lane];
+            }
+        }
+    }
 }
 
 }  // namespace s2
 
 // Horizontal recursive pass (RecursiveGaussian::horizontal_pass) of every scale's 15 planes:
 // reads `xyb`, writes `hbl` (layout at the top). Block b covers rows 32 g .. 32 g + 31 of
-// channel c of one scale (blocks in scale order, 3 per row group: b = 3 g + c within the
-// scale); warp p runs plane p's recursion, lane r row 32 g + r. Grid: sum over the n scales
-// of 3 ceil(h_k / 32) blocks of 160 threads.
+// plane p of channel c of one scale (blocks in scale order, 15 per row group:
+// b = 15 g + 5 c + p within the scale); lane r runs row 32 g + r. Grid: sum over the n scales
+// of 15 ceil(h_k / 32) blocks of 32 threads.
 extern "C" __global__ void __launch_bounds__(HTHREADS)
 s2_hblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
          float *__restrict__ hbl) {
-    __shared__ float tin[3][2][HROWS][SEG + 1];
-    __shared__ float tout[5][HROWS][SEG + 1];
+    __shared__ float tin[3][HROWS][SEG + 1];
+    __shared__ float tout[HROWS][SEG + 1];
     int local;
     const Scale s = block_scale<false>(w0, h0, n, blockIdx.x, local);
-    const int c = local % 3;
-    const int row0 = (local / 3) * HROWS;
-    const int tid = threadIdx.x;
-    const int p = tid >> 5;
-    const int lane = tid & 31;
-    const int w = s.w;
-    const int h = s.h;
+    const int p = local % 5;
+    const int c = (local / 5) % 3;
+    const int row0 = (local / HPLANES) * HROWS;
+    const int lane = threadIdx.x;
     const float *in1 = xyb + 6 * s.off + (long long)c * s.plane;
     const float *in2 = xyb + 6 * s.off + (long long)(3 + c) * s.plane;
     float *out = hbl + 15 * s.off + (long long)(c * 5 + p) * s.plane;
-
-    float pf[HPF];
-    // Segment -1 (slot 2) is zeros; segment 0 goes to slot 0; segment 1 waits in registers.
-    hfetch(pf, in1, in2, 0, row0, w, h, tid);
-#pragma unroll
-    for (int q = 0; q < HPF; ++q) {
-        const int e = tid + q * HTHREADS;
-        if (e < HLOAD) {
-            tin[0][e / (HROWS * SEG)][(e / SEG) % HROWS][e % SEG] = pf[q];
-            tin[2][e / (HROWS * SEG)][(e / SEG) % HROWS][e % SEG] = 0.0f;
-        }
-    }
-    hfetch(pf, in1, in2, 1, row0, w, h, tid);
-
-    Rec st;
-    rec_zero(st);
-    const int chunks = (w + SEG - 1) / SEG;
-    for (int kk = 0; kk < chunks; ++kk) {
-        // Slot (kk + 1) % 3 held segment kk - 2, last read by chunk kk - 1.
-        __syncthreads();
-        const int slot = (kk + 1) % 3;
-#pragma unroll
-        for (int q = 0; q < HPF; ++q) {
-            const int e = tid + q * HTHREADS;
-            if (e < HLOAD) {
-                tin[slot][e / (HROWS * SEG)][(e / SEG) % HROWS][e % SEG] = pf[q];
-            }
-        }
-        __syncthreads();
-        if (kk + 1 < chunks) {
-            hfetch(pf, in1, in2, kk + 2, row0, w, h, tid);
-        }
-        const bool warm = kk == 0;
-        switch (p) {
-        case 0:
-            hrow<0>(st, tin, tout, kk, lane, w, warm);
-            break;
-        case 1:
-            hrow<1>(st, tin, tout, kk, lane, w, warm);
-            break;
-        case 2:
-            hrow<2>(st, tin, tout, kk, lane, w, warm);
-            break;
-        case 3:
-            hrow<3>(st, tin, tout, kk, lane, w, warm);
-            break;
-        default:
-            hrow<4>(st, tin, tout, kk, lane, w, warm);
-            break;
-        }
-        __syncwarp();
-        // The warp's plane tile, row by row (coalesced).
-        const int gx = kk * SEG + lane;
-        // (A full unroll hoists the 32 loads and addresses: 255 registers.)
-#pragma unroll 4
-        for (int rr = 0; rr < HROWS; ++rr) {
-            const int gy = row0 + rr;
-            if (gy < h && gx < w) {
-                out[(long long)gy * w + gx] = tout[p][rr][lane];
-            }
-        }
-        __syncwarp();
+    switch (p) {
+    case 0:
+        hblur_warp<0>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
+        break;
+    case 1:
+        hblur_warp<1>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
+        break;
+    case 2:
+        hblur_warp<2>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
+        break;
+    case 3:
+        hblur_warp<3>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
+        break;
+    default:
+        hblur_warp<4>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
+        break;
     }
 }
 
@@ -690,6 +703,23 @@ __device__ __forceinline__ void vfetch(float (&b)[VROWS], const float *col, bool
     }
 }
 
+// The two images' XYB values of the pixels thread `tid` scores in row group j of s2_vblur
+// (rows VROWS j - 4 + i), 0 outside the scale: fetched one group ahead of their use.
+__device__ __forceinline__ void vimg(float (&a)[VPER], float (&b)[VPER], const float *img1,
+                                     const float *img2, int j, int g, int w, int h, int tid) {
+    const int y0 = j * VROWS - (RADIUS - 1);
+#pragma unroll
+    for (int q = 0; q < VPER; ++q) {
+        const int e = tid + q * VTHREADS;
+        const int y = y0 + e / VCOLS;
+        const int xx = g * VCOLS + e % VCOLS;
+        const bool ok = e < VPIX && y >= 0 && y < h && xx < w;
+        const long long at = (long long)y * w + xx;
+        a[q] = ok ? img1[at] : 0.0f;
+        b[q] = ok ? img2[at] : 0.0f;
+    }
+}
+
 }  // namespace s2
 
 // Vertical recursive pass (RecursiveGaussian::vertical_pass) of every scale's 15 planes read
@@ -699,7 +729,7 @@ __device__ __forceinline__ void vfetch(float (&b)[VROWS], const float *col, bool
 // recursion, lane l column 32 g + l. Writes the block's 6 sums (double, in the order of
 // `terms`) to partial[6 b ..]. Grid: sum over the n scales of 3 ceil(w_k / 32) blocks of 160
 // threads.
-extern "C" __global__ void __launch_bounds__(VTHREADS)
+extern "C" __global__ void __launch_bounds__(VTHREADS, 3)
 s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
          const float *__restrict__ hbl, double *__restrict__ partial) {
     __shared__ float tile[2][5][VROWS][VCOLS];
@@ -739,6 +769,8 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
     }
     constexpr int D = 2 * RADIUS;  // 10: bottom row - top row of a step
     const int groups_rows = (h + RADIUS - 1 + VROWS - 1) / VROWS;
+    float iv1[VPER], iv2[VPER];
+    vimg(iv1, iv2, img1, img2, 0, g, w, h, tid);
     for (int j = 0; j < groups_rows; ++j) {
         float *t = &tile[j & 1][p][0][lane];
 #pragma unroll
@@ -765,12 +797,15 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
                 const int y = y0 + i;
                 const int xx = g * VCOLS + l;
                 if (y >= 0 && y < h && xx < w) {
-                    const long long at = (long long)y * w + xx;
                     const float(*tt)[VROWS][VCOLS] = tile[j & 1];
                     terms(tt[0][i][l], tt[1][i][l], tt[2][i][l], tt[3][i][l], tt[4][i][l],
-                          img1[at], img2[at], acc);
+                          iv1[q], iv2[q], acc);
                 }
             }
+        }
+        // The next group's image values: in flight during its recursion steps.
+        if (j + 1 < groups_rows) {
+            vimg(iv1, iv2, img1, img2, j + 1, g, w, h, tid);
         }
     }
 #pragma unroll

@@ -1,14 +1,15 @@
 //! Host side of `kernels/ssimulacra2.cu`: SSIMULACRA2 of a frame pair on the GPU.
 //!
 //! Per frame pair, all on one stream and without host or device allocations:
-//! 1. `s2_xyb_yuv`: YUV -> linear RGB (the conversion of [`crate::engine::colour`]) -> XYB
-//!    of scale 0, and the 2x2 box average of the linear RGB for scale 1;
-//! 2. `s2_xyb_lin`, once per scale `k >= 1`: linear RGB -> XYB, and scale `k + 1`'s RGB;
-//! 3. `s2_hblur`: the horizontal pass of the recursive Gaussian (sigma 1.5) of the 15 planes of
+//! 1. `s2_xyb`: YUV -> linear RGB (the conversion of [`crate::engine::colour`]) -> XYB of
+//!    scale 0, and for each scale `k >= 1` the 2x2 box average of scale `k - 1`'s linear RGB
+//!    -> XYB, all in one launch (a block covers the same 64 x 64 scale-0 tile at every
+//!    scale, the linear RGB of scales 1.. stays in shared memory);
+//! 2. `s2_hblur`: the horizontal pass of the recursive Gaussian (sigma 1.5) of the 15 planes of
 //!    every scale (3 XYB channels x {img1, img2, img1^2, img2^2, img1 img2}) in one launch;
-//! 4. `s2_vblur`: the vertical pass of every scale in one launch, fused with the SSIM and
+//! 3. `s2_vblur`: the vertical pass of every scale in one launch, fused with the SSIM and
 //!    edge-difference error maps: per block, 6 double sums per channel;
-//! 5. `s2_total`: the 108 sums (6 scales x 3 channels x 6) in a fixed order, as `u64` words.
+//! 4. `s2_total`: the 108 sums (6 scales x 3 channels x 6) in a fixed order, as `u64` words.
 //!
 //! [`Ssimulacra2Gpu::score`] turns the words into the score on the host.
 //!
@@ -38,8 +39,13 @@ const SUMS: usize = 6;
 /// Rows per `s2_hblur` block and columns per `s2_vblur` block (kernels' `HROWS`, `VCOLS`).
 const HROWS: usize = 32;
 const VCOLS: usize = 32;
+/// Scale-0 pixels per `s2_xyb` block side (kernel's `XTILE`).
+const XTILE: usize = 64;
 const XYB_BLOCK: (u32, u32, u32) = (32, 8, 1);
-const BLUR_BLOCK: (u32, u32, u32) = (160, 1, 1);
+/// `s2_hblur`: one warp per block (32 rows of one of the 15 planes).
+const HBLUR_BLOCK: (u32, u32, u32) = (32, 1, 1);
+/// `s2_vblur`: five warps per block (the 5 planes of 32 columns of one channel).
+const VBLUR_BLOCK: (u32, u32, u32) = (160, 1, 1);
 const TOTAL_BLOCK: (u32, u32, u32) = (128, 1, 1);
 
 /// The final weights of ssimulacra2 0.5.1 (`Msssim::score`): 3 channels x the scales present
@@ -231,17 +237,15 @@ fn as_i32(v: usize, width: usize, height: usize, bpc: u32) -> Result<i32, CudaEr
 ///
 /// Scratch, allocated once in [`Ssimulacra2Gpu::new`] (`P` = the pixels of all scored scales,
 /// about 4/3 of the frame's): XYB planes `6 P` f32, horizontally blurred planes `15 P` f32,
-/// linear RGB of scales 1.. `6 (P - w h)` f32, and 6 f64 per vertical-pass block: about
-/// 120 bytes per frame pixel (249 MB at 1920x1080).
+/// and 6 f64 per vertical-pass block: about 112 bytes per frame pixel (232 MB, 221 MiB at
+/// 1920x1080).
 pub struct Ssimulacra2Gpu {
-    xyb_yuv: CudaFunction,
-    xyb_lin: CudaFunction,
+    xyb_all: CudaFunction,
     hblur: CudaFunction,
     vblur: CudaFunction,
     total: CudaFunction,
     xyb: DeviceAlloc<f32>,
     hbl: DeviceAlloc<f32>,
-    lin: DeviceAlloc<f32>,
     partial: DeviceAlloc<f64>,
     width: usize,
     height: usize,
@@ -298,7 +302,7 @@ impl Ssimulacra2Gpu {
         let pixels: usize = sizes[..scales].iter().map(|&(w, h)| w * h).sum();
         let hblocks: usize = sizes[..scales]
             .iter()
-            .map(|&(_, h)| h.div_ceil(HROWS) * 3)
+            .map(|&(_, h)| h.div_ceil(HROWS) * 15)
             .sum();
         let vblocks: usize = sizes[..scales]
             .iter()
@@ -312,32 +316,24 @@ impl Ssimulacra2Gpu {
         })?;
 
         let m = &dev.modules().ssimulacra2;
-        let xyb_yuv = function(m, "s2_xyb_yuv", "cuModuleGetFunction(s2_xyb_yuv)")?;
-        let xyb_lin = function(m, "s2_xyb_lin", "cuModuleGetFunction(s2_xyb_lin)")?;
+        let xyb_all = function(m, "s2_xyb", "cuModuleGetFunction(s2_xyb)")?;
         let hblur = function(m, "s2_hblur", "cuModuleGetFunction(s2_hblur)")?;
         let vblur = function(m, "s2_vblur", "cuModuleGetFunction(s2_vblur)")?;
         let total = function(m, "s2_total", "cuModuleGetFunction(s2_total)")?;
         let xyb = alloc_zeroed::<f32>(stream, 6 * pixels, "cuMemAlloc(ssimulacra2 xyb)")?;
         let hbl = alloc_zeroed::<f32>(stream, 15 * pixels, "cuMemAlloc(ssimulacra2 blur)")?;
-        let lin = alloc_zeroed::<f32>(
-            stream,
-            6 * (pixels - width * height),
-            "cuMemAlloc(ssimulacra2 linear rgb)",
-        )?;
         let partial = alloc_zeroed::<f64>(
             stream,
             SUMS * vblocks as usize,
             "cuMemAlloc(ssimulacra2 partial sums)",
         )?;
         Ok(Self {
-            xyb_yuv,
-            xyb_lin,
+            xyb_all,
             hblur,
             vblur,
             total,
             xyb,
             hbl,
-            lin,
             partial,
             width,
             height,
@@ -410,7 +406,6 @@ impl Ssimulacra2Gpu {
         let mut n = self.scales as i32;
         let mut p_xyb = self.xyb.device_ptr_mut(stream).0;
         let mut p_hbl = self.hbl.device_ptr_mut(stream).0;
-        let mut p_lin = self.lin.device_ptr_mut(stream).0;
         let mut p_partial = self.partial.device_ptr_mut(stream).0;
         let mut p_out = out.device_ptr_mut(stream).0;
 
@@ -419,12 +414,11 @@ impl Ssimulacra2Gpu {
         // u64 device addresses); the scratch buffers hold the sizes computed in `new` for this
         // geometry, `out` at least RESULT_WORDS words (checked above), and the input planes
         // are the caller's to keep alive until the stream has run (see above).
-        let (ow, oh) = (self.width.div_ceil(2), self.height.div_ceil(2));
         unsafe {
             launch(
                 stream,
-                &self.xyb_yuv,
-                xyb_grid(ow, oh),
+                &self.xyb_all,
+                xyb_grid(self.width, self.height),
                 XYB_BLOCK,
                 &mut [
                     param(&mut p_ref),
@@ -440,32 +434,9 @@ impl Ssimulacra2Gpu {
                     param(&mut h0),
                     param(&mut n),
                     param(&mut p_xyb),
-                    param(&mut p_lin),
                 ],
-                "cuLaunchKernel(s2_xyb_yuv)",
+                "cuLaunchKernel(s2_xyb)",
             )?;
-        }
-        for k in 1..self.scales {
-            let (w, h) = self.sizes[k];
-            let mut kk = k as i32;
-            // SAFETY: s2_xyb_lin(int, int, int, int, float*, float*); see above.
-            unsafe {
-                launch(
-                    stream,
-                    &self.xyb_lin,
-                    xyb_grid(w.div_ceil(2), h.div_ceil(2)),
-                    XYB_BLOCK,
-                    &mut [
-                        param(&mut kk),
-                        param(&mut w0),
-                        param(&mut h0),
-                        param(&mut n),
-                        param(&mut p_xyb),
-                        param(&mut p_lin),
-                    ],
-                    "cuLaunchKernel(s2_xyb_lin)",
-                )?;
-            }
         }
         // SAFETY: s2_hblur(int, int, int, const float*, float*), s2_vblur(int, int, int,
         // const float*, const float*, double*), s2_total(int, int, int, const double*,
@@ -475,7 +446,7 @@ impl Ssimulacra2Gpu {
                 stream,
                 &self.hblur,
                 (self.hblocks, 1, 1),
-                BLUR_BLOCK,
+                HBLUR_BLOCK,
                 &mut [
                     param(&mut w0),
                     param(&mut h0),
@@ -489,7 +460,7 @@ impl Ssimulacra2Gpu {
                 stream,
                 &self.vblur,
                 (self.vblocks, 1, 1),
-                BLUR_BLOCK,
+                VBLUR_BLOCK,
                 &mut [
                     param(&mut w0),
                     param(&mut h0),
@@ -568,13 +539,9 @@ impl Ssimulacra2Gpu {
     }
 }
 
-/// Grid of the XYB kernels: one thread per 2x2 pixels (`ow` x `oh` of them), 32 x 8 blocks.
-fn xyb_grid(ow: usize, oh: usize) -> (u32, u32, u32) {
-    (
-        ow.div_ceil(XYB_BLOCK.0 as usize) as u32,
-        oh.div_ceil(XYB_BLOCK.1 as usize) as u32,
-        1,
-    )
+/// Grid of `s2_xyb`: one block of 32 x 8 threads per 64 x 64 pixels of scale 0 (`XTILE`).
+fn xyb_grid(w: usize, h: usize) -> (u32, u32, u32) {
+    (w.div_ceil(XTILE) as u32, h.div_ceil(XTILE) as u32, 1)
 }
 
 #[cfg(test)]
