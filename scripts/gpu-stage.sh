@@ -18,7 +18,9 @@ else
 fi
 cargo build --release
 # Test and example executables (release profile: optimised, no debug info).
-cargo test --release --no-run --message-format=json 2>/dev/null \
+tests=(gpu cuda_backend dmabuf gpu_faults concurrency bad_input element gpu_ssim gpu_ssimulacra2
+  gpu_lessons extra_features multi_model)
+cargo test --release --no-run "${tests[@]/#/--test=}" --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
     try: m = json.loads(l)
@@ -26,12 +28,13 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         print(m["target"]["name"], m["executable"])' \
   | while read -r name exe; do
-      case $name in gpu|cuda_backend|dmabuf|gpu_faults|concurrency|bad_input|element|gpu_ssim|gpu_ssimulacra2|extra_features|multi_model) cp "$exe" "$out/bin/$name" ;; esac
+      cp "$exe" "$out/bin/$name"
     done
 examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak)
 cargo build --release "${examples[@]/#/--example=}"
 for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
-strip "$out"/bin/* 2>/dev/null || true
+# gpu_lessons keeps its symbols: it prints where an allocation per frame comes from.
+for f in "$out"/bin/*; do [[ ${f##*/} == gpu_lessons ]] || strip "$f" 2>/dev/null || true; done
 if [[ $BIN_ONLY == 1 ]]; then
   # The plugin lives in the runtime archive: replace it there.
   tmp=$(mktemp -d)
