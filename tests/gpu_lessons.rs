@@ -32,29 +32,40 @@ struct Counting;
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
-/// While set, the first few allocations record where they come from (printed on failure).
+/// While set, every allocation records where it comes from: the staging pool's task queue
+/// (rayon's `crossbeam_deque::Injector`, which takes a block for every 63 tasks) or elsewhere.
 static TRACE: AtomicBool = AtomicBool::new(false);
+static QUEUE_ALLOCS: AtomicU64 = AtomicU64::new(0);
+/// Backtraces of the first allocations made elsewhere than the task queue.
 static TRACES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static OTHER_ALLOCS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     static IN_TRACE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Records a backtrace of the current allocation (the first 4 while [`TRACE`] is set).
+/// Classifies the current allocation while [`TRACE`] is set (see [`TRACE`]), keeping the
+/// backtraces of the first 4 made elsewhere than the task queue. Needs the test binary's
+/// symbols (scripts/gpu-stage.sh does not strip it).
 fn trace(size: usize) {
     if !TRACE.load(Ordering::Relaxed) || IN_TRACE.with(Cell::get) {
         return;
     }
     IN_TRACE.with(|t| t.set(true));
-    if let Ok(mut v) = TRACES.lock() {
-        if v.len() < 4 {
-            let bt = std::backtrace::Backtrace::force_capture().to_string();
-            let frames: Vec<&str> = bt
-                .lines()
-                .filter(|l| !l.trim_start().starts_with("at "))
-                .take(24)
-                .collect();
-            v.push(format!("{size} bytes:\n{}", frames.join("\n")));
+    let bt = std::backtrace::Backtrace::force_capture().to_string();
+    if bt.contains("crossbeam_deque") {
+        QUEUE_ALLOCS.fetch_add(1, Ordering::Relaxed);
+    } else {
+        OTHER_ALLOCS.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut v) = TRACES.lock() {
+            if v.len() < 4 {
+                let frames: Vec<&str> = bt
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("at "))
+                    .take(24)
+                    .collect();
+                v.push(format!("{size} bytes:\n{}", frames.join("\n")));
+            }
         }
     }
     IN_TRACE.with(|t| t.set(false));
@@ -221,9 +232,9 @@ fn submit(b: &mut CudaBackend, r: &HostFrame, d: &HostFrame, size: (usize, usize
 }
 
 /// Host memory, 1080p I420 and NV12 with padded rows, every metric on: after a warm-up of
-/// a few frames, submitting and collecting 60 more allocates nothing per frame (the
-/// staging pool's task queue may take a block now and then: a few per hundred frames, far
-/// from the fork's 24 MB per scale per frame).
+/// a few frames, submitting and collecting 60 more allocates nothing in the backend; the
+/// only allocations are the staging pool's task queue taking a block of 63 task slots now and
+/// then (rayon), a few per hundred frames, far from the fork's 24 MB per scale per frame.
 #[test]
 fn no_host_allocation_per_frame_or_scale() {
     let Some(dev) = device() else { return };
@@ -236,9 +247,11 @@ fn no_host_allocation_per_frame_or_scale() {
         }
         while b.collect(true).expect("collect").is_some() {}
         let frames = 60u64;
-        let (a0, b0) = (
+        let (a0, b0, q0, o0) = (
             ALLOCS.load(Ordering::Relaxed),
             BYTES.load(Ordering::Relaxed),
+            QUEUE_ALLOCS.load(Ordering::Relaxed),
+            OTHER_ALLOCS.load(Ordering::Relaxed),
         );
         TRACE.store(true, Ordering::Relaxed);
         for _ in 0..frames {
@@ -248,20 +261,17 @@ fn no_host_allocation_per_frame_or_scale() {
         TRACE.store(false, Ordering::Relaxed);
         let allocs = ALLOCS.load(Ordering::Relaxed) - a0;
         let bytes = BYTES.load(Ordering::Relaxed) - b0;
-        if allocs > 0 {
-            for t in TRACES.lock().map(|v| v.clone()).unwrap_or_default() {
-                eprintln!("allocation at {t}");
-            }
+        let queue = QUEUE_ALLOCS.load(Ordering::Relaxed) - q0;
+        let other = OTHER_ALLOCS.load(Ordering::Relaxed) - o0;
+        for t in TRACES.lock().map(|v| v.clone()).unwrap_or_default() {
+            eprintln!("allocation at {t}");
         }
         eprintln!(
-            "| {} | {frames} frames | {allocs} allocations | {bytes} bytes | {:.3} allocations/frame |",
+            "| {} | {frames} frames | {allocs} allocations, {bytes} bytes | {queue} in the staging pool's task queue | {other} elsewhere |",
             if nv12 { "NV12" } else { "I420" },
-            allocs as f64 / frames as f64
         );
-        assert!(
-            allocs * 10 <= frames && bytes <= 64 * 1024,
-            "{allocs} allocations ({bytes} bytes) over {frames} frames"
-        );
+        assert_eq!(other, 0, "allocations outside the task queue over {frames} frames");
+        assert!(queue * 10 <= frames, "{queue} task-queue blocks over {frames} frames");
     }
 }
 

@@ -508,7 +508,9 @@ impl CudaBackend {
                 .as_slice()
                 .during("cuEventSynchronize(staging)")?
                 .get(..bytes)
-                .ok_or(CudaError::Driver {
+                // `ok_or_else`: the error text is made only on failure (an eager `ok_or` put
+                // a 30-byte allocation in every upload; tests/gpu_lessons.rs found it).
+                .ok_or_else(|| CudaError::Driver {
                     call: "cuMemcpyHtoDAsync(luma)",
                     code: "staging smaller than the plane".to_owned(),
                 })?;
