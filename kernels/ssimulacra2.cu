@@ -197,7 +197,7 @@ namespace s2 {
 // the kernel repeats its double-precision steps. Checked against glibc 2.36's powf for every
 // float x in [0.04, 1.01] with y = 2.4 and 1/0.45 (f32), with and without FMA contraction:
 // no difference. Valid for positive normal x and |y log2 x| < 126 (the callers' range).
-__device__ const double POWF_LOG2_TAB[32] = {
+__device__ double POWF_LOG2_TAB[32] = {
     // {invc, logc} x 16
     0x1.661ec79f8f3bep+0, -0x1.efec65b963019p-2, 0x1.571ed4aaf883dp+0, -0x1.b0b6832d4fca4p-2,
     0x1.49539f0f010bp+0,  -0x1.7418b0a1fb77bp-2, 0x1.3c995b0b80385p+0, -0x1.39de91a6dcf7bp-2,
@@ -208,7 +208,7 @@ __device__ const double POWF_LOG2_TAB[32] = {
     0x1.b2036576afce6p-1, 0x1.e840b4ac4e4d2p-3,  0x1.9c2d163a1aa2dp-1, 0x1.40645f0c6651cp-2,
     0x1.886e6037841edp-1, 0x1.88e9c2c1b9ff8p-2,  0x1.767dcf5534862p-1, 0x1.ce0a44eb17bccp-2,
 };
-__device__ const unsigned long long EXP2F_TAB[32] = {
+__device__ unsigned long long EXP2F_TAB[32] = {
     0x3ff0000000000000ull, 0x3fefd9b0d3158574ull, 0x3fefb5586cf9890full, 0x3fef9301d0125b51ull,
     0x3fef72b83c7d517bull, 0x3fef54873168b9aaull, 0x3fef387a6e756238ull, 0x3fef1e9df51fdee1ull,
     0x3fef06fe0a31b715ull, 0x3feef1a7373aa9cbull, 0x3feedea64c123422ull, 0x3feece086061892dull,
