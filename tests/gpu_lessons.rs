@@ -270,8 +270,14 @@ fn no_host_allocation_per_frame_or_scale() {
             "| {} | {frames} frames | {allocs} allocations, {bytes} bytes | {queue} in the staging pool's task queue | {other} elsewhere |",
             if nv12 { "NV12" } else { "I420" },
         );
-        assert_eq!(other, 0, "allocations outside the task queue over {frames} frames");
-        assert!(queue * 10 <= frames, "{queue} task-queue blocks over {frames} frames");
+        assert_eq!(
+            other, 0,
+            "allocations outside the task queue over {frames} frames"
+        );
+        assert!(
+            queue * 10 <= frames,
+            "{queue} task-queue blocks over {frames} frames"
+        );
     }
 }
 
