@@ -362,19 +362,24 @@ impl LumaInput<'_> {
     }
 }
 
-/// The two chroma planes (Cb, Cr) of both frames of a pair, packed `u16` at the scoring
-/// depth, for the metrics that read chroma (`psnr_cb`, `psnr_cr`).
-///
-/// `reference[0]` / `distorted[0]` are Cb, `[1]` Cr. Each plane is the format's subsampled
-/// size (4:2:0: `ceil(w / 2) x ceil(h / 2)`); the two frames' planes must have equal sizes
-/// and depth (the CPU backend refuses others with [`FeatureError::WrongGeometry`]).
+/// The two chroma components (Cb `[0]`, Cr `[1]`) of both frames of a pair, in some form `T`:
+/// [`ChromaPair`] (packed planes) or [`ChromaInput`] (the buffers' own layouts).
 #[derive(Debug, Clone, Copy)]
-pub struct ChromaPair<'a> {
+pub struct Chroma<T> {
     /// Cb and Cr of the reference frame.
-    pub reference: [LumaPlane<'a>; 2],
+    pub reference: [T; 2],
     /// Cb and Cr of the distorted frame.
-    pub distorted: [LumaPlane<'a>; 2],
+    pub distorted: [T; 2],
 }
+
+/// The two chroma planes (Cb, Cr) of both frames of a pair, packed `u16` at the scoring
+/// depth, for the CPU backend's metrics that read chroma (`psnr_cb`, `psnr_cr`,
+/// SSIMULACRA2).
+///
+/// Each plane is the format's subsampled size (4:2:0: `ceil(w / 2) x ceil(h / 2)`); the two
+/// frames' planes must have equal sizes and depth (the CPU backend refuses others with
+/// [`FeatureError::WrongGeometry`]).
+pub type ChromaPair<'a> = Chroma<LumaPlane<'a>>;
 
 /// One colour component of a mapped frame in host memory, in the buffer's own layout: a
 /// plane (Y, or planar Cb/Cr) or one component of an interleaved plane (NV12's UV, P010's
@@ -527,10 +532,4 @@ impl ComponentInput<'_> {
 /// Cb (`[0]`) and Cr (`[1]`) of both frames of a pair in their buffers' own layouts, for a
 /// backend that unpacks them itself (the CUDA backend does it on the GPU). The two frames'
 /// components must have the same size.
-#[derive(Debug, Clone, Copy)]
-pub struct ChromaInput<'a> {
-    /// Cb and Cr of the reference frame.
-    pub reference: [ComponentInput<'a>; 2],
-    /// Cb and Cr of the distorted frame.
-    pub distorted: [ComponentInput<'a>; 2],
-}
+pub type ChromaInput<'a> = Chroma<ComponentInput<'a>>;
