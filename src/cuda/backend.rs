@@ -463,27 +463,7 @@ impl CudaBackend {
     /// rows: one thread copies at ~6-10 GB/s, short of what the upload takes (issue 6's
     /// measurements). Returns the bytes written.
     fn stage_host(h: &HostLuma, dst: &mut [u8]) -> usize {
-        in_bands(
-            dst,
-            h.width * h.layout.bytes,
-            h.height,
-            |first, band, row| {
-                if h.stride == row {
-                    // Contiguous rows: one copy per band.
-                    let start = first * row;
-                    if let Some(src) = h.data.get(start..start + band.len()) {
-                        band.copy_from_slice(src);
-                    }
-                    return;
-                }
-                for (i, out) in band.chunks_exact_mut(row).enumerate() {
-                    let src = h.row_bytes(first + i);
-                    if src.len() == row {
-                        out.copy_from_slice(src);
-                    }
-                }
-            },
-        )
+        stage_rows(h.data, h.stride, h.width * h.layout.bytes, h.height, dst)
     }
 
     /// Puts one input plane where the kernels can read it and returns its descriptor: host
@@ -864,7 +844,7 @@ fn sample_bytes(bpc: u32) -> usize {
 /// [`BANDS_PER_THREAD`] per thread of [`staging_pool`] and at least [`MIN_BAND_BYTES`] each,
 /// and runs `fill(first_row, band, row)` on each, in parallel. Returns
 /// the bytes covered, or 0 (nothing done) when `dst` is shorter.
-pub(crate) fn in_bands(
+fn in_bands(
     dst: &mut [u8],
     row: usize,
     rows: usize,
@@ -892,6 +872,34 @@ pub(crate) fn in_bands(
             .for_each(|(b, c)| fill(b * band, c, row)),
     }
     total
+}
+
+/// Copies the first `row` bytes of each of `rows` rows of `src` (`stride` bytes apart) into
+/// `dst`, packed, in parallel bands ([`in_bands`]); one copy per band when the rows are
+/// contiguous. Rows that `src` does not hold are left as they are. Returns the bytes covered,
+/// or 0 (nothing done) when `dst` is shorter than `row * rows`.
+pub(crate) fn stage_rows(
+    src: &[u8],
+    stride: usize,
+    row: usize,
+    rows: usize,
+    dst: &mut [u8],
+) -> usize {
+    in_bands(dst, row, rows, |first, band, row| {
+        if stride == row {
+            let start = first * row;
+            if let Some(s) = src.get(start..start + band.len()) {
+                band.copy_from_slice(s);
+            }
+            return;
+        }
+        for (i, out) in band.chunks_exact_mut(row).enumerate() {
+            let start = (first + i) * stride;
+            if let Some(s) = src.get(start..start + row) {
+                out.copy_from_slice(s);
+            }
+        }
+    })
 }
 
 /// Which staging and device plane of which slot an input goes through.

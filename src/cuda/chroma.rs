@@ -11,7 +11,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DevicePtrMut, PinnedHostSlice};
 
-use super::backend::in_bands;
+use super::backend::stage_rows;
 use super::context::{function, launch, param, GpuDevice};
 use super::error::{CudaError, DriverResultExt};
 use super::memory::{alloc_zeroed, DeviceAlloc};
@@ -170,14 +170,7 @@ impl ChromaStaging {
         let Some(dst) = dst.get_mut(at..at + row * h.height) else {
             return Err(too_big(h.width, h.height));
         };
-        in_bands(dst, row, h.height, |first, band, row| {
-            for (i, out) in band.chunks_exact_mut(row).enumerate() {
-                let start = (first + i) * h.stride;
-                if let Some(src) = h.data.get(start..start + row) {
-                    out.copy_from_slice(src);
-                }
-            }
-        });
+        stage_rows(h.data, h.stride, row, h.height, dst);
         Ok(())
     }
 
