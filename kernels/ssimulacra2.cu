@@ -15,12 +15,13 @@
 //   s2_xyb          every scale at once: scale 0 YUV -> linear RGB -> XYB planes, scale k >= 1
 //                   2x2 box of scale k-1's linear RGB (in shared memory) -> XYB planes;
 //   s2_hblur        every scale at once: horizontal recursive pass of the 15 planes
-//                   (3 channels x {img1, img2, img1^2, img2^2, img1*img2}), one warp per
-//                   32 rows of one plane;
+//                   (3 channels x {img1, img2, img1^2, img2^2, img1*img2}), a thread per row
+//                   of one plane;
 //   s2_vblur        every scale at once: vertical pass, the error maps, per-block sums;
 //   s2_total        the 108 sums (6 scales x 3 channels x 6 sums), fixed order.
 //
-// Scratch layout (f32 planes of w_k * h_k samples, rows packed; off_k = sum_{j<k} w_j h_j):
+// Scratch layout (f32 planes of w_k x h_k samples in the T32 layout below, P_k = w_k *
+// ceil(h_k / 32) * 32 floats each; off_k = sum_{j<k} P_j):
 //   xyb:  scale k at 6 off_k, plane (img * 3 + c) (img 0 reference, 1 distorted; c = X, Y, B)
 //   hbl:  scale k at 15 off_k, plane (c * 5 + p), p: 0 blur(img1), 1 blur(img2),
 //         2 img1^2, 3 img2^2, 4 img1*img2 (horizontal pass only)
@@ -68,13 +69,19 @@ constexpr float M22 = 0x1.1a86d2p-1f;
 constexpr float BIAS = 0x1.f12a6cp-9f;          // K_B0 = 0.0037930734
 constexpr float NEG_CBRT_BIAS = -0x1.3f64eap-3f; // -cbrtf(K_B0) with yuvxyb-math's cbrtf
 
-// Tiles. s2_hblur: a block (one warp) runs the horizontal recursion of HROWS rows of one
-// product plane of one channel, its input values in SEG-column segments through shared memory.
-// One warp per block and no block barrier: the warps of an SM interleave freely.
-constexpr int HROWS = 32;
-constexpr int SEG = 32;
+// Scratch planes are stored in the T32 layout: 32-row tiles, and within a tile column by
+// column, the 32 rows of a column contiguous. Sample (x, y) of a w-wide plane is at
+// ((y / 32) w + x) 32 + y % 32; a plane of height h takes w * ceil(h / 32) * 32 floats (the
+// padding rows stay 0). A warp running 32 rows left to right then reads and writes one
+// 128-byte line per column, and a thread running a column top to bottom reads contiguous rows.
+constexpr int T32 = 32;
+// s2_hblur: a block (one warp) runs the horizontal recursion of the 32 rows of a tile of one
+// product plane of one channel, a row per lane, HSTEP steps per loop turn. One warp per block
+// and no barrier: the warps of an SM interleave freely.
 constexpr int HTHREADS = 32;
-constexpr int HPLANES = 15;  // blocks per row group: 3 channels x 5 products
+constexpr int HSTEP = 16;
+constexpr int HWIN = HSTEP + 2 * RADIUS;  // inputs of one turn: columns n - 6 .. n + 19
+constexpr int HPLANES = 15;  // blocks per row tile: 3 channels x 5 products
 // s2_vblur: a block runs the vertical recursion of VCOLS columns of one channel, one warp per
 // plane, VROWS rows per step of the loop; then the 160 threads score the VROWS x VCOLS pixels.
 constexpr int VCOLS = 32;
@@ -88,8 +95,8 @@ constexpr int SUMS = 6;  // per channel: ssim d, d^4, artifact, artifact^4, deta
 struct Scale {
     int w;
     int h;
-    long long plane;  // w * h
-    long long off;    // sum of w_j * h_j for j < k
+    long long plane;  // w * ceil(h / 32) * 32 (T32 layout)
+    long long off;    // sum of the planes of the scales j < k
 };
 
 __device__ __forceinline__ Scale scale_of(int w0, int h0, int k) {
@@ -98,16 +105,21 @@ __device__ __forceinline__ Scale scale_of(int w0, int h0, int k) {
     s.h = h0;
     s.off = 0;
     for (int i = 0; i < k; ++i) {
-        s.off += (long long)s.w * s.h;
+        s.off += (long long)s.w * ((s.h + T32 - 1) / T32 * T32);
         s.w = (s.w + 1) / 2;
         s.h = (s.h + 1) / 2;
     }
-    s.plane = (long long)s.w * s.h;
+    s.plane = (long long)s.w * ((s.h + T32 - 1) / T32 * T32);
     return s;
 }
 
+// Index of sample (x, y) of a w-wide plane in the T32 layout.
+__device__ __forceinline__ long long t32(int x, int y, int w) {
+    return ((long long)(y >> 5) * w + x) * T32 + (y & (T32 - 1));
+}
+
 // Blocks of s2_hblur for a scale of height h: row groups x 3 channels x 5 products.
-__device__ __forceinline__ int hblocks(int h) { return (h + HROWS - 1) / HROWS * HPLANES; }
+__device__ __forceinline__ int hblocks(int h) { return (h + T32 - 1) / T32 * HPLANES; }
 // Blocks of s2_vblur for a scale of width w: column groups x 3 channels.
 __device__ __forceinline__ int vgroups(int w) { return (w + VCOLS - 1) / VCOLS; }
 
@@ -128,7 +140,7 @@ __device__ __forceinline__ Scale block_scale(int w0, int h0, int n, int block, i
         s.off += s.plane;
         s.w = (s.w + 1) / 2;
         s.h = (s.h + 1) / 2;
-        s.plane = (long long)s.w * s.h;
+        s.plane = (long long)s.w * ((s.h + T32 - 1) / T32 * T32);
     }
     local = block - start;
     return s;
@@ -305,21 +317,13 @@ __device__ __forceinline__ void store_xyb(float *xyb, long long plane, long long
     xyb[5 * plane + i] = b;
 }
 
-// The 2x2 box of downscale_by_2 from the (up to) four pixels a thread converted: sum in the
-// crate's order (iy, then ix) from 0, edge pixels repeated, times 1/4.
-__device__ __forceinline__ void store_down(float *lin, long long plane, long long i,
-                                           const float (&p)[4][6], bool has_x1, bool has_y1) {
+// The 2x2 box of downscale_by_2: the sum of its four pixels (in the crate's order, from 0,
+// edge pixels repeated) times 1/4, channel c to lin[c * plane + i].
+__device__ __forceinline__ void store_box(float *lin, long long plane, long long i,
+                                          const float (&sum)[6]) {
 #pragma unroll
     for (int c = 0; c < 6; ++c) {
-        const float v01 = has_x1 ? p[1][c] : p[0][c];
-        const float v10 = has_y1 ? p[2][c] : p[0][c];
-        const float v11 = has_y1 ? (has_x1 ? p[3][c] : p[2][c]) : v01;
-        float sum = 0.0f;
-        sum = __fadd_rn(sum, p[0][c]);
-        sum = __fadd_rn(sum, v01);
-        sum = __fadd_rn(sum, v10);
-        sum = __fadd_rn(sum, v11);
-        lin[c * plane + i] = __fmul_rn(sum, 0.25f);
+        lin[c * plane + i] = __fmul_rn(sum[c], 0.25f);
     }
 }
 
@@ -389,35 +393,6 @@ __device__ __forceinline__ float hval(float a, float b) {
     return __fmul_rn(a, b);
 }
 
-// Steps n0 .. n0 + SEG - 1 (those < w) of one row's horizontal recursion. The row's input
-// values (hval<P> of the two images, computed once per column when staged) of the previous,
-// current and next segment (pv, cv, nv) lie in shared memory; step n reads columns
-// n - RADIUS - 1 and n + RADIUS - 1. Outputs go to `orow[0..SEG)`.
-__device__ __forceinline__ void hchunk(Rec &s, const float *pv, const float *cv, const float *nv,
-                                       int n0, int w, float *orow) {
-    constexpr int L = RADIUS + 1;  // 6
-    constexpr int R = RADIUS - 1;  // 4
-#pragma unroll
-    for (int i = 0; i < SEG; ++i) {
-        if (n0 + i < w) {
-            const float l = i >= L ? cv[i - L] : pv[i - L + SEG];
-            const float r = i + R < SEG ? cv[i + R] : nv[i + R - SEG];
-            const float sum = __fadd_rn(l, r);
-            orow[i] = hstep(s, sum);
-        }
-    }
-}
-
-// The RADIUS - 1 steps before the first output (n = -4 .. -1): left inputs are 0, right
-// inputs columns 0..3 of segment 0.
-__device__ __forceinline__ void hwarm(Rec &s, const float *cv) {
-#pragma unroll
-    for (int i = 0; i < RADIUS - 1; ++i) {
-        const float sum = __fadd_rn(0.0f, cv[i]);
-        hstep(s, sum);
-    }
-}
-
 // The per-pixel terms of ssim_map and edge_diff_map for one channel, added to acc[0..6):
 // d, d^4 (1 - SSIM', at least 0), artifact, artifact^4, detail_lost, detail_lost^4.
 __device__ __forceinline__ void terms(float mu1, float mu2, float s11, float s22, float s12,
@@ -467,7 +442,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
        const Plane cb_dis, const Plane cr_dis, int32_t cw, int32_t ch, const S2Conv conv,
        int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb) {
-    // Linear RGB (6 planes: img * 3 + c) of scale 1 (tile XTILE / 2) and scale 2 (XTILE / 4);
+    // Linear RGB (6 planes: img * 3 + c, each [x][y]) of scale 1 (tile XTILE / 2) and scale 2
+    // (XTILE / 4);
     // scale k >= 3 reuses the buffer of scale k - 2.
     __shared__ float lin_a[6][XTILE / 2][XTILE / 2];
     __shared__ float lin_b[6][XTILE / 4][XTILE / 4];
@@ -475,13 +451,13 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
     const int nt = blockDim.x * blockDim.y;
     const bool grey = cw <= 0;
     {
-        const long long plane = (long long)w0 * h0;
+        const long long plane = scale_of(w0, h0, 0).plane;
         const int ow = (w0 + 1) / 2;
         const int oh = (h0 + 1) / 2;
         constexpr int T = XTILE / 2;  // boxes per tile side
         for (int e = tid; e < T * T; e += nt) {
-            const int lx = e % T;
-            const int ly = e / T;
+            const int ly = e % T;
+            const int lx = e / T;
             const int ox = blockIdx.x * T + lx;
             const int oy = blockIdx.y * T + ly;
             if (ox >= ow || oy >= oh) {
@@ -489,18 +465,13 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
             }
             const bool has_x1 = 2 * ox + 1 < w0;
             const bool has_y1 = 2 * oy + 1 < h0;
-            float p[4][6];
-#pragma unroll
+            // The box's four pixels in the crate's order, an edge pixel standing in for one
+            // past the edge (converted again, not stored twice); their sum in that order.
+            float sum[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 1
             for (int q = 0; q < 4; ++q) {
-                const int dx = q & 1;
-                const int dy = q >> 1;
-                if ((dx && !has_x1) || (dy && !has_y1)) {
-#pragma unroll
-                    for (int c = 0; c < 6; ++c) {
-                        p[q][c] = 0.0f;
-                    }
-                    continue;
-                }
+                const int dx = (q & 1) && has_x1 ? 1 : 0;
+                const int dy = (q >> 1) && has_y1 ? 1 : 0;
                 const int x = 2 * ox + dx;
                 const int y = 2 * oy + dy;
                 uint32_t cbr = 0, crr = 0, cbd = 0, crd = 0;
@@ -512,14 +483,19 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
                     cbd = sample(cb_dis, cx, cy);
                     crd = sample(cr_dis, cx, cy);
                 }
-                yuv_to_linear(conv, sample(ref, x, y), cbr, crr, grey, p[q][0], p[q][1],
-                              p[q][2]);
-                yuv_to_linear(conv, sample(dis, x, y), cbd, crd, grey, p[q][3], p[q][4],
-                              p[q][5]);
-                store_xyb(xyb, plane, (long long)y * w0 + x, p[q]);
+                float p[6];
+                yuv_to_linear(conv, sample(ref, x, y), cbr, crr, grey, p[0], p[1], p[2]);
+                yuv_to_linear(conv, sample(dis, x, y), cbd, crd, grey, p[3], p[4], p[5]);
+                if (dx == (q & 1) && dy == (q >> 1)) {
+                    store_xyb(xyb, plane, t32(x, y, w0), p);
+                }
+#pragma unroll
+                for (int c = 0; c < 6; ++c) {
+                    sum[c] = __fadd_rn(sum[c], p[c]);
+                }
             }
             if (n > 1) {
-                store_down(&lin_a[0][0][0], T * T, ly * T + lx, p, has_x1, has_y1);
+                store_box(&lin_a[0][0][0], T * T, lx * T + ly, sum);
             }
         }
     }
@@ -529,7 +505,7 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
         s.off += s.plane;
         s.w = (s.w + 1) / 2;
         s.h = (s.h + 1) / 2;
-        s.plane = (long long)s.w * s.h;
+        s.plane = (long long)s.w * ((s.h + T32 - 1) / T32 * T32);
         const int tk = XTILE >> k;  // scale k's tile side (at least 2)
         const int T = tk / 2;       // boxes per tile side
         const float *src = (k & 1) ? &lin_a[0][0][0] : &lin_b[0][0][0];
@@ -538,8 +514,8 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
         const int oh = (s.h + 1) / 2;
         float *out = xyb + 6 * s.off;
         for (int e = tid; e < T * T; e += nt) {
-            const int lx = e % T;
-            const int ly = e / T;
+            const int ly = e % T;
+            const int lx = e / T;
             const int ox = blockIdx.x * T + lx;
             const int oy = blockIdx.y * T + ly;
             if (ox >= ow || oy >= oh) {
@@ -547,27 +523,27 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
             }
             const bool has_x1 = 2 * ox + 1 < s.w;
             const bool has_y1 = 2 * oy + 1 < s.h;
-            float p[4][6];
-#pragma unroll
+            float sum[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 1
             for (int q = 0; q < 4; ++q) {
-                const int dx = q & 1;
-                const int dy = q >> 1;
-                if ((dx && !has_x1) || (dy && !has_y1)) {
-#pragma unroll
-                    for (int c = 0; c < 6; ++c) {
-                        p[q][c] = 0.0f;
-                    }
-                    continue;
-                }
-                const int li = (2 * ly + dy) * tk + (2 * lx + dx);
+                const int dx = (q & 1) && has_x1 ? 1 : 0;
+                const int dy = (q >> 1) && has_y1 ? 1 : 0;
+                const int li = (2 * lx + dx) * tk + (2 * ly + dy);
+                float p[6];
 #pragma unroll
                 for (int c = 0; c < 6; ++c) {
-                    p[q][c] = src[c * tk * tk + li];
+                    p[c] = src[c * tk * tk + li];
                 }
-                store_xyb(out, s.plane, (long long)(2 * oy + dy) * s.w + (2 * ox + dx), p[q]);
+                if (dx == (q & 1) && dy == (q >> 1)) {
+                    store_xyb(out, s.plane, t32(2 * ox + dx, 2 * oy + dy, s.w), p);
+                }
+#pragma unroll
+                for (int c = 0; c < 6; ++c) {
+                    sum[c] = __fadd_rn(sum[c], p[c]);
+                }
             }
             if (k + 1 < n) {
-                store_down(dst, T * T, ly * T + lx, p, has_x1, has_y1);
+                store_box(dst, T * T, lx * T + ly, sum);
             }
         }
     }
@@ -575,148 +551,152 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
 
 namespace s2 {
 
-// Loads column seg * SEG + lane of rows row0 .. row0 + HROWS - 1 of the input planes plane P
-// needs (a: img1 for P = 0, 2, 4; b: img2 for P = 1, 3, 4) into registers (zeros outside).
-template <int P>
-__device__ __forceinline__ void hfetch(float (&a)[HROWS], float (&b)[HROWS], const float *in1,
-                                       const float *in2, int seg, int row0, int w, int h,
-                                       int lane) {
-    const int gx = seg * SEG + lane;
+// The inputs v[x0 .. x0 + HSTEP) of one row of a product plane are the rounded products
+// x * y, x = img1 or img2 (in_x), y = img1, img2 (in_y) or 1 (in_y null: x * 1 is x
+// exactly), 0 outside 0 .. w - 1. hload fetches the factors; hturn multiplies them when they
+// enter the window, a turn or more later, so that the loads are in flight meanwhile. One
+// code path for the five planes keeps the loop small enough for the instruction cache.
+__device__ __forceinline__ void hload(float (&fx)[HSTEP], float (&fy)[HSTEP],
+                                      const float *__restrict__ in_x,
+                                      const float *__restrict__ in_y, int x0, int w) {
 #pragma unroll
-    for (int r = 0; r < HROWS; ++r) {
-        const int gy = row0 + r;
-        const bool ok = gx < w && gy < h;
-        const long long at = (long long)gy * w + gx;
-        a[r] = (P == 0 || P == 2 || P == 4) && ok ? in1[at] : 0.0f;
-        b[r] = (P == 1 || P == 3 || P == 4) && ok ? in2[at] : 0.0f;
+    for (int i = 0; i < HSTEP; ++i) {
+        const int x = x0 + i;
+        const long long at = (long long)x * T32;
+        fx[i] = x < w ? __ldg(in_x + at) : 0.0f;
+        fy[i] = in_y != nullptr && x < w ? __ldg(in_y + at) : 1.0f;
     }
 }
 
-// Stores hval<P> of the fetched column into column `lane` of a segment slot.
-template <int P>
-__device__ __forceinline__ void hstage(float (*slot)[SEG + 1], const float (&a)[HROWS],
-                                       const float (&b)[HROWS], int lane) {
+// One turn of a row's horizontal recursion: steps n = base .. base + HSTEP - 1 (win[j] holds
+// v[base - RADIUS - 1 + j]; step n adds win[i], column n - 6, and win[i + 2 RADIUS], column
+// n + 4), outputs stored for 0 <= n < w; then the window moves on by HSTEP columns, taking
+// in fx * fy (columns base + 20 ..).
+__device__ __forceinline__ void hturn(Rec &st, float (&win)[HWIN], const float (&fx)[HSTEP],
+                                      const float (&fy)[HSTEP], float *__restrict__ out,
+                                      int base, int w, bool rowok) {
 #pragma unroll
-    for (int r = 0; r < HROWS; ++r) {
-        slot[r][lane] = hval<P>(a[r], b[r]);
+    for (int i = 0; i < HSTEP; ++i) {
+        const float o = hstep(st, __fadd_rn(win[i], win[i + 2 * RADIUS]));
+        const int n = base + i;
+        if (rowok && n >= 0 && n < w) {
+            out[(long long)n * T32] = o;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 2 * RADIUS; ++j) {
+        win[j] = win[j + HSTEP];
+    }
+#pragma unroll
+    for (int i = 0; i < HSTEP; ++i) {
+        win[2 * RADIUS + i] = __fmul_rn(fx[i], fy[i]);
     }
 }
 
-// One block of s2_hblur: plane P of channel c, rows row0 .. row0 + HROWS - 1.
-template <int P>
-__device__ __forceinline__ void hblur_warp(float (*tin)[HROWS][SEG + 1],
-                                           float (*tout)[SEG + 1], const float *in1,
-                                           const float *in2, float *out, int row0, int w,
-                                           int h, int lane) {
-    float a[HROWS], b[HROWS];
-    // Segment -1 (slot 2) is zeros; segment 0 goes to slot 0; segment 1 waits in registers.
-    hfetch<P>(a, b, in1, in2, 0, row0, w, h, lane);
-    hstage<P>(tin[0], a, b, lane);
+// One thread of s2_hblur: the horizontal recursion of one row of a product plane, two turns
+// per loop iteration, each turn's inputs loaded two turns ahead (buffers 0 and 1).
+__device__ __forceinline__ void hrow(const float *__restrict__ in_x,
+                                     const float *__restrict__ in_y, float *__restrict__ out,
+                                     int w, bool rowok) {
+    float win[HWIN];
+    float x0[HSTEP], y0[HSTEP], x1[HSTEP], y1[HSTEP];
 #pragma unroll
-    for (int r = 0; r < HROWS; ++r) {
-        tin[2][r][lane] = 0.0f;
+    for (int j = 0; j < 2 * RADIUS; ++j) {
+        win[j] = 0.0f;
     }
-    hfetch<P>(a, b, in1, in2, 1, row0, w, h, lane);
-
+    hload(x0, y0, in_x, in_y, 0, w);
+#pragma unroll
+    for (int i = 0; i < HSTEP; ++i) {
+        win[2 * RADIUS + i] = __fmul_rn(x0[i], y0[i]);
+    }
+    hload(x0, y0, in_x, in_y, HSTEP, w);
+    hload(x1, y1, in_x, in_y, 2 * HSTEP, w);
     Rec st;
     rec_zero(st);
-    const int chunks = (w + SEG - 1) / SEG;
-    const int r = lane;
-    for (int kk = 0; kk < chunks; ++kk) {
-        // Slot (kk + 1) % 3 held segment kk - 2, last read by chunk kk - 1; tout was last
-        // read by the stores of chunk kk - 1.
-        __syncwarp();
-        hstage<P>(tin[(kk + 1) % 3], a, b, lane);
-        __syncwarp();
-        if (kk + 1 < chunks) {
-            hfetch<P>(a, b, in1, in2, kk + 2, row0, w, h, lane);
-        }
-        const int sp = (kk + 2) % 3;
-        const int sc = kk % 3;
-        const int sn = (kk + 1) % 3;
-        if (kk == 0) {
-            hwarm(st, tin[sc][r]);
-        }
-        hchunk(st, tin[sp][r], tin[sc][r], tin[sn][r], kk * SEG, w, tout[r]);
-        __syncwarp();
-        // The tile, row by row (coalesced).
-        const int gx = kk * SEG + lane;
-#pragma unroll 4
-        for (int rr = 0; rr < HROWS; ++rr) {
-            const int gy = row0 + rr;
-            if (gy < h && gx < w) {
-                out[(long long)gy * w + gx] = tout[rr][lane];
-            }
-        }
+    // Turn `base` takes in columns base + 20 ..; the buffer it frees is refilled with the
+    // inputs of the turn two later: columns base + 2 HSTEP + 20 ..
+    constexpr int AHEAD = 3 * HSTEP + RADIUS - 1;
+    for (int base = -(RADIUS - 1); base < w; base += 2 * HSTEP) {
+        hturn(st, win, x0, y0, out, base, w, rowok);
+        hload(x0, y0, in_x, in_y, base + AHEAD, w);
+        hturn(st, win, x1, y1, out, base + HSTEP, w, rowok);
+        hload(x1, y1, in_x, in_y, base + HSTEP + AHEAD, w);
     }
 }
 
 }  // namespace s2
 
 // Horizontal recursive pass (RecursiveGaussian::horizontal_pass) of every scale's 15 planes:
-// reads `xyb`, writes `hbl` (layout at the top). Block b covers rows 32 g .. 32 g + 31 of
-// plane p of channel c of one scale (blocks in scale order, 15 per row group:
-// b = 15 g + 5 c + p within the scale); lane r runs row 32 g + r. Grid: sum over the n scales
-// of 15 ceil(h_k / 32) blocks of 32 threads.
+// reads `xyb`, writes `hbl` (layouts at the top). Block b covers the 32-row tile g of plane p
+// of channel c of one scale (blocks in scale order, 15 per tile: b = 15 g + 5 c + p within
+// the scale); lane r runs row 32 g + r from left to right. In the T32 layout a warp's loads
+// and stores of one column are one 128-byte line. Rows past the scale's height (the tile's
+// padding) compute zeros and store nothing. Grid: sum over the n scales of 15 ceil(h_k / 32)
+// blocks of 32 threads.
 extern "C" __global__ void __launch_bounds__(HTHREADS)
 s2_hblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
          float *__restrict__ hbl) {
-    __shared__ float tin[3][HROWS][SEG + 1];
-    __shared__ float tout[HROWS][SEG + 1];
     int local;
     const Scale s = block_scale<false>(w0, h0, n, blockIdx.x, local);
     const int p = local % 5;
     const int c = (local / 5) % 3;
-    const int row0 = (local / HPLANES) * HROWS;
+    const int g = local / HPLANES;
     const int lane = threadIdx.x;
-    const float *in1 = xyb + 6 * s.off + (long long)c * s.plane;
-    const float *in2 = xyb + 6 * s.off + (long long)(3 + c) * s.plane;
-    float *out = hbl + 15 * s.off + (long long)(c * 5 + p) * s.plane;
-    switch (p) {
-    case 0:
-        hblur_warp<0>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
-        break;
-    case 1:
-        hblur_warp<1>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
-        break;
-    case 2:
-        hblur_warp<2>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
-        break;
-    case 3:
-        hblur_warp<3>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
-        break;
-    default:
-        hblur_warp<4>(tin, tout, in1, in2, out, row0, s.w, s.h, lane);
-        break;
-    }
+    const bool rowok = g * T32 + lane < s.h;
+    const long long row = (long long)g * s.w * T32 + lane;
+    const float *in1 = xyb + 6 * s.off + (long long)c * s.plane + row;
+    const float *in2 = xyb + 6 * s.off + (long long)(3 + c) * s.plane + row;
+    float *out = hbl + 15 * s.off + (long long)(c * 5 + p) * s.plane + row;
+    // hval<p> = x * y: p 0 img1 * 1, 1 img2 * 1, 2 img1 * img1, 3 img2 * img2, 4 img1 * img2.
+    const float *in_x = (p == 0 || p == 2 || p == 4) ? in1 : in2;
+    const float *in_y = p == 2 ? in1 : ((p == 3 || p == 4) ? in2 : nullptr);
+    hrow(in_x, in_y, out, s.w, rowok);
 }
 
 namespace s2 {
 
-// Rows row0 .. row0 + VROWS - 1 of one column of a plane (zeros outside).
-__device__ __forceinline__ void vfetch(float (&b)[VROWS], const float *col, bool colok,
-                                       int row0, int w, int h) {
+// Rows 16 j .. 16 j + 15 of one column of a T32 plane (`col` = the column's first sample,
+// `w` the scale's width): 64 contiguous bytes. Zeros past the plane's padded height
+// (`tiles` 32-row tiles) or outside the scale's width; the padding rows hold zeros.
+__device__ __forceinline__ void vfetch(float (&b)[VROWS], const float *__restrict__ col,
+                                       bool colok, int j, int w, int tiles) {
+    const int r0 = j * VROWS;
+    const int t = r0 / T32;
+    if (colok && t < tiles) {
+        const float4 *q =
+            reinterpret_cast<const float4 *>(col + (long long)t * w * T32 + r0 % T32);
 #pragma unroll
-    for (int i = 0; i < VROWS; ++i) {
-        const int y = row0 + i;
-        b[i] = (colok && y < h) ? col[(long long)y * w] : 0.0f;
+        for (int i = 0; i < VROWS / 4; ++i) {
+            const float4 v = __ldg(q + i);
+            b[4 * i] = v.x;
+            b[4 * i + 1] = v.y;
+            b[4 * i + 2] = v.z;
+            b[4 * i + 3] = v.w;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < VROWS; ++i) {
+            b[i] = 0.0f;
+        }
     }
 }
 
 // The two images' XYB values of the pixels thread `tid` scores in row group j of s2_vblur
-// (rows VROWS j - 4 + i), 0 outside the scale: fetched one group ahead of their use.
+// (pixel e = tid + q VTHREADS: row VROWS j - 4 + e % VROWS, column 32 g + e / VROWS), 0
+// outside the scale: fetched one group ahead of their use. Consecutive threads read
+// consecutive rows of a column (contiguous in T32).
 __device__ __forceinline__ void vimg(float (&a)[VPER], float (&b)[VPER], const float *img1,
                                      const float *img2, int j, int g, int w, int h, int tid) {
     const int y0 = j * VROWS - (RADIUS - 1);
 #pragma unroll
     for (int q = 0; q < VPER; ++q) {
         const int e = tid + q * VTHREADS;
-        const int y = y0 + e / VCOLS;
-        const int xx = g * VCOLS + e % VCOLS;
+        const int y = y0 + e % VROWS;
+        const int xx = g * VCOLS + e / VROWS;
         const bool ok = e < VPIX && y >= 0 && y < h && xx < w;
-        const long long at = (long long)y * w + xx;
-        a[q] = ok ? img1[at] : 0.0f;
-        b[q] = ok ? img2[at] : 0.0f;
+        const long long at = ok ? t32(xx, y, w) : 0;
+        a[q] = ok ? __ldg(img1 + at) : 0.0f;
+        b[q] = ok ? __ldg(img2 + at) : 0.0f;
     }
 }
 
@@ -726,13 +706,14 @@ __device__ __forceinline__ void vimg(float (&a)[VPER], float (&b)[VPER], const f
 // from `hbl`, fused with ssim_map and edge_diff_map: the blurred planes stay in shared memory.
 // Block b covers columns 32 g .. 32 g + 31 of channel c of one scale (blocks in scale order,
 // b = c * groups + g within the scale, groups = ceil(w_k / 32)); warp p runs plane p's
-// recursion, lane l column 32 g + l. Writes the block's 6 sums (double, in the order of
-// `terms`) to partial[6 b ..]. Grid: sum over the n scales of 3 ceil(w_k / 32) blocks of 160
-// threads.
+// recursion, lane l column 32 g + l, reading its column 16 rows (64 bytes) at a time. Writes
+// the block's 6 sums (double, in the order of `terms`) to partial[6 b ..]. Grid: sum over the
+// n scales of 3 ceil(w_k / 32) blocks of 160 threads.
 extern "C" __global__ void __launch_bounds__(VTHREADS, 3)
 s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
          const float *__restrict__ hbl, double *__restrict__ partial) {
-    __shared__ float tile[2][5][VROWS][VCOLS];
+    // tile[buffer][plane][column][row], rows padded to 17 (conflict-free both ways).
+    __shared__ float tile[2][5][VCOLS][VROWS + 1];
     __shared__ double red[SUMS][VTHREADS];
     int local;
     const Scale s = block_scale<true>(w0, h0, n, blockIdx.x, local);
@@ -744,9 +725,11 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
     const int lane = tid & 31;
     const int w = s.w;
     const int h = s.h;
+    const int tiles = (h + T32 - 1) / T32;
     const int x = g * VCOLS + lane;
     const bool colok = x < w;
-    const float *col = hbl + 15 * s.off + (long long)(c * 5 + p) * s.plane + (colok ? x : 0);
+    const float *col =
+        hbl + 15 * s.off + (long long)(c * 5 + p) * s.plane + (long long)(colok ? x : 0) * T32;
     const float *img1 = xyb + 6 * s.off + (long long)c * s.plane;
     const float *img2 = xyb + 6 * s.off + (long long)(3 + c) * s.plane;
 
@@ -758,8 +741,8 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
     for (int i = 0; i < VROWS; ++i) {
         bp[i] = 0.0f;
     }
-    vfetch(bc, col, colok, 0, w, h);
-    vfetch(bn, col, colok, VROWS, w, h);
+    vfetch(bc, col, colok, 0, w, tiles);
+    vfetch(bn, col, colok, 1, w, tiles);
     Rec st;
     rec_zero(st);
     double acc[SUMS];
@@ -772,19 +755,19 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
     float iv1[VPER], iv2[VPER];
     vimg(iv1, iv2, img1, img2, 0, g, w, h, tid);
     for (int j = 0; j < groups_rows; ++j) {
-        float *t = &tile[j & 1][p][0][lane];
+        float *t = &tile[j & 1][p][lane][0];
 #pragma unroll
         for (int i = 0; i < VROWS; ++i) {
             const float top = i < D ? bp[i + VROWS - D] : bc[i - D];
             const float sum = __fadd_rn(top, bc[i]);
-            t[i * VCOLS] = vstep(st, sum);
+            t[i] = vstep(st, sum);
         }
 #pragma unroll
         for (int i = 0; i < VROWS; ++i) {
             bp[i] = bc[i];
             bc[i] = bn[i];
         }
-        vfetch(bn, col, colok, (j + 2) * VROWS, w, h);
+        vfetch(bn, col, colok, j + 2, w, tiles);
         __syncthreads();
         // Score the group's outputs: rows VROWS j - 4 + i, i < VROWS.
         const int y0 = j * VROWS - (RADIUS - 1);
@@ -792,13 +775,13 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
         for (int q = 0; q < VPER; ++q) {
             const int e = tid + q * VTHREADS;
             if (e < VPIX) {
-                const int i = e / VCOLS;
-                const int l = e % VCOLS;
+                const int i = e % VROWS;
+                const int l = e / VROWS;
                 const int y = y0 + i;
                 const int xx = g * VCOLS + l;
                 if (y >= 0 && y < h && xx < w) {
-                    const float(*tt)[VROWS][VCOLS] = tile[j & 1];
-                    terms(tt[0][i][l], tt[1][i][l], tt[2][i][l], tt[3][i][l], tt[4][i][l],
+                    const float(*tt)[VCOLS][VROWS + 1] = tile[j & 1];
+                    terms(tt[0][l][i], tt[1][l][i], tt[2][l][i], tt[3][l][i], tt[4][l][i],
                           iv1[q], iv2[q], acc);
                 }
             }

@@ -36,8 +36,9 @@ const FEATURE: &str = "ssimulacra2";
 pub const MAX_SCALES: usize = 6;
 /// Sums per scale and channel: SSIM error `d`, `d^4`, ringing `a`, `a^4`, blurring `b`, `b^4`.
 const SUMS: usize = 6;
-/// Rows per `s2_hblur` block and columns per `s2_vblur` block (kernels' `HROWS`, `VCOLS`).
-const HROWS: usize = 32;
+/// Rows per tile of the kernels' T32 scratch layout (one `s2_hblur` block per tile and plane)
+/// and columns per `s2_vblur` block (kernels' `T32`, `VCOLS`).
+const T32: usize = 32;
 const VCOLS: usize = 32;
 /// Scale-0 pixels per `s2_xyb` block side (kernel's `XTILE`).
 const XTILE: usize = 64;
@@ -236,7 +237,8 @@ fn as_i32(v: usize, width: usize, height: usize, bpc: u32) -> Result<i32, CudaEr
 /// The SSIMULACRA2 kernels and their scratch for one geometry (caps).
 ///
 /// Scratch, allocated once in [`Ssimulacra2Gpu::new`] (`P` = the pixels of all scored scales,
-/// about 4/3 of the frame's): XYB planes `6 P` f32, horizontally blurred planes `15 P` f32,
+/// about 4/3 of the frame's, each scale's height rounded up to whole 32-row tiles of the
+/// kernels' T32 layout): XYB planes `6 P` f32, horizontally blurred planes `15 P` f32,
 /// and 6 f64 per vertical-pass block: about 112 bytes per frame pixel (232 MB, 221 MiB at
 /// 1920x1080).
 pub struct Ssimulacra2Gpu {
@@ -299,10 +301,14 @@ impl Ssimulacra2Gpu {
         as_i32(width.saturating_mul(2), width, height, bpc)?;
         as_i32(height.saturating_mul(2), width, height, bpc)?;
         let (sizes, scales) = scale_sizes(width, height);
-        let pixels: usize = sizes[..scales].iter().map(|&(w, h)| w * h).sum();
+        // Each plane in the T32 layout: its height padded to whole 32-row tiles.
+        let pixels: usize = sizes[..scales]
+            .iter()
+            .map(|&(w, h)| w * h.next_multiple_of(T32))
+            .sum();
         let hblocks: usize = sizes[..scales]
             .iter()
-            .map(|&(_, h)| h.div_ceil(HROWS) * 15)
+            .map(|&(_, h)| h.div_ceil(T32) * 15)
             .sum();
         let vblocks: usize = sizes[..scales]
             .iter()
