@@ -1,5 +1,6 @@
-//! [`CudaBackend`]: VIF, ADM and motion of a stream of frame pairs on one GPU, with up to three
-//! frames in flight (host staging, upload, kernels and read-back of different frames overlap).
+//! [`CudaBackend`]: VIF, ADM and motion of a stream of frame pairs on one GPU, and the extra
+//! metrics on streams of their own, with up to three frames in flight (host staging, upload,
+//! kernels and read-back of different frames overlap).
 //!
 //! Input planes reach the kernels in one of three ways, all described by a [`DevPlane`]:
 //! - host rows (system memory, a read-back DMABuf): the valid rows are copied into the slot's
@@ -71,16 +72,14 @@ impl GpuPlan {
     }
 }
 
-/// Where each metric's words lie in a frame's result words.
+/// Where VIF's, ADM's and motion's words lie in a frame's result words on the compute stream
+/// (each extra metric has words of its own on its side stream: [`SideSlot`]).
 #[derive(Debug, Clone, Copy, Default)]
 struct Layout {
     /// Start of VIF's words under option set `i` (`vif[i]`), likewise ADM.
     vif: [usize; MAX_OPTION_SETS],
     adm: [usize; MAX_OPTION_SETS],
     motion: usize,
-    psnr: usize,
-    ssim: usize,
-    ssimulacra2: usize,
     total: usize,
 }
 
@@ -98,12 +97,6 @@ impl Layout {
             l.adm[i] = at;
             at += AdmGpu::RESULT_WORDS;
         }
-        l.psnr = at;
-        at += PsnrGpu::RESULT_WORDS;
-        l.ssim = at;
-        at += SsimGpu::RESULT_WORDS;
-        l.ssimulacra2 = at;
-        at += Ssimulacra2Gpu::RESULT_WORDS;
         l.total = at;
         l
     }
@@ -114,7 +107,68 @@ struct Extras {
     psnr: Option<PsnrGpu>,
     ssim: Option<SsimGpu>,
     ssimulacra2: Option<Ssimulacra2Gpu>,
-    chroma: Option<ChromaGpu>,
+    /// The chroma plane size, when a metric reads chroma.
+    chroma: Option<(usize, usize)>,
+}
+
+/// An extra metric computed on a stream of its own (float_ssim and float_ms_ssim share one:
+/// they share their kernels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extra {
+    Psnr,
+    Ssim,
+    Ssimulacra2,
+}
+
+impl Extra {
+    /// The metric's result words per frame.
+    fn words(self) -> usize {
+        match self {
+            Extra::Psnr => PsnrGpu::RESULT_WORDS,
+            Extra::Ssim => SsimGpu::RESULT_WORDS,
+            Extra::Ssimulacra2 => Ssimulacra2Gpu::RESULT_WORDS,
+        }
+    }
+}
+
+/// The stream of one extra metric. Its kernels are latency-bound recursions and reductions
+/// (or, for SSIM, conversion-bound filters) that leave most of the GPU idle: on streams of
+/// their own they run beside VIF and ADM, beside each other and beside the next frame's
+/// VMAF instead of queueing behind them. A metric's scratch is one set, used in frame order
+/// on its stream.
+struct Side {
+    extra: Extra,
+    stream: Arc<CudaStream>,
+}
+
+/// A slot's share of one side stream: the metric's result words on the device, their pinned
+/// read-back, and the event recorded on the side stream after the read-back (on every frame,
+/// also those that compute no features, so that waiting for a slot's event covers every
+/// earlier frame of that stream).
+struct SideSlot {
+    dev_out: DeviceAlloc<u64>,
+    host_out: PinnedHostSlice<u64>,
+    done: CudaEvent,
+    _counted: Counted,
+}
+
+impl SideSlot {
+    fn new(dev: &GpuDevice, compute: &Arc<CudaStream>, words: usize) -> Result<Self, CudaError> {
+        // SAFETY: the results are only read after a read-back into them has completed.
+        let host_out = unsafe { dev.context().alloc_pinned_with_flags::<u64>(words, 0) }
+            .allocating("cuMemHostAlloc(extra results)", words * 8)?;
+        let dev_out = alloc_zeroed::<u64>(compute, words, "cuMemAlloc(extra results)")?;
+        let done = dev
+            .context()
+            .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .during("cuEventCreate(extra done)")?;
+        Ok(Self {
+            dev_out,
+            host_out,
+            done,
+            _counted: Counted::new(Handle::Event),
+        })
+    }
 }
 
 /// Everything one frame in flight owns.
@@ -125,8 +179,10 @@ struct Slot {
     /// Device copies of uploaded or peer-copied planes.
     dev_ref: DeviceAlloc<u8>,
     dev_dis: DeviceAlloc<u8>,
-    /// Chroma staging of the reference and distorted frame (when a metric reads chroma).
+    /// Chroma staging of the reference and distorted frame, and the packed planes the upload
+    /// stream unpacks them into (when a metric reads chroma).
     chroma: Option<[ChromaStaging; 2]>,
+    unpacked: Option<ChromaGpu>,
     /// Whether this frame's chroma was placed (its metrics then read it).
     has_chroma: bool,
     /// Where this frame's reference plane is (the next frame's motion reads it too).
@@ -138,6 +194,8 @@ struct Slot {
     uploaded: CudaEvent,
     /// Recorded on the compute stream after the kernels and the read-back.
     done: CudaEvent,
+    /// One per side stream, in the order of [`CudaBackend::sides`].
+    sides: Vec<SideSlot>,
     /// Frame number (since creation or reset) of the occupant.
     index: u64,
     full: bool,
@@ -154,6 +212,7 @@ impl Slot {
         plane_bytes: usize,
         result_words: usize,
         chroma: Option<((usize, usize), usize)>,
+        sides: &[Extra],
     ) -> Result<Self, CudaError> {
         let ctx = dev.context();
         // SAFETY: the staging is written (the rows uploaded) before each upload, and the
@@ -167,28 +226,37 @@ impl Slot {
         let dev_ref = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(reference plane)")?;
         let dev_dis = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(distorted plane)")?;
         let dev_out = alloc_zeroed::<u64>(compute, result_words, "cuMemAlloc(results)")?;
-        let chroma = match chroma {
-            Some((size, bytes)) => Some([
-                ChromaStaging::new(dev, compute, size, bytes)?,
-                ChromaStaging::new(dev, compute, size, bytes)?,
-            ]),
-            None => None,
+        let (chroma, unpacked) = match chroma {
+            Some((size, bytes)) => (
+                Some([
+                    ChromaStaging::new(dev, compute, size, bytes)?,
+                    ChromaStaging::new(dev, compute, size, bytes)?,
+                ]),
+                Some(ChromaGpu::new(dev, compute, size)?),
+            ),
+            None => (None, None),
         };
         let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
         let uploaded = ctx.new_event(flags).during("cuEventCreate(uploaded)")?;
         let done = ctx.new_event(flags).during("cuEventCreate(done)")?;
+        let sides = sides
+            .iter()
+            .map(|e| SideSlot::new(dev, compute, e.words()))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             host_ref,
             host_dis,
             dev_ref,
             dev_dis,
             chroma,
+            unpacked,
             has_chroma: false,
             ref_plane: DevPlane::default(),
             dev_out,
             host_out,
             uploaded,
             done,
+            sides,
             index: 0,
             full: false,
             has_motion: false,
@@ -207,10 +275,12 @@ struct Hold {
 /// The GPU feature backend for one geometry: VIF, ADM and motion, bit-identical to
 /// [`crate::cpu::CpuBackend`].
 ///
-/// Owns an upload stream and a compute stream (synchronised with events), [`SLOTS`] frame
-/// slots with pinned staging, device planes and results, all allocated in [`CudaBackend::new`]:
-/// `submit` and `collect` allocate nothing on the device (the hold queue's few entries aside).
-/// Dropping it synchronises both streams before anything is freed or released.
+/// Owns an upload stream (copies, chroma unpacking), a compute stream (motion, VIF, ADM and
+/// their read-back) and a side stream per extra metric ([`Side`]), synchronised with events,
+/// [`SLOTS`] frame slots with pinned staging, device planes and results, all allocated in
+/// [`CudaBackend::new`]: `submit` and `collect` allocate nothing on the device (the hold
+/// queue's few entries aside). Dropping it synchronises every stream before anything is freed
+/// or released.
 pub struct CudaBackend {
     // Declared first so that, after `Drop::drop` synchronised, the slots go before the rest.
     slots: Vec<Slot>,
@@ -220,6 +290,8 @@ pub struct CudaBackend {
     extras: Extras,
     upload: Arc<CudaStream>,
     compute: Arc<CudaStream>,
+    /// One stream per extra metric asked for.
+    sides: Vec<Side>,
     /// VIF and ADM option sets (the first fills `RawFeatures::vif`/`adm`).
     vif_cfgs: Vec<VifConfig>,
     adm_cfgs: Vec<AdmConfig>,
@@ -243,8 +315,8 @@ pub struct CudaBackend {
     deferred: Option<CudaError>,
     /// Bytes copied to the device for input planes since creation (uploads and peer copies).
     bytes_copied: u64,
-    /// The two streams, for [`super::fault::live`].
-    _counted: [Counted; 2],
+    /// The streams, for [`super::fault::live`].
+    _counted: Vec<Counted>,
 }
 
 fn engine_err(e: CudaError) -> EngineError {
@@ -323,10 +395,24 @@ impl CudaBackend {
         dev.context().bind_to_thread().during("cuCtxSetCurrent")?;
         let upload = dev.new_stream()?;
         let compute = dev.new_stream()?;
+        let f = plan.features;
+        let mut sides = Vec::with_capacity(3);
+        for (on, extra) in [
+            (f.psnr, Extra::Psnr),
+            (f.float_ssim || f.float_ms_ssim, Extra::Ssim),
+            (f.ssimulacra2, Extra::Ssimulacra2),
+        ] {
+            if on {
+                sides.push(Side {
+                    extra,
+                    stream: dev.new_stream()?,
+                });
+            }
+        }
+        let side_extras: Vec<Extra> = sides.iter().map(|s| s.extra).collect();
         let vif_gpu = VifGpu::new(dev, &compute, width, height, bpc)?;
         let motion = MotionGpu::new(dev, &compute, width, height, bpc)?;
         let adm_part = AdmGpu::new(&dev.modules().adm, &compute, width, height, bpc)?;
-        let f = plan.features;
         let chroma_size = plan.chroma.filter(|_| f.reads_chroma());
         let extras = Extras {
             psnr: f
@@ -352,9 +438,7 @@ impl CudaBackend {
                     Ssimulacra2Gpu::new(dev, &compute, width, height, bpc, chroma_size, plan.colour)
                 })
                 .transpose()?,
-            chroma: chroma_size
-                .map(|size| ChromaGpu::new(dev, &compute, size))
-                .transpose()?,
+            chroma: chroma_size,
         };
         let layout = Layout::new(plan.vif.len(), plan.adm.len());
         let mut slots = Vec::with_capacity(SLOTS);
@@ -365,9 +449,11 @@ impl CudaBackend {
                 width * height * sample_bytes(bpc),
                 layout.total,
                 chroma_size.map(|size| (size, sample_bytes(bpc))),
+                &side_extras,
             )?);
         }
-        // Allocations are stream-ordered on `compute`: finish them before `upload` writes.
+        // Allocations are stream-ordered on `compute`: finish them before `upload` writes
+        // and the side streams run.
         compute
             .synchronize()
             .during("cuStreamSynchronize(backend init)")?;
@@ -377,8 +463,12 @@ impl CudaBackend {
             motion,
             adm: adm_part,
             extras,
+            _counted: std::iter::repeat_with(|| Counted::new(Handle::Stream))
+                .take(2 + sides.len())
+                .collect(),
             upload,
             compute,
+            sides,
             vif_cfgs: plan.vif.clone(),
             adm_cfgs: plan.adm.clone(),
             features: f,
@@ -394,7 +484,6 @@ impl CudaBackend {
             holds: VecDeque::with_capacity(2 * SLOTS + 2),
             deferred: None,
             bytes_copied: 0,
-            _counted: [Counted::new(Handle::Stream), Counted::new(Handle::Stream)],
         })
     }
 
@@ -585,11 +674,19 @@ impl CudaBackend {
         let prev = (s + SLOTS - 1) % SLOTS;
         let before_prev = (s + SLOTS - 2) % SLOTS;
         // The slot's device planes were last read by the motion kernel of the frame after
-        // its previous occupant, i.e. the frame submitted two before this one.
+        // its previous occupant, i.e. the frame submitted two before this one; its planes
+        // (and unpacked chroma) by its previous occupant's extra metrics, which the side
+        // streams ran before that frame's events.
         if index >= 2 {
+            let bp = &self.slots[before_prev];
             self.upload
-                .wait(&self.slots[before_prev].done)
+                .wait(&bp.done)
                 .during("cuStreamWaitEvent(upload)")?;
+            for side in &bp.sides {
+                self.upload
+                    .wait(&side.done)
+                    .during("cuStreamWaitEvent(upload, side)")?;
+            }
         }
         // The reference is read again by the next frame's motion: held one frame longer.
         let ref_plane = self.place(
@@ -610,23 +707,23 @@ impl CudaBackend {
             },
             index,
         )?;
-        // Chroma only where a metric reads it, and only on frames that compute features.
-        let mut placed = None;
-        if let (Some(gpu), Some(c), Some(staging), true) = (
-            self.extras.chroma.as_ref(),
-            chroma.as_ref(),
-            self.slots[s].chroma.as_mut(),
-            full,
-        ) {
-            let [r, d] = staging;
-            let (pr, nr) = gpu.place(r, &c.reference, self.context, &self.upload)?;
-            let (pd, nd) = gpu.place(d, &c.distorted, self.context, &self.upload)?;
-            self.bytes_copied += (nr + nd) as u64;
-            placed = Some((pr, pd));
-        }
-        self.slots[s].has_chroma = placed.is_some();
+        // Chroma only where a metric reads it, and only on frames that compute features:
+        // placed and unpacked into the slot's packed planes on the upload stream.
+        let mut chroma_dev = None;
         {
             let slot = &mut self.slots[s];
+            if let (Some(c), Some([r, d]), Some(gpu), true) = (
+                chroma.as_ref(),
+                slot.chroma.as_mut(),
+                slot.unpacked.as_mut(),
+                full,
+            ) {
+                let (pr, nr) = gpu.place(r, &c.reference, self.context, &self.upload)?;
+                let (pd, nd) = gpu.place(d, &c.distorted, self.context, &self.upload)?;
+                self.bytes_copied += (nr + nd) as u64;
+                chroma_dev = Some(gpu.unpack(&self.upload, &pr, &pd)?);
+            }
+            slot.has_chroma = chroma_dev.is_some();
             slot.uploaded
                 .record(&self.upload)
                 .during("cuEventRecord(uploaded)")?;
@@ -662,18 +759,6 @@ impl CudaBackend {
                 self.adm
                     .enqueue(&self.compute, ref_plane, dis_plane, cfg, &mut out)?;
             }
-            let chroma_dev = match (placed, self.extras.chroma.as_mut()) {
-                (Some((pr, pd)), Some(gpu)) => Some(gpu.unpack(&self.compute, &pr, &pd)?),
-                _ => None,
-            };
-            Self::enqueue_extras(
-                &mut self.extras,
-                &self.compute,
-                slot,
-                l,
-                (ref_plane, dis_plane),
-                chroma_dev.as_ref(),
-            )?;
         }
         {
             let slot = &mut self.slots[s];
@@ -683,6 +768,23 @@ impl CudaBackend {
             slot.done
                 .record(&self.compute)
                 .during("cuEventRecord(done)")?;
+            for (side, out) in self.sides.iter().zip(slot.sides.iter_mut()) {
+                if full {
+                    side.stream
+                        .wait(&slot.uploaded)
+                        .during("cuStreamWaitEvent(side)")?;
+                    Self::enqueue_extra(
+                        &mut self.extras,
+                        side,
+                        out,
+                        (ref_plane, dis_plane),
+                        chroma_dev.as_ref(),
+                    )?;
+                }
+                out.done
+                    .record(&side.stream)
+                    .during("cuEventRecord(extra done)")?;
+            }
             slot.ref_plane = ref_plane;
             slot.index = index;
             slot.full = full;
@@ -691,34 +793,37 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Enqueues the extra metrics of one frame into `slot`'s result words.
-    fn enqueue_extras(
+    /// Enqueues one frame's extra metric on its side stream, and the read-back of its words.
+    fn enqueue_extra(
         extras: &mut Extras,
-        compute: &Arc<CudaStream>,
-        slot: &mut Slot,
-        l: Layout,
+        side: &Side,
+        out: &mut SideSlot,
         (r, d): (DevPlane, DevPlane),
         chroma: Option<&ChromaDev>,
     ) -> Result<(), CudaError> {
-        if let Some(p) = extras.psnr.as_mut() {
-            let mut out = slot
-                .dev_out
-                .slice_mut(l.psnr..l.psnr + PsnrGpu::RESULT_WORDS);
-            p.enqueue(compute, r, d, chroma, &mut out)?;
+        let stream = &side.stream;
+        let n = side.extra.words();
+        let mut words = out.dev_out.slice_mut(0..n);
+        match side.extra {
+            Extra::Psnr => {
+                if let Some(p) = extras.psnr.as_mut() {
+                    p.enqueue(stream, r, d, chroma, &mut words)?;
+                }
+            }
+            Extra::Ssim => {
+                if let Some(p) = extras.ssim.as_mut() {
+                    p.enqueue(stream, r, d, &mut words)?;
+                }
+            }
+            Extra::Ssimulacra2 => {
+                if let Some(p) = extras.ssimulacra2.as_mut() {
+                    p.enqueue(stream, r, d, chroma, &mut words)?;
+                }
+            }
         }
-        if let Some(p) = extras.ssim.as_mut() {
-            let mut out = slot
-                .dev_out
-                .slice_mut(l.ssim..l.ssim + SsimGpu::RESULT_WORDS);
-            p.enqueue(compute, r, d, &mut out)?;
-        }
-        if let Some(p) = extras.ssimulacra2.as_mut() {
-            let mut out = slot
-                .dev_out
-                .slice_mut(l.ssimulacra2..l.ssimulacra2 + Ssimulacra2Gpu::RESULT_WORDS);
-            p.enqueue(compute, r, d, chroma, &mut out)?;
-        }
-        Ok(())
+        stream
+            .memcpy_dtoh(&*out.dev_out, &mut out.host_out)
+            .during("cuMemcpyDtoHAsync(extra results)")
     }
 
     /// Takes the oldest frame's features out of its slot, waiting for it if `wait`.
@@ -727,10 +832,13 @@ impl CudaBackend {
             return Ok(None);
         }
         let slot = &self.slots[self.head];
-        if wait {
-            slot.done.synchronize().during("cuEventSynchronize(done)")?;
-        } else if !slot.done.try_is_complete().during("cuEventQuery(done)")? {
-            return Ok(None);
+        let events = std::iter::once(&slot.done).chain(slot.sides.iter().map(|s| &s.done));
+        for event in events {
+            if wait {
+                event.synchronize().during("cuEventSynchronize(done)")?;
+            } else if !event.try_is_complete().during("cuEventQuery(done)")? {
+                return Ok(None);
+            }
         }
         let words = slot
             .host_out
@@ -757,24 +865,35 @@ impl CudaBackend {
                     Some(k) => raw.adm_more[k] = a,
                 }
             }
-            let chroma = slot
-                .has_chroma
-                .then(|| self.extras.chroma.as_ref().map(ChromaGpu::size))
-                .flatten();
-            if let Some(p) = &self.extras.psnr {
-                raw.extra.psnr = p.scores(at(l.psnr, PsnrGpu::RESULT_WORDS), chroma);
-            }
-            if let Some(p) = &self.extras.ssim {
-                let (ssim, ms) = p.scores(at(l.ssim, SsimGpu::RESULT_WORDS));
-                if self.features.float_ssim {
-                    raw.extra.float_ssim = ssim;
+            let chroma = self.extras.chroma.filter(|_| slot.has_chroma);
+            for (side, out) in self.sides.iter().zip(&slot.sides) {
+                let words = out
+                    .host_out
+                    .as_slice()
+                    .during("cuEventSynchronize(extra results)")?;
+                match side.extra {
+                    Extra::Psnr => {
+                        if let Some(p) = &self.extras.psnr {
+                            raw.extra.psnr = p.scores(words, chroma);
+                        }
+                    }
+                    Extra::Ssim => {
+                        if let Some(p) = &self.extras.ssim {
+                            let (ssim, ms) = p.scores(words);
+                            if self.features.float_ssim {
+                                raw.extra.float_ssim = ssim;
+                            }
+                            if self.features.float_ms_ssim {
+                                raw.extra.float_ms_ssim = ms;
+                            }
+                        }
+                    }
+                    Extra::Ssimulacra2 => {
+                        if let Some(p) = &self.extras.ssimulacra2 {
+                            raw.extra.ssimulacra2 = p.score(words);
+                        }
+                    }
                 }
-                if self.features.float_ms_ssim {
-                    raw.extra.float_ms_ssim = ms;
-                }
-            }
-            if let Some(p) = &self.extras.ssimulacra2 {
-                raw.extra.ssimulacra2 = p.score(at(l.ssimulacra2, Ssimulacra2Gpu::RESULT_WORDS));
             }
         }
         let index = slot.index;
@@ -793,7 +912,13 @@ impl CudaBackend {
             .during("cuStreamSynchronize(upload)")?;
         self.compute
             .synchronize()
-            .during("cuStreamSynchronize(compute)")
+            .during("cuStreamSynchronize(compute)")?;
+        for side in &self.sides {
+            side.stream
+                .synchronize()
+                .during("cuStreamSynchronize(side)")?;
+        }
+        Ok(())
     }
 }
 
@@ -987,7 +1112,7 @@ impl Backend for CudaBackend {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
-        // Nothing may be freed while a copy or kernel still uses it: wait for both streams,
+        // Nothing may be freed while a copy or kernel still uses it: wait for every stream,
         // free the slots, and wait again for the stream-ordered frees.
         let _ = self.sync_all();
         self.holds.clear();

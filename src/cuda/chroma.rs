@@ -269,8 +269,9 @@ pub fn peer_copy(
         .during("cuMemcpy3DPeerAsync")
 }
 
-/// The unpack kernel and the packed chroma planes it writes (one set: the compute stream runs
-/// one frame at a time), for one chroma size.
+/// The unpack kernel and the packed chroma planes it writes, for one chroma size. The backend
+/// keeps one per frame slot: the upload stream unpacks a frame while the side streams still
+/// read the frames before it.
 pub struct ChromaGpu {
     unpack: CudaFunction,
     /// Reference Cb, Cr, distorted Cb, Cr: packed `u16`, `width * height` each.
