@@ -12,6 +12,7 @@
 //
 // Pipeline per frame pair (host side: src/cuda/ssimulacra2.rs), for `n` scales of sizes
 // w_k x h_k (w_0 x h_0 the frame, w_{k+1} = ceil(w_k / 2)):
+//   s2_lut          once per caps, for samples of up to 10 bits: the YUV -> linear RGB tables;
 //   s2_xyb          every scale at once: scale 0 YUV -> linear RGB -> XYB planes, scale k >= 1
 //                   2x2 box of scale k-1's linear RGB (in shared memory) -> XYB planes;
 //   s2_hblur        every scale at once: horizontal recursive pass of the 15 planes
@@ -303,6 +304,44 @@ __device__ __forceinline__ void yuv_to_linear(const S2Conv &cv, uint32_t ys, uin
     b = transfer(clamp01(bp), cv.srgb);
 }
 
+// Lookup tables of the YUV -> linear RGB step for samples of `bits` <= LUT_BITS bits, made by
+// s2_lut once per caps with the very operations of yuv_to_linear (so the lookups give its
+// bits): norm_y[v] = (v - off_y) / div_y, norm_c[v] = (v - off_c) / div_c, and the linear R of
+// (y, cr) and B of (y, cb), transfer(clamp01(y' + 2 (1 - kr) cr')) and likewise for B. G
+// depends on all three samples and is computed. Layout: norm_y (2^bits floats), norm_c
+// (2^bits), R (4^bits, index y << bits | cr), B (4^bits, index y << bits | cb).
+constexpr int LUT_BITS = 10;
+
+__device__ __forceinline__ float norm_y(const S2Conv &cv, uint32_t v) {
+    return __fdiv_rn(__fsub_rn((float)v, cv.off_y), cv.div_y);
+}
+__device__ __forceinline__ float norm_c(const S2Conv &cv, uint32_t v) {
+    return __fdiv_rn(__fsub_rn((float)v, cv.off_c), cv.div_c);
+}
+// y' + 2 (1 - k) c' (the non-linear R for k = kr and c' = cr', B for kb and cb').
+__device__ __forceinline__ float rb_prime(float yn, float k, float cn) {
+    return __fadd_rn(yn, __fmul_rn(__fmul_rn(2.0f, __fsub_rn(1.0f, k)), cn));
+}
+
+// yuv_to_linear through the tables (`bits` <= LUT_BITS); a grey pixel passes cb = cr = the
+// chroma offset, whose normalised value is 0 as yuv_to_linear's grey case has it.
+__device__ __forceinline__ void yuv_to_linear_lut(const S2Conv &cv, const float *__restrict__ lut,
+                                                  int bits, uint32_t ys, uint32_t cbs,
+                                                  uint32_t crs, float &r, float &g, float &b) {
+    const long long n1 = 1ll << bits;
+    const float yn = __ldg(lut + ys);
+    const float cbn = __ldg(lut + n1 + cbs);
+    const float crn = __ldg(lut + n1 + crs);
+    const long long yi = (long long)ys << bits;
+    r = __ldg(lut + 2 * n1 + yi + crs);
+    b = __ldg(lut + 2 * n1 + n1 * n1 + yi + cbs);
+    const float rp = rb_prime(yn, cv.kr, crn);
+    const float bp = rb_prime(yn, cv.kb, cbn);
+    const float gp = __fdiv_rn(__fsub_rn(__fsub_rn(yn, __fmul_rn(cv.kr, rp)), __fmul_rn(cv.kb, bp)),
+                               __fsub_rn(__fsub_rn(1.0f, cv.kr), cv.kb));
+    g = transfer(clamp01(gp), cv.srgb);
+}
+
 // Writes the XYB (positive) of both images' pixel `i` of a scale whose planes start at `xyb`.
 __device__ __forceinline__ void store_xyb(float *xyb, long long plane, long long i,
                                           const float (&rgb)[6]) {
@@ -315,6 +354,17 @@ __device__ __forceinline__ void store_xyb(float *xyb, long long plane, long long
     xyb[3 * plane + i] = x;
     xyb[4 * plane + i] = y;
     xyb[5 * plane + i] = b;
+}
+
+// Writes the XYB (positive) of one image's pixel `i` (linear r, g, b) to the three planes
+// from `xyb`, `plane` floats apart.
+__device__ __forceinline__ void store_xyb3(float *xyb, long long plane, long long i, float r,
+                                           float g, float b) {
+    float x, y, bb;
+    xyb_positive(r, g, b, x, y, bb);
+    xyb[i] = x;
+    xyb[plane + i] = y;
+    xyb[2 * plane + i] = bb;
 }
 
 // The 2x2 box of downscale_by_2: the sum of its four pixels (in the crate's order, from 0,
@@ -427,6 +477,35 @@ __device__ __forceinline__ void terms(float mu1, float mu2, float s11, float s22
 
 using namespace s2;
 
+// The tables of yuv_to_linear_lut for samples of `bits` (8..LUT_BITS) bits into `lut`
+// (2 * 2^bits + 2 * 4^bits floats). Grid-stride; any grid.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+s2_lut(const S2Conv conv, int32_t bits, float *__restrict__ lut) {
+    if (bits > LUT_BITS) {
+        return;
+    }
+    const long long n1 = 1ll << bits;
+    const long long total = 2 * n1 + 2 * n1 * n1;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        float v;
+        if (i < n1) {
+            v = norm_y(conv, (uint32_t)i);
+        } else if (i < 2 * n1) {
+            v = norm_c(conv, (uint32_t)(i - n1));
+        } else {
+            const long long j = i - 2 * n1;
+            const bool blue = j >= n1 * n1;
+            const long long t = blue ? j - n1 * n1 : j;
+            const uint32_t ys = (uint32_t)(t >> bits);
+            const uint32_t cs = (uint32_t)(t & (n1 - 1));
+            const float prime = rb_prime(norm_y(conv, ys), blue ? conv.kb : conv.kr, norm_c(conv, cs));
+            v = transfer(clamp01(prime), conv.srgb);
+        }
+        lut[i] = v;
+    }
+}
+
 // All scales' XYB planes in one launch. Block (bx, by) covers the XTILE x XTILE pixels of
 // scale 0 from (XTILE bx, XTILE by), and so the (XTILE >> k)-square tile at the same place of
 // every scale k (a scale-k pixel and its 2x2 box of scale k - 1 lie in the same block):
@@ -441,7 +520,8 @@ using namespace s2;
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
        const Plane cb_dis, const Plane cr_dis, int32_t cw, int32_t ch, const S2Conv conv,
-       int32_t w0, int32_t h0, int32_t n, float *__restrict__ xyb) {
+       const float *__restrict__ lut, int32_t bits, int32_t w0, int32_t h0, int32_t n,
+       float *__restrict__ xyb) {
     // Linear RGB (6 planes: img * 3 + c, each [x][y]) of scale 1 (tile XTILE / 2) and scale 2
     // (XTILE / 4);
     // scale k >= 3 reuses the buffer of scale k - 2.
@@ -484,8 +564,18 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
                     crd = sample(cr_dis, cx, cy);
                 }
                 float p[6];
-                yuv_to_linear(conv, sample(ref, x, y), cbr, crr, grey, p[0], p[1], p[2]);
-                yuv_to_linear(conv, sample(dis, x, y), cbd, crd, grey, p[3], p[4], p[5]);
+                if (lut != nullptr) {
+                    if (grey) {
+                        cbr = crr = cbd = crd = (uint32_t)conv.off_c;
+                    }
+                    yuv_to_linear_lut(conv, lut, bits, sample(ref, x, y), cbr, crr, p[0], p[1],
+                                      p[2]);
+                    yuv_to_linear_lut(conv, lut, bits, sample(dis, x, y), cbd, crd, p[3], p[4],
+                                      p[5]);
+                } else {
+                    yuv_to_linear(conv, sample(ref, x, y), cbr, crr, grey, p[0], p[1], p[2]);
+                    yuv_to_linear(conv, sample(dis, x, y), cbd, crd, grey, p[3], p[4], p[5]);
+                }
                 if (dx == (q & 1) && dy == (q >> 1)) {
                     store_xyb(xyb, plane, t32(x, y, w0), p);
                 }
@@ -499,6 +589,9 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
             }
         }
     }
+    // Scales k >= 1 from the linear RGB in shared memory, two phases per scale so that every
+    // thread has work even on the small scales: the XYB of each (pixel, image), then the
+    // 2x2 boxes of the next scale's linear RGB, one (box, channel) per step.
     Scale s = scale_of(w0, h0, 0);
     for (int k = 1; k < n; ++k) {
         __syncthreads();
@@ -507,43 +600,45 @@ s2_xyb(const Plane ref, const Plane dis, const Plane cb_ref, const Plane cr_ref,
         s.h = (s.h + 1) / 2;
         s.plane = (long long)s.w * ((s.h + T32 - 1) / T32 * T32);
         const int tk = XTILE >> k;  // scale k's tile side (at least 2)
-        const int T = tk / 2;       // boxes per tile side
+        const int area = tk * tk;
         const float *src = (k & 1) ? &lin_a[0][0][0] : &lin_b[0][0][0];
         float *dst = (k & 1) ? &lin_b[0][0][0] : &lin_a[0][0][0];
-        const int ow = (s.w + 1) / 2;
-        const int oh = (s.h + 1) / 2;
         float *out = xyb + 6 * s.off;
-        for (int e = tid; e < T * T; e += nt) {
-            const int ly = e % T;
-            const int lx = e / T;
-            const int ox = blockIdx.x * T + lx;
-            const int oy = blockIdx.y * T + ly;
-            if (ox >= ow || oy >= oh) {
-                continue;
+        for (int u = tid; u < 2 * area; u += nt) {
+            const int img = u / area;
+            const int li = u - img * area;  // lx * tk + ly
+            const int gx = blockIdx.x * tk + li / tk;
+            const int gy = blockIdx.y * tk + li % tk;
+            if (gx < s.w && gy < s.h) {
+                const float *c3 = src + img * 3 * area + li;
+                store_xyb3(out + img * 3 * s.plane, s.plane, t32(gx, gy, s.w), c3[0],
+                           c3[area], c3[2 * area]);
             }
-            const bool has_x1 = 2 * ox + 1 < s.w;
-            const bool has_y1 = 2 * oy + 1 < s.h;
-            float sum[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 1
-            for (int q = 0; q < 4; ++q) {
-                const int dx = (q & 1) && has_x1 ? 1 : 0;
-                const int dy = (q >> 1) && has_y1 ? 1 : 0;
-                const int li = (2 * lx + dx) * tk + (2 * ly + dy);
-                float p[6];
-#pragma unroll
-                for (int c = 0; c < 6; ++c) {
-                    p[c] = src[c * tk * tk + li];
+        }
+        if (k + 1 < n) {
+            const int T = tk / 2;  // boxes per tile side
+            const int ow = (s.w + 1) / 2;
+            const int oh = (s.h + 1) / 2;
+            for (int v = tid; v < 6 * T * T; v += nt) {
+                const int c = v / (T * T);
+                const int bi = v - c * T * T;  // lx * T + ly
+                const int lx = bi / T;
+                const int ly = bi % T;
+                const int ox = blockIdx.x * T + lx;
+                const int oy = blockIdx.y * T + ly;
+                if (ox >= ow || oy >= oh) {
+                    continue;
                 }
-                if (dx == (q & 1) && dy == (q >> 1)) {
-                    store_xyb(out, s.plane, t32(2 * ox + dx, 2 * oy + dy, s.w), p);
-                }
-#pragma unroll
-                for (int c = 0; c < 6; ++c) {
-                    sum[c] = __fadd_rn(sum[c], p[c]);
-                }
-            }
-            if (k + 1 < n) {
-                store_box(dst, T * T, lx * T + ly, sum);
+                const int sx = 2 * ox + 1 < s.w ? 1 : 0;
+                const int sy = 2 * oy + 1 < s.h ? 1 : 0;
+                const float *ch = src + c * area;
+                const int i00 = (2 * lx) * tk + 2 * ly;
+                float sum = 0.0f;
+                sum = __fadd_rn(sum, ch[i00]);
+                sum = __fadd_rn(sum, ch[i00 + sx * tk]);
+                sum = __fadd_rn(sum, ch[i00 + sy]);
+                sum = __fadd_rn(sum, ch[i00 + sx * tk + sy]);
+                dst[c * T * T + bi] = __fmul_rn(sum, 0.25f);
             }
         }
     }

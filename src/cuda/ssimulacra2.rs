@@ -1,5 +1,10 @@
 //! Host side of `kernels/ssimulacra2.cu`: SSIMULACRA2 of a frame pair on the GPU.
 //!
+//! Once per geometry, for samples of up to 10 bits: `s2_lut` makes the tables of the YUV ->
+//! linear RGB step (the normalised samples, and the linear R of each (Y, Cr) and B of each
+//! (Y, Cb) pair), which replace five of its seven divisions and two of its three `powf` per
+//! pixel.
+//!
 //! Per frame pair, all on one stream and without host or device allocations:
 //! 1. `s2_xyb`: YUV -> linear RGB (the conversion of [`crate::engine::colour`]) -> XYB of
 //!    scale 0, and for each scale `k >= 1` the 2x2 box average of scale `k - 1`'s linear RGB
@@ -21,7 +26,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
+use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
 use super::context::{function, launch, param, GpuDevice};
 use super::error::CudaError;
@@ -40,6 +45,9 @@ const SUMS: usize = 6;
 /// and columns per `s2_vblur` block (kernels' `T32`, `VCOLS`).
 const T32: usize = 32;
 const VCOLS: usize = 32;
+/// Deepest samples the YUV -> linear RGB tables serve (kernel's `LUT_BITS`): 8 MiB of tables
+/// at 10 bits; deeper samples are converted pixel by pixel.
+const LUT_BITS: u32 = 10;
 /// Scale-0 pixels per `s2_xyb` block side (kernel's `XTILE`).
 const XTILE: usize = 64;
 const XYB_BLOCK: (u32, u32, u32) = (32, 8, 1);
@@ -239,10 +247,13 @@ fn as_i32(v: usize, width: usize, height: usize, bpc: u32) -> Result<i32, CudaEr
 /// Scratch, allocated once in [`Ssimulacra2Gpu::new`] (`P` = the pixels of all scored scales,
 /// about 4/3 of the frame's, each scale's height rounded up to whole 32-row tiles of the
 /// kernels' T32 layout): XYB planes `6 P` f32, horizontally blurred planes `15 P` f32,
-/// and 6 f64 per vertical-pass block: about 112 bytes per frame pixel (232 MB, 221 MiB at
-/// 1920x1080).
+/// 6 f64 per vertical-pass block: about 112 bytes per frame pixel (232 MB, 221 MiB at
+/// 1920x1080); and for samples of up to 10 bits the conversion tables, `2 * 2^bpc + 2 * 4^bpc`
+/// f32 (0.5 MiB at 8 bits, 8 MiB at 10).
 pub struct Ssimulacra2Gpu {
     xyb_all: CudaFunction,
+    /// The YUV -> linear RGB tables for `bpc <= LUT_BITS` (made in `new` by `s2_lut`).
+    lut: Option<DeviceAlloc<f32>>,
     hblur: CudaFunction,
     vblur: CudaFunction,
     total: CudaFunction,
@@ -323,6 +334,34 @@ impl Ssimulacra2Gpu {
 
         let m = &dev.modules().ssimulacra2;
         let xyb_all = function(m, "s2_xyb", "cuModuleGetFunction(s2_xyb)")?;
+        let conv = ConvParams::new(conv, bpc);
+        let lut = if bpc <= LUT_BITS {
+            let make = function(m, "s2_lut", "cuModuleGetFunction(s2_lut)")?;
+            let n1 = 1usize << bpc;
+            let mut lut = alloc_zeroed::<f32>(
+                stream,
+                2 * n1 + 2 * n1 * n1,
+                "cuMemAlloc(ssimulacra2 tables)",
+            )?;
+            let mut p_lut = lut.device_ptr_mut(stream).0;
+            let mut bits = bpc as i32;
+            let mut c = conv;
+            // SAFETY: s2_lut(S2Conv, int, float*); `lut` holds the 2 * 2^bits + 2 * 4^bits
+            // floats it writes (grid-stride).
+            unsafe {
+                launch(
+                    stream,
+                    &make,
+                    (256, 1, 1),
+                    XYB_BLOCK,
+                    &mut [param(&mut c), param(&mut bits), param(&mut p_lut)],
+                    "cuLaunchKernel(s2_lut)",
+                )?;
+            }
+            Some(lut)
+        } else {
+            None
+        };
         let hblur = function(m, "s2_hblur", "cuModuleGetFunction(s2_hblur)")?;
         let vblur = function(m, "s2_vblur", "cuModuleGetFunction(s2_vblur)")?;
         let total = function(m, "s2_total", "cuModuleGetFunction(s2_total)")?;
@@ -335,6 +374,7 @@ impl Ssimulacra2Gpu {
         )?;
         Ok(Self {
             xyb_all,
+            lut,
             hblur,
             vblur,
             total,
@@ -345,7 +385,7 @@ impl Ssimulacra2Gpu {
             height,
             bpc,
             chroma,
-            conv: ConvParams::new(conv, bpc),
+            conv,
             sizes,
             scales,
             hblocks,
@@ -406,6 +446,9 @@ impl Ssimulacra2Gpu {
         let [mut cb_ref, mut cr_ref, mut cb_dis, mut cr_dis] = planes;
         let (mut p_ref, mut p_dis) = (reference, distorted);
         let mut conv = self.conv;
+        // 0 (no tables: the kernel converts each pixel) above LUT_BITS.
+        let mut p_lut = self.lut.as_ref().map_or(0, |l| l.device_ptr(stream).0);
+        let mut bits = self.bpc as i32;
         // All fit in i32: checked in `new`.
         let mut w0 = self.width as i32;
         let mut h0 = self.height as i32;
@@ -436,6 +479,8 @@ impl Ssimulacra2Gpu {
                     param(&mut cw),
                     param(&mut ch),
                     param(&mut conv),
+                    param(&mut p_lut),
+                    param(&mut bits),
                     param(&mut w0),
                     param(&mut h0),
                     param(&mut n),
