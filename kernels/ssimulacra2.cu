@@ -287,20 +287,34 @@ __device__ __forceinline__ float transfer(float c, int srgb) {
 
 __device__ __forceinline__ float clamp01(float v) { return fminf(fmaxf(v, 0.0f), 1.0f); }
 
+// Steps 2-4 of colour.rs, by parts: the normalised luma and chroma samples, the non-linear
+// R or B (y' + 2 (1 - k) c', k = kr with cr', kb with cb'), and the non-linear G.
+__device__ __forceinline__ float norm_y(const S2Conv &cv, uint32_t v) {
+    return __fdiv_rn(__fsub_rn((float)v, cv.off_y), cv.div_y);
+}
+__device__ __forceinline__ float norm_c(const S2Conv &cv, uint32_t v) {
+    return __fdiv_rn(__fsub_rn((float)v, cv.off_c), cv.div_c);
+}
+__device__ __forceinline__ float rb_prime(float yn, float k, float cn) {
+    return __fadd_rn(yn, __fmul_rn(__fmul_rn(2.0f, __fsub_rn(1.0f, k)), cn));
+}
+__device__ __forceinline__ float g_prime(const S2Conv &cv, float yn, float rp, float bp) {
+    return __fdiv_rn(__fsub_rn(__fsub_rn(yn, __fmul_rn(cv.kr, rp)), __fmul_rn(cv.kb, bp)),
+                     __fsub_rn(__fsub_rn(1.0f, cv.kr), cv.kb));
+}
+
 // Steps 2-4 of colour.rs for one pixel: samples (as read, at the scoring depth) -> linear RGB.
 // `grey`: no chroma (cb' = cr' = 0).
 __device__ __forceinline__ void yuv_to_linear(const S2Conv &cv, uint32_t ys, uint32_t cbs,
                                               uint32_t crs, bool grey, float &r, float &g,
                                               float &b) {
-    const float yn = __fdiv_rn(__fsub_rn((float)ys, cv.off_y), cv.div_y);
-    const float cbn = grey ? 0.0f : __fdiv_rn(__fsub_rn((float)cbs, cv.off_c), cv.div_c);
-    const float crn = grey ? 0.0f : __fdiv_rn(__fsub_rn((float)crs, cv.off_c), cv.div_c);
-    const float rp = __fadd_rn(yn, __fmul_rn(__fmul_rn(2.0f, __fsub_rn(1.0f, cv.kr)), crn));
-    const float bp = __fadd_rn(yn, __fmul_rn(__fmul_rn(2.0f, __fsub_rn(1.0f, cv.kb)), cbn));
-    const float gp = __fdiv_rn(__fsub_rn(__fsub_rn(yn, __fmul_rn(cv.kr, rp)), __fmul_rn(cv.kb, bp)),
-                               __fsub_rn(__fsub_rn(1.0f, cv.kr), cv.kb));
+    const float yn = norm_y(cv, ys);
+    const float cbn = grey ? 0.0f : norm_c(cv, cbs);
+    const float crn = grey ? 0.0f : norm_c(cv, crs);
+    const float rp = rb_prime(yn, cv.kr, crn);
+    const float bp = rb_prime(yn, cv.kb, cbn);
     r = transfer(clamp01(rp), cv.srgb);
-    g = transfer(clamp01(gp), cv.srgb);
+    g = transfer(clamp01(g_prime(cv, yn, rp, bp)), cv.srgb);
     b = transfer(clamp01(bp), cv.srgb);
 }
 
@@ -311,17 +325,6 @@ __device__ __forceinline__ void yuv_to_linear(const S2Conv &cv, uint32_t ys, uin
 // depends on all three samples and is computed. Layout: norm_y (2^bits floats), norm_c
 // (2^bits), R (4^bits, index y << bits | cr), B (4^bits, index y << bits | cb).
 constexpr int LUT_BITS = 10;
-
-__device__ __forceinline__ float norm_y(const S2Conv &cv, uint32_t v) {
-    return __fdiv_rn(__fsub_rn((float)v, cv.off_y), cv.div_y);
-}
-__device__ __forceinline__ float norm_c(const S2Conv &cv, uint32_t v) {
-    return __fdiv_rn(__fsub_rn((float)v, cv.off_c), cv.div_c);
-}
-// y' + 2 (1 - k) c' (the non-linear R for k = kr and c' = cr', B for kb and cb').
-__device__ __forceinline__ float rb_prime(float yn, float k, float cn) {
-    return __fadd_rn(yn, __fmul_rn(__fmul_rn(2.0f, __fsub_rn(1.0f, k)), cn));
-}
 
 // yuv_to_linear through the tables (`bits` <= LUT_BITS); a grey pixel passes cb = cr = the
 // chroma offset, whose normalised value is 0 as yuv_to_linear's grey case has it.
@@ -337,9 +340,7 @@ __device__ __forceinline__ void yuv_to_linear_lut(const S2Conv &cv, const float 
     b = __ldg(lut + 2 * n1 + n1 * n1 + yi + cbs);
     const float rp = rb_prime(yn, cv.kr, crn);
     const float bp = rb_prime(yn, cv.kb, cbn);
-    const float gp = __fdiv_rn(__fsub_rn(__fsub_rn(yn, __fmul_rn(cv.kr, rp)), __fmul_rn(cv.kb, bp)),
-                               __fsub_rn(__fsub_rn(1.0f, cv.kr), cv.kb));
-    g = transfer(clamp01(gp), cv.srgb);
+    g = transfer(clamp01(g_prime(cv, yn, rp, bp)), cv.srgb);
 }
 
 // Writes the XYB (positive) of both images' pixel `i` of a scale whose planes start at `xyb`.
@@ -422,25 +423,6 @@ __device__ __forceinline__ float vstep(Rec &s, float sum) {
     s.p3 = o3;
     s.p5 = o5;
     return __fadd_rn(__fadd_rn(o1, o3), o5);
-}
-
-// The value plane P blurs at a pixel whose XYB values are a (img1) and b (img2):
-// image_multiply's f32 products for the second moments.
-template <int P>
-__device__ __forceinline__ float hval(float a, float b) {
-    if (P == 0) {
-        return a;
-    }
-    if (P == 1) {
-        return b;
-    }
-    if (P == 2) {
-        return __fmul_rn(a, a);
-    }
-    if (P == 3) {
-        return __fmul_rn(b, b);
-    }
-    return __fmul_rn(a, b);
 }
 
 // The per-pixel terms of ssim_map and edge_diff_map for one channel, added to acc[0..6):
@@ -742,7 +724,8 @@ s2_hblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
     const float *in1 = xyb + 6 * s.off + (long long)c * s.plane + row;
     const float *in2 = xyb + 6 * s.off + (long long)(3 + c) * s.plane + row;
     float *out = hbl + 15 * s.off + (long long)(c * 5 + p) * s.plane + row;
-    // hval<p> = x * y: p 0 img1 * 1, 1 img2 * 1, 2 img1 * img1, 3 img2 * img2, 4 img1 * img2.
+    // The values plane p blurs (image_multiply's f32 products for the second moments) as x * y:
+    // p 0 img1 * 1, 1 img2 * 1, 2 img1 * img1, 3 img2 * img2, 4 img1 * img2.
     const float *in_x = (p == 0 || p == 2 || p == 4) ? in1 : in2;
     const float *in_y = p == 2 ? in1 : ((p == 3 || p == 4) ? in2 : nullptr);
     hrow(in_x, in_y, out, s.w, rowok);
