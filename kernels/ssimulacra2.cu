@@ -759,22 +759,43 @@ __device__ __forceinline__ void vfetch(float (&b)[VROWS], const float *__restric
     }
 }
 
-// The two images' XYB values of the pixels thread `tid` scores in row group j of s2_vblur
-// (pixel e = tid + q VTHREADS: row VROWS j - 4 + e % VROWS, column 32 g + e / VROWS), 0
-// outside the scale: fetched one group ahead of their use. Consecutive threads read
-// consecutive rows of a column (contiguous in T32).
+// The pixels thread `tid` of s2_vblur scores in each row group: row VROWS j - 4 + tid % VROWS
+// and the columns 32 g + tid / VROWS + q LSTEP (q < VPER) of the block's 32 (VTHREADS is a
+// multiple of VROWS, so the row is the same for every q). `cols`: how many of the q are inside
+// both the block and the scale; `base`: the T32 offset of the first column's row 0.
+constexpr int LSTEP = VTHREADS / VROWS;
+static_assert(VTHREADS % VROWS == 0, "a thread's pixels share their row");
+
+struct VPix {
+    int row;         // tid % VROWS
+    int col;         // tid / VROWS
+    int cols;        // q < cols: column inside the block and the scale
+    long long base;  // (32 g + col) * 32
+};
+
+__device__ __forceinline__ VPix vpix(int tid, int g, int w) {
+    VPix v;
+    v.row = tid % VROWS;
+    v.col = tid / VROWS;
+    const int left = min(VCOLS - v.col, w - g * VCOLS - v.col);  // columns from col on
+    v.cols = left <= 0 ? 0 : (left + LSTEP - 1) / LSTEP;
+    v.base = (long long)(g * VCOLS + v.col) * T32;
+    return v;
+}
+
+// The two images' XYB values of the thread's pixels in row group j, 0 outside the scale:
+// fetched one group ahead of their use. Consecutive threads read consecutive rows of a column
+// (contiguous in T32).
 __device__ __forceinline__ void vimg(float (&a)[VPER], float (&b)[VPER], const float *img1,
-                                     const float *img2, int j, int g, int w, int h, int tid) {
-    const int y0 = j * VROWS - (RADIUS - 1);
+                                     const float *img2, int j, const VPix &v, int w, int h) {
+    const int y = j * VROWS - (RADIUS - 1) + v.row;
+    const bool rowok = y >= 0 && y < h;
+    const long long at = v.base + (long long)(y >> 5) * w * T32 + (y & (T32 - 1));
 #pragma unroll
     for (int q = 0; q < VPER; ++q) {
-        const int e = tid + q * VTHREADS;
-        const int y = y0 + e % VROWS;
-        const int xx = g * VCOLS + e / VROWS;
-        const bool ok = e < VPIX && y >= 0 && y < h && xx < w;
-        const long long at = ok ? t32(xx, y, w) : 0;
-        a[q] = ok ? __ldg(img1 + at) : 0.0f;
-        b[q] = ok ? __ldg(img2 + at) : 0.0f;
+        const bool ok = rowok && q < v.cols;
+        a[q] = ok ? __ldg(img1 + at + q * LSTEP * T32) : 0.0f;
+        b[q] = ok ? __ldg(img2 + at + q * LSTEP * T32) : 0.0f;
     }
 }
 
@@ -831,7 +852,8 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
     constexpr int D = 2 * RADIUS;  // 10: bottom row - top row of a step
     const int groups_rows = (h + RADIUS - 1 + VROWS - 1) / VROWS;
     float iv1[VPER], iv2[VPER];
-    vimg(iv1, iv2, img1, img2, 0, g, w, h, tid);
+    const VPix vp = vpix(tid, g, w);
+    vimg(iv1, iv2, img1, img2, 0, vp, w, h);
     for (int j = 0; j < groups_rows; ++j) {
         float *t = &tile[j & 1][p][lane][0];
 #pragma unroll
@@ -847,18 +869,15 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
         }
         vfetch(bn, col, colok, j + 2, w, tiles);
         __syncthreads();
-        // Score the group's outputs: rows VROWS j - 4 + i, i < VROWS.
-        const int y0 = j * VROWS - (RADIUS - 1);
+        // Score the group's outputs: the thread's pixels (vpix) of rows VROWS j - 4 + i.
+        const int y = j * VROWS - (RADIUS - 1) + vp.row;
+        if (y >= 0 && y < h) {
+            const float(*tt)[VCOLS][VROWS + 1] = tile[j & 1];
+            const int i = vp.row;
 #pragma unroll
-        for (int q = 0; q < VPER; ++q) {
-            const int e = tid + q * VTHREADS;
-            if (e < VPIX) {
-                const int i = e % VROWS;
-                const int l = e / VROWS;
-                const int y = y0 + i;
-                const int xx = g * VCOLS + l;
-                if (y >= 0 && y < h && xx < w) {
-                    const float(*tt)[VCOLS][VROWS + 1] = tile[j & 1];
+            for (int q = 0; q < VPER; ++q) {
+                if (q < vp.cols) {
+                    const int l = vp.col + q * LSTEP;
                     terms(tt[0][l][i], tt[1][l][i], tt[2][l][i], tt[3][l][i], tt[4][l][i],
                           iv1[q], iv2[q], acc);
                 }
@@ -866,7 +885,7 @@ s2_vblur(int32_t w0, int32_t h0, int32_t n, const float *__restrict__ xyb,
         }
         // The next group's image values: in flight during its recursion steps.
         if (j + 1 < groups_rows) {
-            vimg(iv1, iv2, img1, img2, j + 1, g, w, h, tid);
+            vimg(iv1, iv2, img1, img2, j + 1, vp, w, h);
         }
     }
 #pragma unroll
