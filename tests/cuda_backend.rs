@@ -2,6 +2,8 @@
 //! Skipped (with a printed reason) where no GPU is usable; the full check across sizes and
 //! bit depths is `examples/gpu_check.rs`.
 
+mod common;
+
 use gstvmafcompare::cpu::adm::AdmConfig;
 use gstvmafcompare::cpu::vif::VifConfig;
 use gstvmafcompare::cpu::CpuBackend;
@@ -19,13 +21,8 @@ fn data_dir() -> String {
 
 #[test]
 fn cuda_matches_cpu_bit_for_bit() {
-    let dev = match GpuDevice::open(0) {
-        Ok(d) => d,
-        Err(e @ (CudaError::NoDriver | CudaError::NoDevice)) => {
-            eprintln!("skipped: no usable GPU ({e})");
-            return;
-        }
-        Err(e) => panic!("GPU present but unusable: {e}"),
+    let Some(dev) = common::gpu_device() else {
+        return;
     };
     let (w, h) = (160usize, 90usize);
     let read = |p: &str| -> Vec<Vec<u16>> {

@@ -8,6 +8,8 @@
 //! Skips (printing why) without a usable GPU, as on CI; `VMAFCOMPARE_REQUIRE_GPU=1` makes that
 //! a failure. `--nocapture` prints the measured numbers.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,7 +20,7 @@ use gstvmafcompare::cpu::vif::VifConfig;
 use gstvmafcompare::cuda::backend::GpuPlan;
 use gstvmafcompare::cuda::context::Modules;
 use gstvmafcompare::cuda::memory::alloc_copy;
-use gstvmafcompare::cuda::{fault, CudaBackend, CudaError, GpuDevice};
+use gstvmafcompare::cuda::{fault, CudaBackend, GpuDevice};
 use gstvmafcompare::engine::frame::{
     ChromaInput, ComponentInput, DeviceComponent, DeviceLuma, HostComponent, HostLuma, LumaInput,
     SampleLayout,
@@ -100,21 +102,6 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 const ALL: &str = "psnr,float_ssim,float_ms_ssim,ssimulacra2";
-
-fn device() -> Option<GpuDevice> {
-    match GpuDevice::open(0) {
-        Ok(d) => Some(d),
-        Err(e @ (CudaError::NoDriver | CudaError::NoDevice)) => {
-            assert!(
-                std::env::var_os("VMAFCOMPARE_REQUIRE_GPU").is_none(),
-                "VMAFCOMPARE_REQUIRE_GPU is set but no GPU: {e}"
-            );
-            eprintln!("skipped: no usable GPU ({e})");
-            None
-        }
-        Err(e) => panic!("GPU present but unusable: {e}"),
-    }
-}
 
 fn backend(
     dev: &GpuDevice,
@@ -237,7 +224,9 @@ fn submit(b: &mut CudaBackend, r: &HostFrame, d: &HostFrame, size: (usize, usize
 /// then (rayon), a few per hundred frames, far from the fork's 24 MB per scale per frame.
 #[test]
 fn no_host_allocation_per_frame_or_scale() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = common::gpu_device() else {
+        return;
+    };
     let size = (1920, 1080);
     for nv12 in [false, true] {
         let mut b = backend(&dev, size, 8, ALL, (960, 540));
@@ -287,7 +276,9 @@ fn no_host_allocation_per_frame_or_scale() {
 /// (`full == false`, the `subsample` property), no chroma at all.
 #[test]
 fn copies_move_only_rows_and_planes_that_carry_data() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = common::gpu_device() else {
+        return;
+    };
     let size = (1920, 1080);
     let (luma, chroma) = (1920 * 1080u64, 960 * 540u64);
     let mut rows = vec!["| input | features | frames | bytes per frame | expected |".to_owned()];
@@ -320,7 +311,9 @@ fn copies_move_only_rows_and_planes_that_carry_data() {
 /// of milliseconds per frame: no per-pixel step runs on the host.
 #[test]
 fn every_per_pixel_step_runs_on_the_gpu() {
-    let Some(dev) = device() else { return };
+    let Some(dev) = common::gpu_device() else {
+        return;
+    };
     let (w, h) = (1920usize, 1080usize);
     let (cw, ch) = (960usize, 540usize);
     let stream = dev.new_stream().expect("stream");
@@ -417,7 +410,9 @@ fn process_cpu_seconds() -> f64 {
 #[test]
 fn every_module_loaded_is_unloaded() {
     let before = fault::live();
-    let Some(dev) = device() else { return };
+    let Some(dev) = common::gpu_device() else {
+        return;
+    };
     let open = fault::live();
     assert_eq!(open[1] - before[1], Modules::COUNT as i64, "{open:?}");
     {

@@ -7,6 +7,8 @@
 //!
 //! Run: `cargo test --release --test gpu_ssim -- --nocapture`.
 
+mod common;
+
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr};
@@ -430,13 +432,8 @@ fn time_extras(dev: &GpuDevice, stream: &Arc<CudaStream>, (r, d): (&Frame, &Fram
 
 #[test]
 fn gpu_psnr_ssim_match_cpu() {
-    let dev = match GpuDevice::open(0) {
-        Ok(d) => d,
-        Err(e @ (CudaError::NoDriver | CudaError::NoDevice)) => {
-            eprintln!("skipped: no usable GPU ({e})");
-            return;
-        }
-        Err(e) => panic!("GPU present but unusable: {e}"),
+    let Some(dev) = common::gpu_device() else {
+        return;
     };
     let stream = dev.new_stream().expect("stream");
     println!("GPU: {}", dev.name());

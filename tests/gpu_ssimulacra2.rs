@@ -5,6 +5,8 @@
 //!
 //! Run: `cargo test --release --test gpu_ssimulacra2 -- --nocapture`.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -335,13 +337,8 @@ fn run_case(dev: &GpuDevice, stream: &Arc<CudaStream>, case: &Case) -> f64 {
 
 #[test]
 fn gpu_ssimulacra2_matches_cpu() {
-    let dev = match GpuDevice::open(0) {
-        Ok(d) => d,
-        Err(e @ (CudaError::NoDriver | CudaError::NoDevice)) => {
-            eprintln!("skipped: no usable GPU ({e})");
-            return;
-        }
-        Err(e) => panic!("GPU present but unusable: {e}"),
+    let Some(dev) = common::gpu_device() else {
+        return;
     };
     let stream = dev.new_stream().expect("stream");
     println!("GPU: {}", dev.name());

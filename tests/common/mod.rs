@@ -7,9 +7,29 @@ use std::sync::Once;
 use std::time::Duration;
 
 use gst::prelude::*;
+use gstvmafcompare::cuda::{CudaError, GpuDevice};
 use gstvmafcompare::vmafcompare::{
     frame_meta, FrameMessage, SummaryMessage, FRAME_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
 };
+
+/// GPU 0 for the tests that drive the CUDA kernels or backend directly: `None`, after saying
+/// why, where no usable GPU exists (CI), unless `VMAFCOMPARE_REQUIRE_GPU` is set (the GPU
+/// host's runs), which turns the skip into a failure. Panics when a GPU is present but cannot
+/// be opened.
+pub fn gpu_device() -> Option<GpuDevice> {
+    match GpuDevice::open(0) {
+        Ok(d) => Some(d),
+        Err(e @ (CudaError::NoDriver | CudaError::NoDevice)) => {
+            assert!(
+                std::env::var_os("VMAFCOMPARE_REQUIRE_GPU").is_none(),
+                "VMAFCOMPARE_REQUIRE_GPU is set but no GPU: {e}"
+            );
+            eprintln!("skipped: no usable GPU ({e})");
+            None
+        }
+        Err(e) => panic!("GPU present but unusable: {e}"),
+    }
+}
 
 pub fn init() {
     static ONCE: Once = Once::new();
