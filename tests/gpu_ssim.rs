@@ -154,6 +154,27 @@ enum Upload {
     Words(DeviceAlloc<u16>),
 }
 
+/// Uploads both frames' Cb and Cr as packed `u16` planes; returns the buffers (to keep alive
+/// while the kernels read them) and their descriptors.
+fn upload_chroma(
+    stream: &Arc<CudaStream>,
+    (r, d): (&Frame, &Frame),
+) -> (Vec<DeviceAlloc<u16>>, ChromaDev) {
+    let (width, height) = r.chroma_size();
+    let bufs: Vec<DeviceAlloc<u16>> = [&r.cb, &r.cr, &d.cb, &d.cr]
+        .iter()
+        .map(|p| alloc_copy(stream, &p[..], "test chroma").expect("upload chroma"))
+        .collect();
+    let cp = |i: usize| DevPlane::packed_u16(&bufs[i], width, stream);
+    let chroma = ChromaDev {
+        reference: [cp(0), cp(1)],
+        distorted: [cp(2), cp(3)],
+        width,
+        height,
+    };
+    (bufs, chroma)
+}
+
 fn upload(
     stream: &Arc<CudaStream>,
     samples: &[u16],
@@ -212,20 +233,9 @@ fn run_gpu(
     out: &mut DeviceAlloc<u64>,
 ) -> Vec<u64> {
     let (w, h) = (r.w, r.h);
-    let (cw, ch) = r.chroma_size();
     let (_ry, ry) = upload(stream, &r.y, w, h, layout);
     let (_dy, dy) = upload(stream, &d.y, w, h, layout);
-    let chroma_bufs: Vec<DeviceAlloc<u16>> = [&r.cb, &r.cr, &d.cb, &d.cr]
-        .iter()
-        .map(|p| alloc_copy(stream, &p[..], "test chroma").expect("upload chroma"))
-        .collect();
-    let cp = |i: usize| DevPlane::packed_u16(&chroma_bufs[i], cw, stream);
-    let chroma = ChromaDev {
-        reference: [cp(0), cp(1)],
-        distorted: [cp(2), cp(3)],
-        width: cw,
-        height: ch,
-    };
+    let (_chroma_bufs, chroma) = upload_chroma(stream, (r, d));
     let n = PsnrGpu::RESULT_WORDS;
     psnr_gpu
         .enqueue(stream, ry, dy, Some(&chroma), &mut out.slice_mut(0..n))
@@ -369,7 +379,6 @@ fn run_case(
 fn time_extras(dev: &GpuDevice, stream: &Arc<CudaStream>, (r, d): (&Frame, &Frame)) {
     const FRAMES: u32 = 200;
     let (w, h, bpc) = (r.w, r.h, r.bpc);
-    let (cw, ch) = r.chroma_size();
     let mut psnr_gpu = PsnrGpu::new(dev, stream, w, h, bpc).expect("PsnrGpu::new");
     let mut ssim_gpu = SsimGpu::new(dev, stream, w, h, bpc, true, true).expect("SsimGpu::new");
     let mut out = alloc_zeroed::<u64>(
@@ -380,17 +389,7 @@ fn time_extras(dev: &GpuDevice, stream: &Arc<CudaStream>, (r, d): (&Frame, &Fram
     .expect("alloc out");
     let (_ry, ry) = upload(stream, &r.y, w, h, Layout::U16Packed);
     let (_dy, dy) = upload(stream, &d.y, w, h, Layout::U16Packed);
-    let bufs: Vec<DeviceAlloc<u16>> = [&r.cb, &r.cr, &d.cb, &d.cr]
-        .iter()
-        .map(|p| alloc_copy(stream, &p[..], "test chroma").expect("upload chroma"))
-        .collect();
-    let cp = |i: usize| DevPlane::packed_u16(&bufs[i], cw, stream);
-    let chroma = ChromaDev {
-        reference: [cp(0), cp(1)],
-        distorted: [cp(2), cp(3)],
-        width: cw,
-        height: ch,
-    };
+    let (_chroma_bufs, chroma) = upload_chroma(stream, (r, d));
     let n = PsnrGpu::RESULT_WORDS;
     let mut per_frame = |psnr_on: bool, ssim_on: bool| -> f64 {
         let mut frame = |out: &mut DeviceAlloc<u64>| {
