@@ -247,7 +247,7 @@ fn as_i32(v: usize, width: usize, height: usize, bpc: u32) -> Result<i32, CudaEr
 /// Scratch, allocated once in [`Ssimulacra2Gpu::new`] (`P` = the pixels of all scored scales,
 /// about 4/3 of the frame's, each scale's height rounded up to whole 32-row tiles of the
 /// kernels' T32 layout): XYB planes `6 P` f32, horizontally blurred planes `15 P` f32,
-/// 6 f64 per vertical-pass block: about 112 bytes per frame pixel (232 MB, 221 MiB at
+/// 6 f64 per vertical-pass block: about 114 bytes per frame pixel (235 MB, 225 MiB at
 /// 1920x1080); and for samples of up to 10 bits the conversion tables, `2 * 2^bpc + 2 * 4^bpc`
 /// f32 (0.5 MiB at 8 bits, 8 MiB at 10).
 pub struct Ssimulacra2Gpu {
