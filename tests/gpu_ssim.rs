@@ -2,7 +2,8 @@
 //! against the CPU implementations, frame by frame: PSNR bit for bit, SSIM and MS-SSIM within
 //! 1e-5 (the GPU sums its filter taps in float FMAs), and the same words when a frame is run
 //! twice. Cases: Netflix's src01 pairs (160x90 8-bit, 576x324 8- and 10-bit), a synthetic
-//! 1920x1080 10-bit pair and an odd-sized 8-bit one, over the input layouts the backend passes
+//! 1920x1080 10-bit pair and an odd-sized 8-bit one, flat, bar, checkerboard and ramp patterns
+//! at 1920x1080 8 and 10 bits (where float tap sums stray furthest), over the input layouts the backend passes
 //! (1-byte planes, packed and pitched 16-bit planes, pitched 1-byte planes). Skipped (with a
 //! printed reason) where no GPU is usable.
 //!
@@ -135,6 +136,67 @@ fn synthetic(w: usize, h: usize, bpc: u32, count: usize) -> Vec<(Frame, Frame)> 
             (f(ry, rb, rr), f(dy, db, dr))
         })
         .collect()
+}
+
+/// Content where float sums of the filter taps round differently from libvmaf's double sums
+/// the most (measured on the CPU path: up to 3.1e-6): a flat frame against one a step darker
+/// with specks, vertical bars against the same one level darker on every third row, a
+/// 2x2-pixel checkerboard with grey samples, and a ramp against its banded copy. Neutral
+/// chroma; samples scaled to `bpc` bits.
+fn patterns(w: usize, h: usize, bpc: u32) -> Vec<(&'static str, Frame, Frame)> {
+    let s = 1u16 << (bpc - 8);
+    let frame = |y: Vec<u16>| {
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        Frame {
+            w,
+            h,
+            bpc,
+            y,
+            cb: vec![128 * s; cw * ch],
+            cr: vec![128 * s; cw * ch],
+        }
+    };
+    let px = |f: &dyn Fn(usize, usize) -> u16| -> Vec<u16> {
+        (0..w * h).map(|i| f(i % w, i / w) * s).collect()
+    };
+    const BARS: [u16; 7] = [235, 210, 170, 145, 106, 81, 41];
+    let bar = move |x: usize| BARS[x * 7 / w];
+    vec![
+        (
+            "flat 235 vs 234 with specks",
+            frame(px(&|_, _| 235)),
+            frame(px(&|x, y| {
+                if (y * w + x).is_multiple_of(997) {
+                    231
+                } else {
+                    234
+                }
+            })),
+        ),
+        (
+            "bars",
+            frame(px(&|x, _| bar(x))),
+            frame(px(&|x, y| bar(x) - u16::from(y.is_multiple_of(3)))),
+        ),
+        (
+            "checkerboard",
+            frame(px(&|x, y| if (x / 2 + y / 2) % 2 == 0 { 16 } else { 235 })),
+            frame(px(&|x, y| {
+                if (y * w + x).is_multiple_of(7) {
+                    128
+                } else if (x / 2 + y / 2) % 2 == 0 {
+                    16
+                } else {
+                    235
+                }
+            })),
+        ),
+        (
+            "ramp vs banded ramp",
+            frame(px(&|x, _| (x * 255 / w) as u16)),
+            frame(px(&|x, _| (x * 255 / w) as u16 / 4 * 4)),
+        ),
+    ]
 }
 
 /// How a case's luma planes lie in device memory.
@@ -510,6 +572,18 @@ fn gpu_psnr_ssim_match_cpu() {
     );
     if let Some((r, d)) = hd.first() {
         time_extras(&dev, &stream, (r, d));
+    }
+
+    for (bpc, layout) in [(8, Layout::U8 { pad: 0 }), (10, Layout::U16Packed)] {
+        for (name, r, d) in patterns(1920, 1080, bpc) {
+            run_case(
+                &dev,
+                &stream,
+                &format!("{name} 1920x1080 {bpc}-bit"),
+                &[(&r, &d)],
+                layout,
+            );
+        }
     }
 
     let odd: Vec<(Frame, Frame)> = synthetic(723, 405, 8, 2);
