@@ -309,9 +309,9 @@ ssim_decimate(const __grid_constant__ DecJobs jobs) {
 // SSIM terms of every evaluation (scale) in one launch: block b belongs to the last
 // evaluation whose first_block <= b and covers a 32 x 32 tile of its valid region. It loads
 // the 42 x 42 input footprint of both images, filters rows (five statistics: means, squares,
-// cross product; 11 taps, a float FMA each), then columns the
-// same way, evaluates each pixel's l, c, s and writes the block's sums of l*c*s, l, c, s to
-// `partial[4 * b ..]` (every block writes, no zeroing needed).
+// cross product; 11 taps, a float FMA each), then columns the same way, evaluates each
+// pixel's l, c, s and writes the block's sums of l*c*s, l, c, s to `partial[4 * b ..]` (every
+// block writes, no zeroing needed).
 // Launch: grid = the evaluations' tiles (ceil((w - 10) / 32) x ceil((h - 10) / 32) each)
 // flattened in x, blocks of 32 x 8 threads; static shared memory 41.3 KB.
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
@@ -356,9 +356,8 @@ ssim_stats(const __grid_constant__ SsimJobs jobs, double *__restrict__ partial) 
     for (int i = tid; i < SIH * STW; i += BLOCK_THREADS) {
         const int r = i / STW;
         const int c = i - r * STW;
-        float o[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        float s[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
         if (x0 + c < dw && y0 + r < h) {
-            float s[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int k = 0; k < GL; ++k) {
                 const float g = GAUSS[k];
@@ -370,14 +369,10 @@ ssim_stats(const __grid_constant__ SsimJobs jobs, double *__restrict__ partial) 
                 s[3] = tap(s[3], __fmul_rn(d, d), g);
                 s[4] = tap(s[4], __fmul_rn(a, d), g);
             }
-#pragma unroll
-            for (int q = 0; q < 5; ++q) {
-                o[q] = s[q];
-            }
         }
 #pragma unroll
         for (int q = 0; q < 5; ++q) {
-            rows[q][r][c] = o[q];
+            rows[q][r][c] = s[q];
         }
     }
     __syncthreads();
@@ -401,8 +396,7 @@ ssim_stats(const __grid_constant__ SsimJobs jobs, double *__restrict__ partial) 
                     s[q] = tap(s[q], rows[q][r + k][c], g);
                 }
             }
-            ssim_pixel(s[0], s[1], s[2], s[3], s[4], jobs.c1, jobs.c2,
-                       jobs.c3, acc);
+            ssim_pixel(s[0], s[1], s[2], s[3], s[4], jobs.c1, jobs.c2, jobs.c3, acc);
         }
     }
     block_sum_f64<4>(acc, red);

@@ -3,9 +3,9 @@
 //! 1e-5 (the GPU sums its filter taps in float FMAs), and the same words when a frame is run
 //! twice. Cases: Netflix's src01 pairs (160x90 8-bit, 576x324 8- and 10-bit), a synthetic
 //! 1920x1080 10-bit pair and an odd-sized 8-bit one, flat, bar, checkerboard and ramp patterns
-//! at 1920x1080 8 and 10 bits (where float tap sums stray furthest), over the input layouts the backend passes
-//! (1-byte planes, packed and pitched 16-bit planes, pitched 1-byte planes). Skipped (with a
-//! printed reason) where no GPU is usable.
+//! at 1920x1080 8 and 10 bits (where float tap sums stray furthest), over the input layouts
+//! the backend passes (1-byte planes, packed and pitched 16-bit planes, pitched 1-byte
+//! planes). Skipped (with a printed reason) where no GPU is usable.
 //!
 //! Run: `cargo test --release --test gpu_ssim -- --nocapture`.
 
