@@ -11,14 +11,6 @@ use gstvmafcompare::cuda::{CudaBackend, CudaError, GpuDevice};
 use gstvmafcompare::engine::frame::LumaPlane;
 use gstvmafcompare::engine::scorer::Backend;
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vmaf-reference");
-
-/// The reference data folder: `$VMAF_REFERENCE_DIR` (the GPU host's staged copy), else
-/// ../shared/vmaf-reference.
-fn data_dir() -> String {
-    std::env::var("VMAF_REFERENCE_DIR").unwrap_or_else(|_| DIR.to_owned())
-}
-
 #[test]
 fn cuda_matches_cpu_bit_for_bit() {
     let Some(dev) = common::gpu_device() else {
@@ -26,7 +18,7 @@ fn cuda_matches_cpu_bit_for_bit() {
     };
     let (w, h) = (160usize, 90usize);
     let read = |p: &str| -> Vec<Vec<u16>> {
-        let b = std::fs::read(format!("{}/{p}", data_dir())).expect("read yuv");
+        let b = std::fs::read(common::reference_dir().join(p)).expect("read yuv");
         b.chunks_exact(w * h * 3 / 2)
             .map(|f| f[..w * h].iter().map(|&x| u16::from(x)).collect())
             .collect()

@@ -22,13 +22,6 @@ use gstvmafcompare::cuda::ssim::SsimGpu;
 use gstvmafcompare::cuda::{ChromaDev, CudaError, DevPlane, GpuDevice};
 use gstvmafcompare::engine::frame::{LumaPlane, SampleLayout};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vmaf-reference");
-
-/// The reference data folder: `$VMAF_REFERENCE_DIR` (the GPU host's staged copy), else
-/// ../shared/vmaf-reference.
-fn data_dir() -> String {
-    std::env::var("VMAF_REFERENCE_DIR").unwrap_or_else(|_| DIR.to_owned())
-}
 const TOLERANCE: f64 = 1e-5;
 
 /// One 4:2:0 frame: planes of `u16` samples at `bpc` bits.
@@ -49,7 +42,7 @@ impl Frame {
 
 /// The first `max` frames of an I420 (8-bit) or I420_10LE (`bpc` 10) file.
 fn read_i420(name: &str, w: usize, h: usize, bpc: u32, max: usize) -> Vec<Frame> {
-    let bytes = std::fs::read(format!("{}/{name}", data_dir())).expect("read reference yuv");
+    let bytes = std::fs::read(common::reference_dir().join(name)).expect("read reference yuv");
     let bps = if bpc > 8 { 2 } else { 1 };
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
     let frame = (w * h + 2 * cw * ch) * bps;

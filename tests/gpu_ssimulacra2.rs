@@ -17,13 +17,6 @@ use gstvmafcompare::cuda::{ChromaDev, CudaError, DevPlane, GpuDevice};
 use gstvmafcompare::engine::colour::{Matrix, Transfer, YuvToRgb};
 use gstvmafcompare::engine::frame::{ChromaPair, FeatureError, LumaPlane, SampleLayout};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vmaf-reference");
-
-/// The reference data folder: `$VMAF_REFERENCE_DIR` (the GPU host's staged copy), else
-/// ../shared/vmaf-reference.
-fn data_dir() -> String {
-    std::env::var("VMAF_REFERENCE_DIR").unwrap_or_else(|_| DIR.to_owned())
-}
 const TOLERANCE: f64 = 1e-4;
 
 /// One frame's planes, samples right-aligned at the case's depth.
@@ -59,7 +52,7 @@ fn conv(matrix: Matrix, full_range: bool, transfer: Transfer) -> YuvToRgb {
 /// The first `frames` frames of an I420 file (8-bit samples, or 16-bit little-endian above 8).
 fn read_i420(name: &str, w: usize, h: usize, bpc: u32, frames: usize) -> Vec<Frame> {
     let bytes =
-        std::fs::read(format!("{}/{name}", data_dir())).expect("read the vmaf-reference yuv");
+        std::fs::read(common::reference_dir().join(name)).expect("read the vmaf-reference yuv");
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
     let samples: Vec<u16> = if bpc > 8 {
         bytes
