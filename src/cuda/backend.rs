@@ -102,36 +102,27 @@ impl Layout {
     }
 }
 
-/// The extra metrics' GPU parts, made for the metrics a [`GpuPlan`] asks for.
-struct Extras {
-    psnr: Option<PsnrGpu>,
-    ssim: Option<SsimGpu>,
-    ssimulacra2: Option<Ssimulacra2Gpu>,
-    /// The chroma plane size, when a metric reads chroma.
-    chroma: Option<(usize, usize)>,
-}
-
-/// An extra metric computed on a stream of its own (float_ssim and float_ms_ssim share one:
-/// they share their kernels).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The GPU part of an extra metric a [`GpuPlan`] asks for (float_ssim and float_ms_ssim share
+/// one: they share their kernels).
 enum Extra {
-    Psnr,
-    Ssim,
-    Ssimulacra2,
+    Psnr(PsnrGpu),
+    /// Boxed, as SSIMULACRA2: several times PSNR's size (kernel handles, job tables).
+    Ssim(Box<SsimGpu>),
+    Ssimulacra2(Box<Ssimulacra2Gpu>),
 }
 
 impl Extra {
     /// The metric's result words per frame.
-    fn words(self) -> usize {
+    fn words(&self) -> usize {
         match self {
-            Extra::Psnr => PsnrGpu::RESULT_WORDS,
-            Extra::Ssim => SsimGpu::RESULT_WORDS,
-            Extra::Ssimulacra2 => Ssimulacra2Gpu::RESULT_WORDS,
+            Extra::Psnr(_) => PsnrGpu::RESULT_WORDS,
+            Extra::Ssim(_) => SsimGpu::RESULT_WORDS,
+            Extra::Ssimulacra2(_) => Ssimulacra2Gpu::RESULT_WORDS,
         }
     }
 }
 
-/// The stream of one extra metric. Its kernels are latency-bound recursions and reductions
+/// One extra metric and its stream. Its kernels are latency-bound recursions and reductions
 /// (or, for SSIM, conversion-bound filters) that leave most of the GPU idle: on streams of
 /// their own they run beside VIF and ADM, beside each other and beside the next frame's
 /// VMAF instead of queueing behind them. A metric's scratch is one set, used in frame order
@@ -139,6 +130,28 @@ impl Extra {
 struct Side {
     extra: Extra,
     stream: Arc<CudaStream>,
+}
+
+impl Side {
+    /// Enqueues one frame's metric on the side stream into `out`, and the read-back of its
+    /// words.
+    fn enqueue(
+        &mut self,
+        out: &mut SideSlot,
+        (r, d): (DevPlane, DevPlane),
+        chroma: Option<&ChromaDev>,
+    ) -> Result<(), CudaError> {
+        let stream = &self.stream;
+        let mut words = out.dev_out.slice_mut(0..self.extra.words());
+        match &mut self.extra {
+            Extra::Psnr(p) => p.enqueue(stream, r, d, chroma, &mut words)?,
+            Extra::Ssim(p) => p.enqueue(stream, r, d, &mut words)?,
+            Extra::Ssimulacra2(p) => p.enqueue(stream, r, d, chroma, &mut words)?,
+        }
+        stream
+            .memcpy_dtoh(&*out.dev_out, &mut out.host_out)
+            .during("cuMemcpyDtoHAsync(extra results)")
+    }
 }
 
 /// A slot's share of one side stream: the metric's result words on the device, their pinned
@@ -212,7 +225,7 @@ impl Slot {
         plane_bytes: usize,
         result_words: usize,
         chroma: Option<((usize, usize), usize)>,
-        sides: &[Extra],
+        side_words: &[usize],
     ) -> Result<Self, CudaError> {
         let ctx = dev.context();
         // SAFETY: the staging is written (the rows uploaded) before each upload, and the
@@ -239,9 +252,9 @@ impl Slot {
         let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
         let uploaded = ctx.new_event(flags).during("cuEventCreate(uploaded)")?;
         let done = ctx.new_event(flags).during("cuEventCreate(done)")?;
-        let sides = sides
+        let sides = side_words
             .iter()
-            .map(|e| SideSlot::new(dev, compute, e.words()))
+            .map(|&words| SideSlot::new(dev, compute, words))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             host_ref,
@@ -287,7 +300,8 @@ pub struct CudaBackend {
     vif: VifGpu,
     motion: MotionGpu,
     adm: AdmGpu,
-    extras: Extras,
+    /// The chroma plane size, when a metric reads chroma.
+    chroma_size: Option<(usize, usize)>,
     upload: Arc<CudaStream>,
     compute: Arc<CudaStream>,
     /// One stream per extra metric asked for.
@@ -396,50 +410,48 @@ impl CudaBackend {
         let upload = dev.new_stream()?;
         let compute = dev.new_stream()?;
         let f = plan.features;
-        let mut sides = Vec::with_capacity(3);
-        for (on, extra) in [
-            (f.psnr, Extra::Psnr),
-            (f.float_ssim || f.float_ms_ssim, Extra::Ssim),
-            (f.ssimulacra2, Extra::Ssimulacra2),
-        ] {
-            if on {
-                sides.push(Side {
-                    extra,
-                    stream: dev.new_stream()?,
-                });
-            }
-        }
-        let side_extras: Vec<Extra> = sides.iter().map(|s| s.extra).collect();
         let vif_gpu = VifGpu::new(dev, &compute, width, height, bpc)?;
         let motion = MotionGpu::new(dev, &compute, width, height, bpc)?;
         let adm_part = AdmGpu::new(&dev.modules().adm, &compute, width, height, bpc)?;
         let chroma_size = plan.chroma.filter(|_| f.reads_chroma());
-        let extras = Extras {
-            psnr: f
-                .psnr
-                .then(|| PsnrGpu::new(dev, &compute, width, height, bpc))
-                .transpose()?,
-            ssim: (f.float_ssim || f.float_ms_ssim)
-                .then(|| {
-                    SsimGpu::new(
-                        dev,
-                        &compute,
-                        width,
-                        height,
-                        bpc,
-                        f.float_ssim,
-                        f.float_ms_ssim,
-                    )
+        let mut extras = Vec::with_capacity(3);
+        if f.psnr {
+            extras.push(Extra::Psnr(PsnrGpu::new(
+                dev, &compute, width, height, bpc,
+            )?));
+        }
+        if f.float_ssim || f.float_ms_ssim {
+            extras.push(Extra::Ssim(Box::new(SsimGpu::new(
+                dev,
+                &compute,
+                width,
+                height,
+                bpc,
+                f.float_ssim,
+                f.float_ms_ssim,
+            )?)));
+        }
+        if f.ssimulacra2 {
+            extras.push(Extra::Ssimulacra2(Box::new(Ssimulacra2Gpu::new(
+                dev,
+                &compute,
+                width,
+                height,
+                bpc,
+                chroma_size,
+                plan.colour,
+            )?)));
+        }
+        let sides = extras
+            .into_iter()
+            .map(|extra| {
+                Ok(Side {
+                    extra,
+                    stream: dev.new_stream()?,
                 })
-                .transpose()?,
-            ssimulacra2: f
-                .ssimulacra2
-                .then(|| {
-                    Ssimulacra2Gpu::new(dev, &compute, width, height, bpc, chroma_size, plan.colour)
-                })
-                .transpose()?,
-            chroma: chroma_size,
-        };
+            })
+            .collect::<Result<Vec<_>, CudaError>>()?;
+        let side_words: Vec<usize> = sides.iter().map(|s| s.extra.words()).collect();
         let layout = Layout::new(plan.vif.len(), plan.adm.len());
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
@@ -449,7 +461,7 @@ impl CudaBackend {
                 width * height * sample_bytes(bpc),
                 layout.total,
                 chroma_size.map(|size| (size, sample_bytes(bpc))),
-                &side_extras,
+                &side_words,
             )?);
         }
         // Allocations are stream-ordered on `compute`: finish them before `upload` writes
@@ -462,7 +474,7 @@ impl CudaBackend {
             vif: vif_gpu,
             motion,
             adm: adm_part,
-            extras,
+            chroma_size,
             _counted: std::iter::repeat_with(|| Counted::new(Handle::Stream))
                 .take(2 + sides.len())
                 .collect(),
@@ -768,18 +780,12 @@ impl CudaBackend {
             slot.done
                 .record(&self.compute)
                 .during("cuEventRecord(done)")?;
-            for (side, out) in self.sides.iter().zip(slot.sides.iter_mut()) {
+            for (side, out) in self.sides.iter_mut().zip(slot.sides.iter_mut()) {
                 if full {
                     side.stream
                         .wait(&slot.uploaded)
                         .during("cuStreamWaitEvent(side)")?;
-                    Self::enqueue_extra(
-                        &mut self.extras,
-                        side,
-                        out,
-                        (ref_plane, dis_plane),
-                        chroma_dev.as_ref(),
-                    )?;
+                    side.enqueue(out, (ref_plane, dis_plane), chroma_dev.as_ref())?;
                 }
                 out.done
                     .record(&side.stream)
@@ -791,39 +797,6 @@ impl CudaBackend {
             slot.has_motion = has_motion;
         }
         Ok(())
-    }
-
-    /// Enqueues one frame's extra metric on its side stream, and the read-back of its words.
-    fn enqueue_extra(
-        extras: &mut Extras,
-        side: &Side,
-        out: &mut SideSlot,
-        (r, d): (DevPlane, DevPlane),
-        chroma: Option<&ChromaDev>,
-    ) -> Result<(), CudaError> {
-        let stream = &side.stream;
-        let n = side.extra.words();
-        let mut words = out.dev_out.slice_mut(0..n);
-        match side.extra {
-            Extra::Psnr => {
-                if let Some(p) = extras.psnr.as_mut() {
-                    p.enqueue(stream, r, d, chroma, &mut words)?;
-                }
-            }
-            Extra::Ssim => {
-                if let Some(p) = extras.ssim.as_mut() {
-                    p.enqueue(stream, r, d, &mut words)?;
-                }
-            }
-            Extra::Ssimulacra2 => {
-                if let Some(p) = extras.ssimulacra2.as_mut() {
-                    p.enqueue(stream, r, d, chroma, &mut words)?;
-                }
-            }
-        }
-        stream
-            .memcpy_dtoh(&*out.dev_out, &mut out.host_out)
-            .during("cuMemcpyDtoHAsync(extra results)")
     }
 
     /// Takes the oldest frame's features out of its slot, waiting for it if `wait`.
@@ -865,34 +838,24 @@ impl CudaBackend {
                     Some(k) => raw.adm_more[k] = a,
                 }
             }
-            let chroma = self.extras.chroma.filter(|_| slot.has_chroma);
+            let chroma = self.chroma_size.filter(|_| slot.has_chroma);
             for (side, out) in self.sides.iter().zip(&slot.sides) {
                 let words = out
                     .host_out
                     .as_slice()
                     .during("cuEventSynchronize(extra results)")?;
-                match side.extra {
-                    Extra::Psnr => {
-                        if let Some(p) = &self.extras.psnr {
-                            raw.extra.psnr = p.scores(words, chroma);
+                match &side.extra {
+                    Extra::Psnr(p) => raw.extra.psnr = p.scores(words, chroma),
+                    Extra::Ssim(p) => {
+                        let (ssim, ms) = p.scores(words);
+                        if self.features.float_ssim {
+                            raw.extra.float_ssim = ssim;
+                        }
+                        if self.features.float_ms_ssim {
+                            raw.extra.float_ms_ssim = ms;
                         }
                     }
-                    Extra::Ssim => {
-                        if let Some(p) = &self.extras.ssim {
-                            let (ssim, ms) = p.scores(words);
-                            if self.features.float_ssim {
-                                raw.extra.float_ssim = ssim;
-                            }
-                            if self.features.float_ms_ssim {
-                                raw.extra.float_ms_ssim = ms;
-                            }
-                        }
-                    }
-                    Extra::Ssimulacra2 => {
-                        if let Some(p) = &self.extras.ssimulacra2 {
-                            raw.extra.ssimulacra2 = p.score(words);
-                        }
-                    }
+                    Extra::Ssimulacra2(p) => raw.extra.ssimulacra2 = p.score(words),
                 }
             }
         }
