@@ -284,7 +284,24 @@ impl CpuBackend {
                 for i in 0..2 {
                     let (r, d) = (&c.reference[i], &c.distorted[i]);
                     FeatureError::check_plane("psnr", (r.width, r.height, r.bpc), d)?;
-                    raw.extra.psnr[i + 1] = psnr::psnr(r, d);
+                    // libvmaf leaves out the last column/row of odd-sized subsampled planes.
+                    let (width, height) = psnr::libvmaf_chroma_size(
+                        (reference.width, reference.height),
+                        (r.width, r.height),
+                    );
+                    let (r, d) = (
+                        LumaPlane {
+                            width,
+                            height,
+                            ..*r
+                        },
+                        LumaPlane {
+                            width,
+                            height,
+                            ..*d
+                        },
+                    );
+                    raw.extra.psnr[i + 1] = psnr::psnr(&r, &d);
                 }
             }
         }

@@ -60,6 +60,18 @@ pub fn psnr(reference: &LumaPlane, distorted: &LumaPlane) -> f64 {
     )
 }
 
+/// The part of a chroma plane that libvmaf's PSNR reads: for a `luma` (width, height) frame
+/// whose chroma planes are `chroma` (width, height), each subsampled dimension is the luma's
+/// halved and rounded *down* (libvmaf sizes its chroma planes `w >> ss_hor`, `h >> ss_ver`),
+/// where GStreamer's planes round up. They differ only for odd sizes: 575x323 4:2:0 has
+/// 288x162 chroma samples and libvmaf's `psnr_cb` / `psnr_cr` read the top-left 287x161.
+/// Dimensions that are not subsampled are kept. Source: Netflix/vmaf v3.2.0,
+/// libvmaf/src/picture.c (vmaf_picture_alloc) and libvmaf/src/feature/integer_psnr.c.
+pub fn libvmaf_chroma_size(luma: (usize, usize), chroma: (usize, usize)) -> (usize, usize) {
+    let side = |l: usize, c: usize| if c < l { (l >> 1).min(c) } else { c };
+    (side(luma.0, chroma.0), side(luma.1, chroma.1))
+}
+
 /// PSNR in dB from a plane's sum of squared errors ([`sse`]) over `pixels` samples
 /// (`width * height` of the plane; 0 counts as 1) at `bpc` bits:
 /// `min(10 * log10(peak^2 / max(sse / pixels, 1e-16)), 6 * bpc + 12)`, in

@@ -17,7 +17,7 @@ use super::context::{function, launch, param, GpuDevice};
 use super::error::CudaError;
 use super::memory::{alloc_zeroed, DeviceAlloc};
 use super::plane::{ChromaDev, DevPlane};
-use crate::cpu::psnr::psnr_from_sse;
+use crate::cpu::psnr::{libvmaf_chroma_size, psnr_from_sse};
 use crate::engine::frame::FeatureError;
 
 /// Block shape of both kernels; `psnr_sse_rows` gives one row to each of its 8 warps.
@@ -146,11 +146,14 @@ impl PsnrGpu {
                     (c.width, c.height),
                 )));
             }
+            // libvmaf leaves out the last column/row of odd-sized subsampled planes.
+            let (width, height) =
+                libvmaf_chroma_size((self.width, self.height), (c.width, c.height));
             for i in 0..2 {
                 planes.reference[i + 1] = c.reference[i];
                 planes.distorted[i + 1] = c.distorted[i];
-                planes.width[i + 1] = c.width as i32;
-                planes.height[i + 1] = c.height as i32;
+                planes.width[i + 1] = width as i32;
+                planes.height[i + 1] = height as i32;
             }
             count = 3;
         }
@@ -198,12 +201,13 @@ impl PsnrGpu {
     /// [`PsnrGpu::RESULT_WORDS`] words read back after [`PsnrGpu::enqueue`], bit-identical to
     /// [`crate::cpu::psnr::psnr`] on the same planes. `chroma`: the chroma planes' size
     /// (`width`, `height`) when the frame had chroma, `None` otherwise (Cb and Cr are then
-    /// 0.0). Missing words count as 0.
+    /// 0.0); Cb and Cr cover [`libvmaf_chroma_size`] of it. Missing words count as 0.
     pub fn scores(&self, words: &[u64], chroma: Option<(usize, usize)>) -> [f64; 3] {
         let word = |i: usize| words.get(i).copied().unwrap_or(0);
         let mut out = [0.0; 3];
         out[0] = psnr_from_sse(word(0), self.width * self.height, self.bpc);
-        if let Some((cw, ch)) = chroma {
+        if let Some(size) = chroma {
+            let (cw, ch) = libvmaf_chroma_size((self.width, self.height), size);
             for (i, v) in out.iter_mut().enumerate().skip(1) {
                 *v = psnr_from_sse(word(i), cw * ch, self.bpc);
             }
