@@ -145,8 +145,29 @@ enum MappedLuma<'a> {
 /// format's planes).
 type DevicePlanes = [(u64, usize); 3];
 
+/// Byte offset of component `c`'s first sample within a pixel of its plane.
+///
+/// Not `finfo.poffset()[c]`: GStreamer's format table states it in bytes for 8-bit formats
+/// (NV12's Cr: 1) but GStreamer 1.22 gives P010_10LE's and P012_LE's Cr a `poffset` of 1 too,
+/// although their samples are 2 bytes wide (later versions say 2). Read as bytes, that 1 makes
+/// Cr's samples straddle the Cb and Cr words, off by tens of dB. What every version of the
+/// table gets right is the *order* of the components in an interleaved plane (NV21 puts Cr
+/// first), and every sample of an advertised format is `bytes` wide with no gaps (2-byte words
+/// for more than 8 bits), so the component's offset is its rank among the plane's components
+/// in `poffset` order times the sample width. For planar formats the rank is 0.
+fn component_offset(finfo: &gst_video::VideoFormatInfo, c: usize) -> usize {
+    let bytes = if finfo.bits() > 8 { 2 } else { 1 };
+    let plane = finfo.plane()[c];
+    let key = |k: usize| (finfo.poffset()[k], k);
+    let rank = (0..finfo.n_components() as usize)
+        .filter(|&k| k != c && finfo.plane()[k] == plane && key(k) < key(c))
+        .count();
+    rank * bytes
+}
+
 /// Where chroma component `c` (1: Cb, 2: Cr) of a `w` x `h` frame of format `finfo` lies:
-/// `(plane, (width, height), pixel_stride, offset, layout)` with samples raised to `bpc`.
+/// `(plane, (width, height), pixel_stride, offset, layout)` with samples raised to `bpc`;
+/// `offset` is in bytes ([`component_offset`]).
 fn component_geometry(
     finfo: &gst_video::VideoFormatInfo,
     (w, h): (u32, u32),
@@ -168,7 +189,7 @@ fn component_geometry(
             finfo.scale_height(c as u8, h) as usize,
         ),
         finfo.pixel_stride()[c].max(0) as usize,
-        finfo.poffset()[c] as usize,
+        component_offset(finfo, c),
         layout,
     )
 }
@@ -1206,12 +1227,15 @@ impl VmafCompare {
                 .collect();
             let Some(&c) = comps.first() else { continue };
             let rows = finfo.scale_height(c as u8, info.height()) as usize;
+            let bytes = if finfo.bits() > 8 { 2 } else { 1 };
             let row = comps
                 .iter()
                 .map(|&c| {
-                    finfo.poffset()[c] as usize
-                        + finfo.scale_width(c as u8, info.width()) as usize
-                            * finfo.pixel_stride()[c].max(1) as usize
+                    let w = finfo.scale_width(c as u8, info.width()) as usize;
+                    let pixel_stride = finfo.pixel_stride()[c].max(1) as usize;
+                    w.checked_sub(1).map_or(0, |last| {
+                        component_offset(&finfo, c) + last * pixel_stride + bytes
+                    })
                 })
                 .max()
                 .unwrap_or(0);
