@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 tar -xzf .gpu/gst-runtime.tar.gz -C /opt && source .gpu/gst-env.sh
 export LD_LIBRARY_PATH=$PWD/.gpu/lib:$LD_LIBRARY_PATH
 export VMAF_REFERENCE_DIR=$PWD/.gpu/ref VMAF_GPU_CLIPS=$PWD/.gpu/clips VMAFCOMPARE_REQUIRE_GPU=1
+# Test binaries are built on a machine without a GPU, where the GPU tests are compiled as
+# ignored (build.rs, cfg gpu_tests): every test binary here runs with --include-ignored.
 out=${OUT:-/tmp}
 fail=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -18,7 +20,7 @@ for c in $checks; do
     equal)  # (a) GPU and CPU scores bit for bit: backend level (every feature word, gains,
             # bit depths) and element level (reference pairs, the 1080p clips)
       .gpu/bin/gpu_check .gpu/ref 2>&1 | tail -16 || fail=1
-      .gpu/bin/gpu --nocapture --test-threads=1 2>&1 | grep -E '^\||test result|panicked' || fail=1 ;;
+      .gpu/bin/gpu --include-ignored --nocapture --test-threads=1 2>&1 | grep -E '^\||test result|panicked' || fail=1 ;;
     pipeline)  # (b) nvh264dec decoding two real 1080p H.264 files into vmafcompare
       for b in cuda cpu; do
         gst-launch-1.0 -q \
@@ -37,7 +39,7 @@ PY
     zerocopy)  # nvh264dec into CUDA memory vs system memory (1080p, 2160p), cudaupload on one pad
       .gpu/bin/cuda_inputs .gpu/clips .gpu/ref || fail=1 ;;
     dmabuf)  # memfd DMABufs: import refused by the driver, read back; scores equal system memory
-      .gpu/bin/dmabuf --nocapture --test-threads=1 2>&1 | grep -E 'DMABuf|map failure|test result|panicked' || fail=1 ;;
+      .gpu/bin/dmabuf --include-ignored --nocapture --test-threads=1 2>&1 | grep -E 'DMABuf|map failure|test result|panicked' || fail=1 ;;
     sanitizer)  # compute-sanitizer on scoring runs: CUDA memory from nvh264dec, and system memory
       for tool in memcheck racecheck initcheck synccheck; do
         for input in cuda system; do
@@ -61,14 +63,14 @@ PY
       .gpu/bin/gpu_cycles --cycles "$n" --mode ready --switch | tail -1 || fail=1
       .gpu/bin/gpu_cycles --cycles "${CUDA_CYCLES:-200}" --mode null --input cuda | tail -1 || fail=1 ;;
     faults)  # fault injection at every CUDA init/allocation step (test hook cuda::fault)
-      .gpu/bin/gpu_faults --nocapture --test-threads=1 2>&1 | grep -E '^\||steps injected|test result|panicked|assert' || fail=1 ;;
+      .gpu/bin/gpu_faults --include-ignored --nocapture --test-threads=1 2>&1 | grep -E '^\||steps injected|test result|panicked|assert' || fail=1 ;;
     oom)  # another user (this process, then a second process) holds almost all device memory
       .gpu/bin/gpu_oom || fail=1 ;;
     concurrency)  # 8 pipelines, 4 processes, two elements sharing a CUDA context: cpu and cuda
-      .gpu/bin/concurrency --test-threads=1 2>&1 | grep -E 'test |test result|panicked|not checked' || fail=1 ;;
+      .gpu/bin/concurrency --include-ignored --test-threads=1 2>&1 | grep -E 'test |test result|panicked|not checked' || fail=1 ;;
     suite)  # the CI suites that change behaviour with a GPU present (bad input, element)
       for t in bad_input element; do
-        .gpu/bin/$t --test-threads=2 2>&1 | grep -E 'test result|panicked|FAILED|failed' || fail=1
+        .gpu/bin/$t --include-ignored --test-threads=2 2>&1 | grep -E 'test result|panicked|FAILED|failed' || fail=1
       done ;;
     bench)  # speed from system and CUDA memory, device memory, latency, 10-bit cost, several
             # elements at once, against the CPU backend (examples/vmaf_bench.rs)
@@ -86,11 +88,15 @@ PY
           vmafcompare name=cmp backend=cuda frame-message=false ! fakesink > "$out/ncu_${h}p_$f.txt" 2>&1
         echo "ncu ${w}x${h} $f: $(grep -c . "$out/ncu_${h}p_$f.txt") lines -> ncu_${h}p_$f.txt"
       done ;;
+    formats)  # issue 17: every format against its planar twin on the GPU (system, DMABuf and
+              # CUDA memory), and nvh265dec's P010 CUDA memory on a real 10-bit HEVC pair
+      .gpu/bin/formats --include-ignored --test-threads=1 --nocapture on_cuda nvh265dec 2>&1 \
+        | grep -E '^\||test result|panicked|FAILED' || fail=1 ;;
     extras)  # issue 8: the extra metrics and model lists on the GPU against the CPU, the
              # kernels against their CPU oracles, state cycles with every metric on, their cost
       for t in gpu_ssim gpu_ssimulacra2 extra_features "multi_model model_lists_on_cuda"; do
         # shellcheck disable=SC2086
-        .gpu/bin/$t --test-threads=1 --nocapture 2>&1 \
+        .gpu/bin/$t --include-ignored --test-threads=1 --nocapture 2>&1 \
           | grep -E '^\||test result|panicked|FAILED|cuda|max' || fail=1
       done
       .gpu/bin/gpu_cycles --cycles "${CYCLES:-100}" --mode null --switch \

@@ -19,7 +19,7 @@ fi
 cargo build --release
 # Test and example executables (release profile: optimised, no debug info).
 tests=(gpu cuda_backend dmabuf gpu_faults concurrency bad_input element gpu_ssim gpu_ssimulacra2
-  gpu_lessons extra_features multi_model)
+  gpu_lessons extra_features multi_model formats)
 cargo test --release --no-run "${tests[@]/#/--test=}" --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -64,4 +64,14 @@ clip() {  # name size frames crf bitrate
 clip 1080p 1920:1080 120 16 600k
 clip 2160p 3840:2160 60 20 3000k
 clip 360p 640:360 12 16 200k
+# A real 10-bit HEVC pair for nvh265dec's P010 output (tests/formats.rs): x265 main10, a
+# lossless reference and a 150 kbit/s distorted, 640x360, 24 frames, with libvmaf 3.2.0's log
+# of the pair (VMAF v0.6.1 and psnr), since the GPU host has no oracle.
+hevc=(-hide_banner -loglevel error -y -i "$src" -frames:v 24 -vf "scale=640:360:flags=bicubic"
+  -c:v libx265 -preset veryfast -pix_fmt yuv420p10le -profile:v main10 -f hevc)
+"$ff" "${hevc[@]}" -x265-params lossless=1:log-level=error "$out/clips/ref_main10.hevc"
+"$ff" "${hevc[@]}" -b:v 150k -x265-params log-level=error "$out/clips/dist_main10.hevc"
+"$ff" -hide_banner -loglevel error -i "$out/clips/dist_main10.hevc" -i "$out/clips/ref_main10.hevc" \
+  -lavfi "[0:v][1:v]libvmaf=log_fmt=json:log_path=$out/clips/main10_libvmaf.json:feature=name=psnr" \
+  -f null -
 du -sh "$out"

@@ -3,9 +3,9 @@
 //! resolutions, all scoring at the same time: each gives exactly (bit for bit) the scores it
 //! gives alone.
 //!
-//! Runs with `backend=cpu` everywhere (CI), and also with `backend=cuda` where the CUDA backend
-//! is usable (a GPU host); `VMAFCOMPARE_REQUIRE_GPU=1` makes a missing GPU a failure, as in
-//! `tests/gpu.rs`. Small content keeps it to a few seconds on CI.
+//! Each check is two tests: `_cpu` everywhere (CI), and `_cuda`, ignored where no NVIDIA GPU
+//! was found at build time (run it with `--include-ignored` on a GPU host, where it fails
+//! without a usable GPU). Small content keeps it to a few seconds on CI.
 
 mod common;
 
@@ -108,160 +108,181 @@ fn alone(case: &Case, backend: &str) -> Vec<Vec<(String, u64)>> {
     bits(&out)
 }
 
-/// The backends to check here: the CPU, and CUDA where it is usable.
-fn backends() -> Vec<&'static str> {
-    let usable = gstvmafcompare::cuda::GpuDevice::open(0);
-    match usable {
-        Ok(_) => vec!["cpu", "cuda"],
-        Err(e) => {
-            if std::env::var_os("VMAFCOMPARE_REQUIRE_GPU").is_some() {
-                panic!("VMAFCOMPARE_REQUIRE_GPU is set but CUDA is unusable: {e}");
-            }
-            eprintln!("backend=cuda not checked: {e}");
-            vec!["cpu"]
-        }
-    }
-}
-
-#[test]
-fn eight_pipelines_in_one_process_score_as_alone() {
+fn eight_pipelines_in_one_process_score_as_alone_on(backend: &'static str) {
     init();
     let cases: Arc<Vec<Case>> = Arc::new(cases());
     assert_eq!(cases.len(), 8);
-    for backend in backends() {
-        let want: Vec<_> = cases.iter().map(|c| alone(c, backend)).collect();
-        let barrier = Arc::new(Barrier::new(cases.len()));
-        let threads: Vec<_> = (0..cases.len())
-            .map(|i| {
-                let (cases, barrier) = (cases.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    let out = run(&desc(&cases[i], backend), LONG);
-                    assert!(out.errors.is_empty(), "{}: {:?}", cases[i].name, out.errors);
-                    bits(&out)
-                })
+
+    let want: Vec<_> = cases.iter().map(|c| alone(c, backend)).collect();
+    let barrier = Arc::new(Barrier::new(cases.len()));
+    let threads: Vec<_> = (0..cases.len())
+        .map(|i| {
+            let (cases, barrier) = (cases.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let out = run(&desc(&cases[i], backend), LONG);
+                assert!(out.errors.is_empty(), "{}: {:?}", cases[i].name, out.errors);
+                bits(&out)
+            })
+        })
+        .collect();
+    for (i, t) in threads.into_iter().enumerate() {
+        let got = t.join().expect("pipeline thread");
+        assert_eq!(
+            got, want[i],
+            "{} {backend}: concurrent != alone",
+            cases[i].name
+        );
+    }
+    eprintln!("{backend}: 8 concurrent pipelines equal their runs alone");
+}
+
+#[test]
+fn eight_pipelines_in_one_process_score_as_alone_cpu() {
+    eight_pipelines_in_one_process_score_as_alone_on("cpu");
+}
+
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn eight_pipelines_in_one_process_score_as_alone_cuda() {
+    eight_pipelines_in_one_process_score_as_alone_on("cuda");
+}
+
+fn two_elements_in_one_pipeline_score_as_alone_on(backend: &'static str) {
+    let cases = cases();
+
+    let (a, b) = (&cases[0], &cases[4]);
+    let running = start(&format!(
+        "vmafcompare name=a backend={backend} ! fakesink {} \
+             vmafcompare name=b backend={backend} ! fakesink {}",
+        (a.branches)("a"),
+        (b.branches)("b")
+    ));
+    if backend == "cuda" {
+        // Both elements hold one and the same GstCudaContext (the first one's, found
+        // by the second through the bin).
+        let _ = running.pipeline.state(gst::ClockTime::from_seconds(30));
+        // Each element answers a context query on its src pad with the context it uses.
+        let shared = |name: &str| {
+            let element = running.pipeline.by_name(name)?;
+            let pad = element.static_pad("src")?;
+            let mut q = gst::query::Context::new("gst.cuda.context");
+            pad.query(&mut q).then_some(())?;
+            q.context_owned()?
+                .structure()
+                .get::<gst::glib::Object>("gst.cuda.context")
+                .ok()
+        };
+        let (ca, cb) = (shared("a"), shared("b"));
+        assert!(ca.is_some(), "element a holds no gst.cuda.context");
+        assert_eq!(ca, cb, "the two elements hold different CUDA contexts");
+    }
+    let out = running.finish(LONG);
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    for (name, case) in [("a", a), ("b", b)] {
+        let got: Vec<Vec<(String, u64)>> = out
+            .frames
+            .iter()
+            .zip(&out.frames_from)
+            .filter(|(_, from)| *from == name)
+            .map(|(f, _)| {
+                f.metrics
+                    .iter()
+                    .map(|(n, v)| (n.clone(), v.to_bits()))
+                    .collect()
             })
             .collect();
-        for (i, t) in threads.into_iter().enumerate() {
-            let got = t.join().expect("pipeline thread");
-            assert_eq!(
-                got, want[i],
-                "{} {backend}: concurrent != alone",
-                cases[i].name
-            );
-        }
-        eprintln!("{backend}: 8 concurrent pipelines equal their runs alone");
+        assert_eq!(
+            got,
+            alone(case, backend),
+            "{} in a shared pipeline",
+            case.name
+        );
     }
 }
 
 #[test]
-fn two_elements_in_one_pipeline_score_as_alone() {
-    let cases = cases();
-    for backend in backends() {
-        let (a, b) = (&cases[0], &cases[4]);
-        let running = start(&format!(
-            "vmafcompare name=a backend={backend} ! fakesink {} \
-             vmafcompare name=b backend={backend} ! fakesink {}",
-            (a.branches)("a"),
-            (b.branches)("b")
-        ));
-        if backend == "cuda" {
-            // Both elements hold one and the same GstCudaContext (the first one's, found
-            // by the second through the bin).
-            let _ = running.pipeline.state(gst::ClockTime::from_seconds(30));
-            // Each element answers a context query on its src pad with the context it uses.
-            let shared = |name: &str| {
-                let element = running.pipeline.by_name(name)?;
-                let pad = element.static_pad("src")?;
-                let mut q = gst::query::Context::new("gst.cuda.context");
-                pad.query(&mut q).then_some(())?;
-                q.context_owned()?
-                    .structure()
-                    .get::<gst::glib::Object>("gst.cuda.context")
-                    .ok()
-            };
-            let (ca, cb) = (shared("a"), shared("b"));
-            assert!(ca.is_some(), "element a holds no gst.cuda.context");
-            assert_eq!(ca, cb, "the two elements hold different CUDA contexts");
-        }
-        let out = running.finish(LONG);
-        assert!(out.errors.is_empty(), "{:?}", out.errors);
-        for (name, case) in [("a", a), ("b", b)] {
-            let got: Vec<Vec<(String, u64)>> = out
-                .frames
-                .iter()
-                .zip(&out.frames_from)
-                .filter(|(_, from)| *from == name)
-                .map(|(f, _)| {
-                    f.metrics
-                        .iter()
-                        .map(|(n, v)| (n.clone(), v.to_bits()))
-                        .collect()
-                })
-                .collect();
-            assert_eq!(
-                got,
-                alone(case, backend),
-                "{} in a shared pipeline",
-                case.name
-            );
-        }
-    }
+fn two_elements_in_one_pipeline_score_as_alone_cpu() {
+    two_elements_in_one_pipeline_score_as_alone_on("cpu");
 }
 
 #[test]
-fn four_processes_at_once_score_as_alone() {
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn two_elements_in_one_pipeline_score_as_alone_cuda() {
+    two_elements_in_one_pipeline_score_as_alone_on("cuda");
+}
+
+fn four_processes_at_once_score_as_alone_on(backend: &'static str) {
     init();
     let cases = cases();
     let exe = std::env::current_exe().expect("test binary");
-    for backend in backends() {
-        let want: Vec<_> = cases.iter().map(|c| alone(c, backend)).collect();
-        let children: Vec<_> = (0..4)
-            .map(|p| {
-                std::process::Command::new(&exe)
-                    .args([
-                        "child_process_entry",
-                        "--exact",
-                        "--nocapture",
-                        "--test-threads=1",
-                    ])
-                    .env(CHILD_CASES, format!("{},{}", 2 * p, 2 * p + 1))
-                    .env(CHILD_BACKEND, backend)
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .expect("spawn a child test process")
-            })
-            .collect();
-        let mut seen = 0;
-        for child in children {
-            let out = child.wait_with_output().expect("child output");
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success(),
-                "child failed: {}\n{stdout}\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
+
+    let want: Vec<_> = cases.iter().map(|c| alone(c, backend)).collect();
+    let children: Vec<_> = (0..4)
+        .map(|p| {
+            std::process::Command::new(&exe)
+                .args([
+                    "child_process_entry",
+                    "--exact",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_CASES, format!("{},{}", 2 * p, 2 * p + 1))
+                .env(CHILD_BACKEND, backend)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn a child test process")
+        })
+        .collect();
+    let mut seen = 0;
+    for child in children {
+        let out = child.wait_with_output().expect("child output");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "child failed: {}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // libtest may print "test child_process_entry ... " on the same line.
+        for line in stdout
+            .lines()
+            .filter_map(|l| l.split_once(CHILD_LINE).map(|(_, rest)| rest))
+        {
+            let (i, json) = line.trim().split_once(' ').expect("case and scores");
+            let i: usize = i.parse().unwrap();
+            let got: Vec<Vec<(String, u64)>> = serde_json::from_str(json).unwrap();
+            assert_eq!(
+                got, want[i],
+                "{} {backend}: other process != alone",
+                cases[i].name
             );
-            // libtest may print "test child_process_entry ... " on the same line.
-            for line in stdout
-                .lines()
-                .filter_map(|l| l.split_once(CHILD_LINE).map(|(_, rest)| rest))
-            {
-                let (i, json) = line.trim().split_once(' ').expect("case and scores");
-                let i: usize = i.parse().unwrap();
-                let got: Vec<Vec<(String, u64)>> = serde_json::from_str(json).unwrap();
-                assert_eq!(
-                    got, want[i],
-                    "{} {backend}: other process != alone",
-                    cases[i].name
-                );
-                seen += 1;
-            }
+            seen += 1;
         }
-        assert_eq!(seen, cases.len(), "every case reported by a child");
-        eprintln!("{backend}: 4 processes x 2 pipelines equal their runs alone");
     }
+    assert_eq!(seen, cases.len(), "every case reported by a child");
+    eprintln!("{backend}: 4 processes x 2 pipelines equal their runs alone");
+}
+
+#[test]
+fn four_processes_at_once_score_as_alone_cpu() {
+    four_processes_at_once_score_as_alone_on("cpu");
+}
+
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn four_processes_at_once_score_as_alone_cuda() {
+    four_processes_at_once_score_as_alone_on("cuda");
 }
 
 /// Not a test of its own: the body of the child processes of

@@ -12,6 +12,10 @@ use gstvmafcompare::engine::frame::LumaPlane;
 use gstvmafcompare::engine::scorer::Backend;
 
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn cuda_matches_cpu_bit_for_bit() {
     let Some(dev) = common::gpu_device() else {
         return;

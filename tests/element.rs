@@ -220,6 +220,10 @@ fn unwritable_results_location_fails_before_the_first_frame() {
 }
 
 #[test]
+#[cfg_attr(
+    gpu_tests,
+    ignore = "a GPU is usable here: tests/gpu.rs covers backend=cuda"
+)]
 fn cuda_backend_is_refused_with_a_clear_error() {
     if gpu_usable() {
         eprintln!("skipped: a GPU is usable here (tests/gpu.rs covers backend=cuda)");

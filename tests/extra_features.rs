@@ -49,75 +49,88 @@ fn backends() -> Vec<&'static str> {
     }
 }
 
-#[test]
-fn psnr_ssim_ms_ssim_match_libvmaf_3_2_0() {
+fn psnr_ssim_ms_ssim_match_libvmaf_3_2_0_on(backend: &'static str) {
     let mut table = vec!["| backend | pair | metric | frames | max abs deviation |".to_owned()];
-    for backend in backends() {
-        for p in reference_pairs() {
-            let with_ms = p.width >= 176 && p.height >= 176;
-            let mut metrics = vec!["psnr_y", "psnr_cb", "psnr_cr", "float_ssim"];
-            let mut features = "psnr,float_ssim".to_owned();
-            if with_ms {
-                metrics.push("float_ms_ssim");
-                features.push_str(",float_ms_ssim");
-            }
-            let expected = libvmaf_frames(&p.json);
-            let log = temp_path(&format!("extra_{}x{}_{}.json", p.width, p.height, p.format));
-            let out = score(&p, &features, backend, Some(&log));
-            assert!(out.errors.is_empty(), "{:?}", out.errors);
-            assert_eq!(
-                out.summary.as_ref().map(|s| s.backend.as_str()),
-                Some(backend)
-            );
-            assert_eq!(out.frames.len(), p.frames);
-            assert_eq!(out.metas.len(), p.frames);
-            let logged = libvmaf_frames(&log);
-            assert_eq!(logged.len(), p.frames);
-            let tag = format!("src01 {}x{} {}", p.width, p.height, p.format);
-            for name in &metrics {
-                let mut dmax = 0.0f64;
-                let mut sum = 0.0;
-                for (i, theirs) in expected.iter().enumerate() {
-                    let t = theirs[*name]
-                        .as_f64()
-                        .unwrap_or_else(|| panic!("{name} in libvmaf's log"));
-                    let o = out.frames[i]
-                        .get(name)
-                        .unwrap_or_else(|| panic!("{name} in the frame message"));
-                    assert_eq!(out.metas[i].get(name), Some(o), "{name}: meta = message");
-                    let l = logged[i][*name].as_f64().expect("in our log");
-                    assert!((l - o).abs() <= 5e-7, "{name}: log {l} vs message {o}");
-                    let d = (o - t).abs();
-                    assert!(d <= TOL, "{tag} frame {i}: {name} {o} vs libvmaf {t}");
-                    dmax = dmax.max(d);
-                    sum += o;
-                }
-                let pooled = out
-                    .summary
-                    .as_ref()
-                    .and_then(|s| s.get(name))
-                    .expect("pooled");
-                assert!((pooled.mean - sum / p.frames as f64).abs() < 1e-9);
-                table.push(format!(
-                    "| {backend} | {tag} | {name} | {} | {dmax:.2e} |",
-                    p.frames
-                ));
-            }
-            for (i, theirs) in expected.iter().enumerate() {
-                let v = theirs["vmaf"].as_f64().unwrap();
-                assert!((out.frames[i].vmaf - v).abs() <= TOL, "vmaf unchanged");
-            }
-            // libvmaf's order: psnr first, float_ssim after the VIF scales, vmaf last.
-            let names: Vec<&str> = out.frames[0]
-                .metrics
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect();
-            assert_eq!(&names[..3], &["psnr_y", "psnr_cb", "psnr_cr"]);
-            assert_eq!(names.last(), Some(&"vmaf"));
+
+    for p in reference_pairs() {
+        let with_ms = p.width >= 176 && p.height >= 176;
+        let mut metrics = vec!["psnr_y", "psnr_cb", "psnr_cr", "float_ssim"];
+        let mut features = "psnr,float_ssim".to_owned();
+        if with_ms {
+            metrics.push("float_ms_ssim");
+            features.push_str(",float_ms_ssim");
         }
+        let expected = libvmaf_frames(&p.json);
+        let log = temp_path(&format!("extra_{}x{}_{}.json", p.width, p.height, p.format));
+        let out = score(&p, &features, backend, Some(&log));
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert_eq!(
+            out.summary.as_ref().map(|s| s.backend.as_str()),
+            Some(backend)
+        );
+        assert_eq!(out.frames.len(), p.frames);
+        assert_eq!(out.metas.len(), p.frames);
+        let logged = libvmaf_frames(&log);
+        assert_eq!(logged.len(), p.frames);
+        let tag = format!("src01 {}x{} {}", p.width, p.height, p.format);
+        for name in &metrics {
+            let mut dmax = 0.0f64;
+            let mut sum = 0.0;
+            for (i, theirs) in expected.iter().enumerate() {
+                let t = theirs[*name]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{name} in libvmaf's log"));
+                let o = out.frames[i]
+                    .get(name)
+                    .unwrap_or_else(|| panic!("{name} in the frame message"));
+                assert_eq!(out.metas[i].get(name), Some(o), "{name}: meta = message");
+                let l = logged[i][*name].as_f64().expect("in our log");
+                assert!((l - o).abs() <= 5e-7, "{name}: log {l} vs message {o}");
+                let d = (o - t).abs();
+                assert!(d <= TOL, "{tag} frame {i}: {name} {o} vs libvmaf {t}");
+                dmax = dmax.max(d);
+                sum += o;
+            }
+            let pooled = out
+                .summary
+                .as_ref()
+                .and_then(|s| s.get(name))
+                .expect("pooled");
+            assert!((pooled.mean - sum / p.frames as f64).abs() < 1e-9);
+            table.push(format!(
+                "| {backend} | {tag} | {name} | {} | {dmax:.2e} |",
+                p.frames
+            ));
+        }
+        for (i, theirs) in expected.iter().enumerate() {
+            let v = theirs["vmaf"].as_f64().unwrap();
+            assert!((out.frames[i].vmaf - v).abs() <= TOL, "vmaf unchanged");
+        }
+        // libvmaf's order: psnr first, float_ssim after the VIF scales, vmaf last.
+        let names: Vec<&str> = out.frames[0]
+            .metrics
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(&names[..3], &["psnr_y", "psnr_cb", "psnr_cr"]);
+        assert_eq!(names.last(), Some(&"vmaf"));
     }
+
     eprintln!("\n{}\n", table.join("\n"));
+}
+
+#[test]
+fn psnr_ssim_ms_ssim_match_libvmaf_3_2_0_cpu() {
+    psnr_ssim_ms_ssim_match_libvmaf_3_2_0_on("cpu");
+}
+
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn psnr_ssim_ms_ssim_match_libvmaf_3_2_0_cuda() {
+    psnr_ssim_ms_ssim_match_libvmaf_3_2_0_on("cuda");
 }
 
 /// libvmaf refuses MS-SSIM below 176x176 (its fifth scale must hold the 11x11 window); so

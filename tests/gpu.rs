@@ -52,6 +52,10 @@ fn compare(desc_for: impl Fn(&str) -> String, what: &str) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn gpu_scores_equal_cpu_bit_for_bit() {
     if let Some(why) = gpu_unavailable() {
         eprintln!("skipped: no usable CUDA backend here ({why})");

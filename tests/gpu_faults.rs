@@ -54,6 +54,10 @@ fn scores(out: &RunOutput) -> Vec<Vec<u64>> {
 }
 
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn every_init_and_allocation_step_can_fail_cleanly() {
     init();
     let dev = match GpuDevice::open(0) {

@@ -223,6 +223,10 @@ fn submit(b: &mut CudaBackend, r: &HostFrame, d: &HostFrame, size: (usize, usize
 /// only allocations are the staging pool's task queue taking a block of 63 task slots now and
 /// then (rayon), a few per hundred frames, far from the fork's 24 MB per scale per frame.
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn no_host_allocation_per_frame_or_scale() {
     let Some(dev) = common::gpu_device() else {
         return;
@@ -275,6 +279,10 @@ fn no_host_allocation_per_frame_or_scale() {
 /// without a metric that reads chroma, and on frames that compute no features
 /// (`full == false`, the `subsample` property), no chroma at all.
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn copies_move_only_rows_and_planes_that_carry_data() {
     let Some(dev) = common::gpu_device() else {
         return;
@@ -310,6 +318,10 @@ fn copies_move_only_rows_and_planes_that_carry_data() {
 /// route of SSIMULACRA2 alone (YUV -> RGB -> XYB and its blurs on the host) takes hundreds
 /// of milliseconds per frame: no per-pixel step runs on the host.
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn every_per_pixel_step_runs_on_the_gpu() {
     let Some(dev) = common::gpu_device() else {
         return;
@@ -408,6 +420,10 @@ fn process_cpu_seconds() -> f64 {
 /// dropping it (what READY -> NULL does) unloads them all: the handle counts return to
 /// where they were.
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn every_module_loaded_is_unloaded() {
     let before = fault::live();
     let Some(dev) = common::gpu_device() else {

@@ -486,6 +486,10 @@ fn time_extras(dev: &GpuDevice, stream: &Arc<CudaStream>, (r, d): (&Frame, &Fram
 }
 
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn gpu_psnr_ssim_match_cpu() {
     let Some(dev) = common::gpu_device() else {
         return;

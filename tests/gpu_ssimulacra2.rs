@@ -329,6 +329,10 @@ fn run_case(dev: &GpuDevice, stream: &Arc<CudaStream>, case: &Case) -> f64 {
 }
 
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn gpu_ssimulacra2_matches_cpu() {
     let Some(dev) = common::gpu_device() else {
         return;

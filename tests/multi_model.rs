@@ -233,6 +233,10 @@ fn bad_model_lists_are_refused() {
 /// each option set's features once and shares motion and the upload. Skips (printing why)
 /// without a usable GPU; `VMAFCOMPARE_REQUIRE_GPU=1` makes that a failure.
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn model_lists_on_cuda_equal_cpu() {
     let list = "vmaf_v0.6.1,vmaf_v0.6.1neg,vmaf_b_v0.6.3,vmaf_v0.6.1:enable_transform:name=phone";
     for p in reference_pairs() {
