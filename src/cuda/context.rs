@@ -180,6 +180,70 @@ impl GpuDevice {
     }
 }
 
+/// How device memory of another context reaches this device (see [`GpuDevice::peer_access`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerAccess {
+    /// The memory lies on this device (another context): copied on the device.
+    SameDevice,
+    /// The memory lies on device `from`, which this device can read directly (NVLink or
+    /// PCIe peer-to-peer); peer access is enabled for the copy engines.
+    Direct { from: usize },
+    /// The memory lies on device `from` without peer access between the two: the driver
+    /// stages each copy through host memory (correct, slower).
+    Staged { from: usize },
+}
+
+impl GpuDevice {
+    /// Where the device memory at `ptr`, owned by context `peer_ctx` (a `CUcontext` address),
+    /// lies and how it will be copied here. Enables this context's access to `peer_ctx`
+    /// (`cuCtxEnablePeerAccess`) when the two devices support it, so that
+    /// `cuMemcpy3DPeerAsync` runs device to device; the access ends when either context is
+    /// destroyed.
+    ///
+    /// Errors: [`CudaError::Driver`] when the pointer's device cannot be read
+    /// (`cuPointerGetAttribute`), peer support cannot be queried, or enabling fails.
+    pub fn peer_access(&self, ptr: u64, peer_ctx: usize) -> Result<PeerAccess, CudaError> {
+        use cudarc::driver::sys;
+        let mut ordinal: std::ffi::c_int = -1;
+        // SAFETY: the attribute writes one int; `ptr` is a device pointer the caller holds
+        // mapped.
+        unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut ordinal as *mut std::ffi::c_int).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                ptr,
+            )
+        }
+        .result()
+        .during("cuPointerGetAttribute(DEVICE_ORDINAL)")?;
+        let from = usize::try_from(ordinal).unwrap_or(usize::MAX);
+        if from == self.ordinal() {
+            return Ok(PeerAccess::SameDevice);
+        }
+        let mut can: std::ffi::c_int = 0;
+        // SAFETY: plain queries on two device ordinals that the driver reported.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.ordinal() as i32, ordinal) }
+            .result()
+            .during("cuDeviceCanAccessPeer")?;
+        if can == 0 {
+            return Ok(PeerAccess::Staged { from });
+        }
+        self.ctx.bind_to_thread().during("cuCtxSetCurrent")?;
+        // SAFETY: `peer_ctx` is the live context that owns `ptr` (the caller holds the
+        // memory, which holds its context); this context is current on this thread.
+        let r = unsafe { sys::cuCtxEnablePeerAccess(peer_ctx as sys::CUcontext, 0) };
+        match r {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+                Ok(PeerAccess::Direct { from })
+            }
+            e => Err(CudaError::driver(
+                "cuCtxEnablePeerAccess",
+                cudarc::driver::DriverError(e),
+            )),
+        }
+    }
+}
+
 /// A DMABuf imported into a device's context as external memory and mapped (the whole
 /// dma-buf). The mapping is freed and the import destroyed when this is dropped; the caller
 /// keeps it until the kernels that read it have finished.

@@ -19,6 +19,7 @@ use super::{
 };
 use crate::cpu::{self, CpuBackend};
 use crate::cuda::backend::GpuPlan;
+use crate::cuda::context::PeerAccess;
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::{CudaBackend, GpuDevice};
 use crate::engine::{
@@ -1518,6 +1519,40 @@ impl VmafCompare {
         ret
     }
 
+    /// Says once per pad how CUDA memory of another context reaches the element's device:
+    /// at info level when it is copied on the device or peer-to-peer (peer access enabled),
+    /// as an element warning when the two devices have no peer access and the driver stages
+    /// every copy through host memory.
+    fn report_peer_path(&self, pad: &str, dev: &GpuDevice, ptr: u64, context: usize) {
+        let to = dev.ordinal();
+        match dev.peer_access(ptr, context) {
+            Ok(PeerAccess::SameDevice) => gst::info!(
+                CAT,
+                imp = self,
+                "{pad}: CUDA memory of another context on device {to}, copied on the device"
+            ),
+            Ok(PeerAccess::Direct { from }) => gst::info!(
+                CAT,
+                imp = self,
+                "{pad}: CUDA memory of device {from} copied peer-to-peer to device {to} \
+                 (peer access enabled, no host round trip)"
+            ),
+            Ok(PeerAccess::Staged { from }) => gst::element_imp_warning!(
+                self,
+                gst::ResourceError::Settings,
+                ("{pad}: frames in CUDA memory of device {from} reach device-id={to} through \
+                     host memory: the two GPUs have no peer access. Scores are unaffected; \
+                     for speed decode on device {to} or set device-id={from}")
+            ),
+            Err(e) => gst::element_imp_warning!(
+                self,
+                gst::ResourceError::Settings,
+                ("{pad}: frames in CUDA memory of another device are copied by the driver; \
+                     peer access could not be set up: {e}")
+            ),
+        }
+    }
+
     /// Maps both planes (see [`Self::map_luma`]), records the paths taken and pushes the
     /// pair into the scorer. `gpu` is used only when the scorer's backend reads device memory.
     #[allow(clippy::too_many_arguments)]
@@ -1548,6 +1583,12 @@ impl VmafCompare {
                     "{pad} frames reach the backend via '{}'",
                     path.name()
                 );
+                let mapped = if i == 0 { &rm } else { &dm };
+                if let (Some(dev), MappedLuma::Device(Some(d), _)) = (gpu, mapped) {
+                    if path == InputPath::CudaPeerCopy {
+                        self.report_peer_path(pad, dev, d.ptr, d.context);
+                    }
+                }
             }
         }
         let wants_chroma = state
