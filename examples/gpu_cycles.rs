@@ -8,6 +8,9 @@
 //! - `--mode ready`: PLAYING -> READY -> PLAYING (the GPU stays open, the backend does not).
 //!
 //! With `--input cuda` the frames pass `cudaupload` (GStreamer CUDA memory, read in place).
+//! With `--devices 0,1` (and `--mode null`) cycle `i` runs on `device-id` = the list's entry
+//! `i mod len`, so the element opens and closes alternate GPUs; device memory is read and
+//! checked on each of them.
 //! Exits 1 when more than 1 MiB of device memory is missing at the end, a handle count grew,
 //! or RSS grew by more than 4 MiB between the first and the last tenth of the cycles.
 //!
@@ -56,6 +59,10 @@ struct Args {
     /// `psnr,float_ssim,float_ms_ssim,ssimulacra2`.
     #[arg(long, default_value = "")]
     features: String,
+    /// CUDA devices to alternate between, one per cycle (`device-id`), comma-separated;
+    /// needs `--mode null` when more than one (the device is chosen at NULL -> READY).
+    #[arg(long, default_value = "0", value_delimiter = ',')]
+    devices: Vec<usize>,
 }
 
 /// Resident set size of this process in bytes (`/proc/self/statm`).
@@ -125,15 +132,23 @@ fn run(args: &Args) -> Result<bool, String> {
     // Holding the device keeps the primary context alive, so the readings compare like with
     // like; the element retains and releases its own reference each cycle.
     // (`--backend cpu` runs without a GPU: device readings are then 0.)
-    let dev = if args.backend == "cpu" {
-        None
+    if args.devices.is_empty() || (args.devices.len() > 1 && args.mode != Mode::Null) {
+        return Err("--devices: one device, or several with --mode null".into());
+    }
+    let devs: Vec<GpuDevice> = if args.backend == "cpu" {
+        Vec::new()
     } else {
-        Some(GpuDevice::open(0).map_err(|e| format!("no GPU: {e}"))?)
+        let mut seen = args.devices.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.iter()
+            .map(|&d| GpuDevice::open(d).map_err(|e| format!("no GPU {d}: {e}")))
+            .collect::<Result<_, _>>()?
     };
-    let free = || {
-        dev.as_ref()
-            .and_then(|d| d.mem_get_info().ok())
-            .map_or(0, |(f, _)| f)
+    let free = || -> Vec<usize> {
+        devs.iter()
+            .map(|d| d.mem_get_info().map_or(0, |(f, _)| f))
+            .collect()
     };
     let upload = if args.input == Input::Cuda {
         " ! cudaupload ! video/x-raw(memory:CUDAMemory)"
@@ -177,7 +192,11 @@ fn run(args: &Args) -> Result<bool, String> {
         Mode::Ready => gst::State::Ready,
     };
     let mut summaries = 0usize;
+    let cmp = pipeline.by_name("cmp").ok_or("no vmafcompare")?;
+    let mut cycle = 0usize;
     let mut run_once = || -> Result<(), String> {
+        cmp.set_property("device-id", args.devices[cycle % args.devices.len()] as u32);
+        cycle += 1;
         // The first size before PLAYING: no stale caps of the last cycle go out first.
         r.set_caps(Some(&caps(sizes[0].0, sizes[0].1)));
         d.set_caps(Some(&caps(sizes[0].0, sizes[0].1)));
@@ -237,38 +256,54 @@ fn run(args: &Args) -> Result<bool, String> {
     // In NULL only this program's own device is left: one context and its modules.
     let in_null = fault::live();
     let mib = |b: f64| b / (1024.0 * 1024.0);
-    let lost = before.0 as f64 - after.0 as f64;
+    let lost: Vec<f64> = before
+        .0
+        .iter()
+        .zip(&after.0)
+        .map(|(b, a)| *b as f64 - *a as f64)
+        .collect();
     let tenth = (args.cycles / 10).max(1);
     let mean = |s: &[u64]| s.iter().sum::<u64>() as f64 / s.len().max(1) as f64;
     let first = mean(&rss_at[..tenth.min(rss_at.len())]);
     let last = mean(&rss_at[rss_at.len().saturating_sub(tenth)..]);
     let peak = rss_at.iter().copied().max().unwrap_or(0) as f64;
-    let ok_mem = lost <= 1024.0 * 1024.0;
-    let own = if dev.is_some() {
-        [
-            1,
-            gstvmafcompare::cuda::context::Modules::COUNT as i64,
-            0,
-            0,
-        ]
-    } else {
-        [0; 4]
-    };
+    let ok_mem = lost.iter().all(|l| *l <= 1024.0 * 1024.0);
+    let n = devs.len() as i64;
+    let own = [
+        n,
+        gstvmafcompare::cuda::context::Modules::COUNT as i64 * n,
+        0,
+        0,
+    ];
     let ok_handles = after.1 == before.1 && after.2 <= before.2 && in_null == own;
     let ok_rss = last - first <= 4.0 * 1024.0 * 1024.0;
+    let list = |v: &[usize]| {
+        v.iter()
+            .map(|b| format!("{:.1}", mib(*b as f64)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     println!(
-        "| cycles | mode | input | switch | device free before / after (MiB) | lost (MiB) | RSS first / last tenth, peak (MiB) | handles [ctx, mod, stream, event] before / after / in NULL | fds before / after | summaries | verdict |"
+        "| cycles | mode | input | switch | devices | device free before / after (MiB) | lost (MiB) | RSS first / last tenth, peak (MiB) | handles [ctx, mod, stream, event] before / after / in NULL | fds before / after | summaries | verdict |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     println!(
-        "| {} | {:?} | {:?} | {} | {:.1} / {:.1} | {:.3} | {:.1} / {:.1}, {:.1} | {:?} / {:?} / {:?} | {} / {} | {} | {} |",
+        "| {} | {:?} | {:?} | {} | {} | {} / {} | {} | {:.1} / {:.1}, {:.1} | {:?} / {:?} / {:?} | {} / {} | {} | {} |",
         args.cycles,
         args.mode,
         args.input,
         if args.switch { "1080p -> 720p" } else { "no" },
-        mib(before.0 as f64),
-        mib(after.0 as f64),
-        mib(lost),
+        args.devices
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(" -> "),
+        list(&before.0),
+        list(&after.0),
+        lost.iter()
+            .map(|l| format!("{:.3}", mib(*l)))
+            .collect::<Vec<_>>()
+            .join(", "),
         mib(first),
         mib(last),
         mib(peak),

@@ -129,6 +129,15 @@ struct Args {
     /// `--depths`, from system memory (median of `--repeat`) and from CUDA memory.
     #[arg(long, num_args = 0..=1, default_missing_value = "psnr;float_ssim;float_ms_ssim;ssimulacra2;psnr,float_ssim,float_ms_ssim,ssimulacra2")]
     extras: Option<String>,
+    /// Several GPUs (issue 21) instead: the streams of `--streams` at 1920x1080 8-bit, from
+    /// system and from CUDA memory, all on the first device of `--devices` and then spread
+    /// over all of them (element `i` on device `i mod len`), and one element on the second
+    /// device fed CUDA memory of the first (peer-to-peer copy).
+    #[arg(long)]
+    multi_gpu: bool,
+    /// CUDA devices for `--multi-gpu`, comma-separated.
+    #[arg(long, default_value = "0,1", value_delimiter = ',')]
+    devices: Vec<usize>,
     /// Pairs scored by `--profile`.
     #[arg(long, default_value_t = 20)]
     frames: u64,
@@ -323,15 +332,20 @@ struct Gpu {
 }
 
 impl Gpu {
-    /// Opens device 0. Errors: a text saying why no GPU is usable (no driver library, no
-    /// device, a failing driver call).
+    /// Opens device 0 ([`Gpu::open_device`]).
     fn open() -> Result<Gpu, String> {
+        Self::open_device(0)
+    }
+
+    /// Opens CUDA device `device`. Errors: a text saying why no GPU is usable (no driver
+    /// library, no such device, a failing driver call).
+    fn open_device(device: usize) -> Result<Gpu, String> {
         // SAFETY: only tries to dlopen libcuda; no driver function is called. It must come
         // first: cudarc panics on the first driver call when the library is absent.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err("no GPU".into());
         }
-        let ctx = CudaContext::new(0).map_err(|e| format!("no GPU: {e}"))?;
+        let ctx = CudaContext::new(device).map_err(|e| format!("no GPU {device}: {e}"))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown CUDA device".into());
         let total = ctx.mem_get_info().map(|(_, t)| t).unwrap_or(0);
         Ok(Gpu { ctx, name, total })
@@ -369,6 +383,8 @@ struct RunSpec<'a> {
     start: Option<&'a Barrier>,
     /// `features` property value (extra metrics; empty: VMAF alone).
     features: &'a str,
+    /// `device-id` property value.
+    device: u32,
 }
 
 /// What the synchronous bus handler collects on the posting thread.
@@ -416,6 +432,18 @@ impl Outcome {
             Some(s) if s.reference_input == s.distorted_input => s.reference_input.clone(),
             Some(s) => format!("{} / {}", s.reference_input, s.distorted_input),
             None => "no summary".into(),
+        }
+    }
+
+    /// A copy holding only the kept frame messages (what [`same_scores`] compares).
+    fn clone_first(&self) -> Outcome {
+        Outcome {
+            arrivals: self.arrivals.clone(),
+            first: self.first.clone(),
+            pushed: self.pushed,
+            pushes: Vec::new(),
+            summary: None,
+            device_bytes: None,
         }
     }
 
@@ -519,6 +547,7 @@ fn run(spec: &RunSpec<'_>) -> Result<Outcome, BoxError> {
     let cmp = gst::ElementFactory::make("vmafcompare")
         .property_from_str("backend", spec.backend)
         .property("features", spec.features)
+        .property("device-id", spec.device)
         .property("frame-message", true)
         .build()?;
     let sink = gst::ElementFactory::make("fakesink")
@@ -931,6 +960,7 @@ fn measure_cell(args: &Args, cell: Cell, gpu: Result<&Gpu, &str>, backends: &[St
             probe: None,
             start: None,
             features: "",
+            device: 0,
         };
         row.cpu = match run(&spec) {
             Ok(o) => {
@@ -966,6 +996,7 @@ fn measure_gpu(
         probe: Some(gpu),
         start: None,
         features: "",
+        device: 0,
     };
     let mut system_fps = None;
     // `--repeat` fresh pipelines; the median run (by fps) gives the row, the others the range.
@@ -1022,6 +1053,7 @@ fn measure_gpu(
                 probe: None,
                 start: None,
                 features: "",
+                device: 0,
             };
             match run(&spec).map_err(|e| e.to_string()).and_then(|o| {
                 let l = latency(&o)?;
@@ -1051,6 +1083,7 @@ fn measure_gpu(
                 probe: None,
                 start: None,
                 features: "",
+                device: 0,
             };
             match run(&spec) {
                 Ok(o) => {
@@ -1110,6 +1143,7 @@ fn extras(args: &Args, gpu: &Gpu, cells: &[Cell], sets: &str) -> Result<bool, Bo
                     probe: Some(gpu),
                     start: None,
                     features,
+                    device: 0,
                 };
                 match run(&spec).map_err(|e| e.to_string()).and_then(|o| {
                     let f = o.fps()?;
@@ -1140,6 +1174,7 @@ fn extras(args: &Args, gpu: &Gpu, cells: &[Cell], sets: &str) -> Result<bool, Bo
                         probe: None,
                         start: None,
                         features,
+                        device: 0,
                     };
                     match run(&spec).map_err(|e| e.to_string()).and_then(|o| o.fps()) {
                         Ok(f) => Some(f),
@@ -1234,11 +1269,27 @@ fn aggregate(
     n: usize,
     seconds: f64,
 ) -> Result<(f64, String), String> {
-    let barrier = Barrier::new(n);
+    let jobs: Vec<(u32, &Frames)> = (0..n).map(|_| (0, frames)).collect();
+    let (fps, outcomes) = aggregate_on(backend, &jobs, seconds)?;
+    let names: Vec<String> = (1..=n).map(|i| format!("element {i}")).collect();
+    let runs: Vec<(&str, Outcome)> = names.iter().map(String::as_str).zip(outcomes).collect();
+    Ok((fps, compare(&runs)))
+}
+
+/// Pipelines run at once, one per `jobs` entry `(device-id, frames)`: the aggregate steady
+/// fps (the sum of each one's rate over the time all of them were scoring) and each run.
+fn aggregate_on(
+    backend: &str,
+    jobs: &[(u32, &Frames)],
+    seconds: f64,
+) -> Result<(f64, Vec<Outcome>), String> {
+    let barrier = Barrier::new(jobs.len());
     let outcomes: Vec<Result<Outcome, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n)
-            .map(|_| {
-                s.spawn(|| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|&(device, frames)| {
+                let barrier = &barrier;
+                s.spawn(move || {
                     let spec = RunSpec {
                         backend,
                         frames,
@@ -1247,8 +1298,9 @@ fn aggregate(
                             min_frames: 8,
                         },
                         probe: None,
-                        start: Some(&barrier),
+                        start: Some(barrier),
                         features: "",
+                        device,
                     };
                     run(&spec).map_err(|e| e.to_string())
                 })
@@ -1274,9 +1326,126 @@ fn aggregate(
         let inside = s.iter().map(|a| a.1).filter(|t| *t >= start && *t <= end);
         total += rate(inside).map_err(|e| format!("while all ran: {e}"))?;
     }
-    let names: Vec<String> = (1..=n).map(|i| format!("element {i}")).collect();
-    let runs: Vec<(&str, Outcome)> = names.iter().map(String::as_str).zip(outcomes).collect();
-    Ok((total, compare(&runs)))
+    Ok((total, outcomes))
+}
+
+/// `--multi-gpu`: prints the several-GPU table (see [`Args::multi_gpu`]). Returns whether
+/// every run succeeded with the scores of the first one-GPU run.
+fn multi_gpu(args: &Args, streams: &[usize]) -> Result<bool, BoxError> {
+    let cell = Cell {
+        width: 1920,
+        height: 1080,
+        bpc: 8,
+    };
+    if args.devices.len() < 2 {
+        return Err("--multi-gpu needs at least two --devices".into());
+    }
+    let gpus = args
+        .devices
+        .iter()
+        .map(|&d| Gpu::open_device(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let host = host_frames(&args.data, cell)?;
+    let mut cuda = Vec::new();
+    for g in &gpus {
+        cuda.push(upload(g, &host, cell)?.map_err(|e| format!("CUDA memory: {e}"))?);
+    }
+    let mut ok = true;
+    let mut base: Option<Outcome> = None;
+    let mut lines = Vec::new();
+    for memory in ["system", "cuda"] {
+        for &n in streams {
+            let mut one_gpu = None;
+            for spread in [false, true] {
+                let jobs: Vec<(u32, &Frames)> = (0..n)
+                    .map(|i| {
+                        let k = if spread { i % gpus.len() } else { 0 };
+                        let frames = if memory == "cuda" {
+                            &cuda[k].frames
+                        } else {
+                            &host
+                        };
+                        (args.devices[k] as u32, frames)
+                    })
+                    .collect();
+                let used = if spread { n.min(gpus.len()) } else { 1 };
+                eprintln!("{n} element(s) on {used} GPU(s), {memory} memory");
+                match aggregate_on("cuda", &jobs, args.seconds) {
+                    Ok((fps, outcomes)) => {
+                        let paths = outcomes.first().map(Outcome::paths).unwrap_or_default();
+                        let scores = {
+                            let base = base.get_or_insert_with(|| outcomes[0].clone_first());
+                            let same = outcomes
+                                .iter()
+                                .all(|o| same_scores(base, o).unwrap_or(false));
+                            ok &= same;
+                            if same {
+                                "identical"
+                            } else {
+                                "NO"
+                            }
+                        };
+                        let vs = match (spread, one_gpu) {
+                            (false, _) => {
+                                one_gpu = Some(fps);
+                                "1.00x".to_owned()
+                            }
+                            (true, Some(o)) if o > 0.0 => format!("{:.2}x", fps / o),
+                            _ => "-".to_owned(),
+                        };
+                        lines.push(format!(
+                            "| {memory} | {n} | {used} | {paths} | {fps:.1} | {vs} | {scores} |"
+                        ));
+                    }
+                    Err(e) => {
+                        ok = false;
+                        lines.push(format!(
+                            "| {memory} | {n} | {used} | - | failed: {e} | - | - |"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    // CUDA memory of the first device scored by an element on the second.
+    let (from, to) = (args.devices[0], args.devices[1]);
+    let jobs = [(to as u32, &cuda[0].frames)];
+    eprintln!("CUDA memory of device {from} into device-id={to}");
+    match aggregate_on("cuda", &jobs, args.seconds) {
+        Ok((fps, outcomes)) => {
+            let same = base
+                .as_ref()
+                .is_some_and(|b| same_scores(b, &outcomes[0]).unwrap_or(false));
+            ok &= same;
+            lines.push(format!(
+                "| cuda of device {from} -> device-id={to} | 1 | 1 | {} | {fps:.1} | - | {} |",
+                outcomes[0].paths(),
+                if same { "identical" } else { "NO" }
+            ));
+        }
+        Err(e) => {
+            ok = false;
+            lines.push(format!(
+                "| cuda of device {from} -> device-id={to} | 1 | 1 | - | failed: {e} | - | - |"
+            ));
+        }
+    }
+    println!();
+    for (d, g) in args.devices.iter().zip(&gpus) {
+        println!("GPU {d}: {}", g.name);
+    }
+    println!();
+    println!(
+        "Several GPUs, 1920x1080 8-bit, one pipeline per element, each fed as fast as it scores"
+    );
+    println!();
+    println!("| input | elements | GPUs | input path | aggregate fps | vs the same elements on one GPU | scores vs one GPU |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for l in lines {
+        println!("{l}");
+    }
+    drop(cuda);
+    Ok(ok)
 }
 
 /// `--profile`: scores `frames` pairs of `cell` on the GPU and prints one line.
@@ -1290,6 +1459,7 @@ fn profile(args: &Args, spec: &str) -> Result<(), BoxError> {
         probe: None,
         start: None,
         features: "",
+        device: 0,
     })?;
     println!(
         "profile: {} scored {} of {} pairs, input {}, {:.1} fps",
@@ -1379,12 +1549,16 @@ fn bench() -> Result<bool, BoxError> {
             probe: None,
             start: None,
             features: "",
+            device: 0,
         };
         if let Err(e) = run(&spec) {
             eprintln!("warm-up failed: {e}");
         }
     }
     let gpu_ref = gpu.as_ref().map_err(String::as_str);
+    if args.multi_gpu {
+        return multi_gpu(&args, &streams);
+    }
     if let Some(sets) = args.extras.as_deref() {
         let gpu = gpu_ref.map_err(|why| format!("--extras needs a GPU: {why}"))?;
         return extras(&args, gpu, &cells, sets);

@@ -92,6 +92,33 @@ PY
               # CUDA memory), and nvh265dec's P010 CUDA memory on a real 10-bit HEVC pair
       .gpu/bin/formats --include-ignored --test-threads=1 --nocapture on_cuda nvh265dec 2>&1 \
         | grep -E '^\||test result|panicked|FAILED' || fail=1 ;;
+    multigpu)  # issue 21, on a host with 2+ GPUs: pipelines spread over the GPUs, a decoder on
+               # GPU 0 feeding vmafcompare device-id=1 (peer-to-peer path, logged), and state
+               # cycles alternating devices with device memory checked on both
+      .gpu/bin/vmaf_bench --multi-gpu --devices 0,1 --streams "${MULTI_STREAMS:-1,2,4,8}" \
+        --seconds "${MULTI_SECONDS:-3}" || fail=1
+      for route in "nvh264dec 0" "nvh264dec 1" "nvh264device1dec 1"; do
+        read -r dec dev <<<"$route"
+        GST_DEBUG=vmafcompare:4 gst-launch-1.0 -q \
+          filesrc location=.gpu/clips/ref_1080p.mp4 ! qtdemux ! h264parse ! $dec ! cmp.reference \
+          filesrc location=.gpu/clips/dist_1080p.mp4 ! qtdemux ! h264parse ! $dec ! cmp.distorted \
+          vmafcompare name=cmp backend=cuda device-id=$dev results-location="$out/multi_${dec}_$dev.json" \
+          ! fakesink 2>&1 | grep -oE '(reference|distorted): (CUDA memory|frames in CUDA).*' | sort -u || true
+      done
+      python3 - "$out"/multi_nvh264dec_0.json "$out"/multi_nvh264dec_1.json "$out"/multi_nvh264device1dec_1.json <<'PY' || fail=1
+import json, sys
+logs = [json.load(open(p)) for p in sys.argv[1:]]
+names = ["nvh264dec (GPU 0) -> device-id=0", "nvh264dec (GPU 0) -> device-id=1", "nvh264device1dec (GPU 1) -> device-id=1"]
+print("| route | frames | pooled VMAF | per-frame log identical to GPU 0 alone |")
+print("| --- | --- | --- | --- |")
+ok = True
+for n, l in zip(names, logs):
+    same = l["frames"] == logs[0]["frames"]
+    ok &= same
+    print(f"| {n} | {len(l['frames'])} | {l['pooled_metrics']['vmaf']['mean']:.6f} | {same} |")
+sys.exit(0 if ok else 1)
+PY
+      .gpu/bin/gpu_cycles --cycles "${CYCLES:-100}" --mode null --devices 0,1 || fail=1 ;;
     extras)  # issue 8: the extra metrics and model lists on the GPU against the CPU, the
              # kernels against their CPU oracles, state cycles with every metric on, their cost
       for t in gpu_ssim gpu_ssimulacra2 extra_features "multi_model model_lists_on_cuda"; do
