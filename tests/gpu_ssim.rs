@@ -377,7 +377,11 @@ fn run_case(
 
         let (ry, dy) = (cpu_plane(&r.y, w, h, bpc), cpu_plane(&d.y, w, h, bpc));
         let chroma_psnr = |a: &[u16], b: &[u16]| {
-            psnr::psnr(&cpu_plane(a, cw, ch, bpc), &cpu_plane(b, cw, ch, bpc))
+            psnr::chroma_psnr(
+                (w, h),
+                &cpu_plane(a, cw, ch, bpc),
+                &cpu_plane(b, cw, ch, bpc),
+            )
         };
         let cpu_psnr = [
             psnr::psnr(&ry, &dy),

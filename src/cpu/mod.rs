@@ -285,23 +285,8 @@ impl CpuBackend {
                     let (r, d) = (&c.reference[i], &c.distorted[i]);
                     FeatureError::check_plane("psnr", (r.width, r.height, r.bpc), d)?;
                     // libvmaf leaves out the last column/row of odd-sized subsampled planes.
-                    let (width, height) = psnr::libvmaf_chroma_size(
-                        (reference.width, reference.height),
-                        (r.width, r.height),
-                    );
-                    let (r, d) = (
-                        LumaPlane {
-                            width,
-                            height,
-                            ..*r
-                        },
-                        LumaPlane {
-                            width,
-                            height,
-                            ..*d
-                        },
-                    );
-                    raw.extra.psnr[i + 1] = psnr::psnr(&r, &d);
+                    raw.extra.psnr[i + 1] =
+                        psnr::chroma_psnr((reference.width, reference.height), r, d);
                 }
             }
         }

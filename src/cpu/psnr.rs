@@ -72,6 +72,26 @@ pub fn libvmaf_chroma_size(luma: (usize, usize), chroma: (usize, usize)) -> (usi
     (side(luma.0, chroma.0), side(luma.1, chroma.1))
 }
 
+/// PSNR in dB of one chroma plane pair of a frame whose luma is `luma` (width, height), as
+/// libvmaf's `psnr_cb` / `psnr_cr`: over [`libvmaf_chroma_size`] of the planes (their
+/// top-left part; all of them unless a subsampled dimension is odd). Range as [`psnr`].
+pub fn chroma_psnr(luma: (usize, usize), reference: &LumaPlane, distorted: &LumaPlane) -> f64 {
+    let (width, height) = libvmaf_chroma_size(luma, (reference.width, reference.height));
+    let (r, d) = (
+        LumaPlane {
+            width: width.min(reference.width),
+            height: height.min(reference.height),
+            ..*reference
+        },
+        LumaPlane {
+            width: width.min(distorted.width),
+            height: height.min(distorted.height),
+            ..*distorted
+        },
+    );
+    psnr(&r, &d)
+}
+
 /// PSNR in dB from a plane's sum of squared errors ([`sse`]) over `pixels` samples
 /// (`width * height` of the plane; 0 counts as 1) at `bpc` bits:
 /// `min(10 * log10(peak^2 / max(sse / pixels, 1e-16)), 6 * bpc + 12)`, in
