@@ -527,6 +527,34 @@ impl<T> Scorer<T> {
         });
     }
 
+    /// Frames submitted to the backend whose features are not collected yet (a backend
+    /// with several frames in flight: the GPU, or the CPU on a pool).
+    pub fn in_flight(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Threads (CPU) or frames (GPU) the backend works on at once: its
+    /// [`Backend::max_in_flight`].
+    pub fn parallelism(&self) -> usize {
+        self.backend.max_in_flight().max(1)
+    }
+
+    /// Collects the frames the backend has finished since the last push, without pushing
+    /// (a live pipeline's scoring thread, idle while frames are in flight). Returns the
+    /// frames completed by them, as [`Scorer::push`] does.
+    ///
+    /// Errors: a backend failure of a collected frame.
+    pub fn poll(&mut self) -> Result<Vec<Scored<T>>, EngineError> {
+        let mut done = Vec::new();
+        while !self.queue.is_empty() {
+            match self.backend.collect(false)? {
+                Some(raw) => self.accept(raw, &mut done),
+                None => break,
+            }
+        }
+        Ok(done)
+    }
+
     /// Queues a tag that has no partner frame (e.g. a distorted buffer whose reference never
     /// came) so that it leaves in order, after the frames pushed before it. Returned at once
     /// (with `index` = frames pushed so far, no scores) when nothing is waiting.
