@@ -356,6 +356,10 @@ impl Backend for CpuBackend {
         self.parallel.as_ref().map_or(1, |p| p.threads() + 1)
     }
 
+    fn parallel(&self) -> usize {
+        self.threads()
+    }
+
     fn reset(&mut self) {
         self.has_prev = false;
         self.done.clear();

@@ -140,6 +140,12 @@ pub trait Backend: Send {
     fn max_in_flight(&self) -> usize {
         1
     }
+    /// Frames scored at the same time, for estimating when a frame handed over now will be
+    /// done (a live pipeline's skip decision): the CPU backend's threads; 1 for a backend
+    /// whose frames in flight go through one pipeline in turn (the default).
+    fn parallel(&self) -> usize {
+        1
+    }
     /// Drops in-flight work and forgets the previous reference frame (after a flush or
     /// discontinuity).
     fn reset(&mut self);
@@ -533,10 +539,9 @@ impl<T> Scorer<T> {
         self.queue.len()
     }
 
-    /// Threads (CPU) or frames (GPU) the backend works on at once: its
-    /// [`Backend::max_in_flight`].
+    /// Frames the backend scores at the same time ([`Backend::parallel`]).
     pub fn parallelism(&self) -> usize {
-        self.backend.max_in_flight().max(1)
+        self.backend.parallel().max(1)
     }
 
     /// Collects the frames the backend has finished since the last push, without pushing
