@@ -8,7 +8,8 @@
 //! through the scorer, frames already in memory. libvmaf: the ffmpeg of the pip package
 //! imageio-ffmpeg (libvmaf 3.2.0) with `n_threads=N`, reading the same frames from raw
 //! files; its fps is `frames / (wall time - the wall time of the same ffmpeg command
-//! without libvmaf)`, so file reading and start-up are not counted against it.
+//! without libvmaf)`, so file reading and start-up are not counted against it. Each
+//! timing is the fastest of `--repeat` runs.
 //!
 //! ```text
 //! cargo run --release --example cpu_bench                      # side by side, here
@@ -48,6 +49,10 @@ struct Args {
     /// Extra metrics for both (e.g. psnr,float_ssim,float_ms_ssim).
     #[arg(long, default_value = "")]
     features: String,
+    /// Runs of each measurement; the fastest is reported (a shared machine's other load
+    /// only ever slows a run down).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
     /// Do not run libvmaf (a machine without ffmpeg, e.g. the GPU host).
     #[arg(long)]
     no_libvmaf: bool,
@@ -182,6 +187,11 @@ fn ffmpeg_seconds(ff: &str, files: (&Path, &Path), c: &Content, lavfi: Option<&s
     start.elapsed().as_secs_f64()
 }
 
+/// The shortest of `repeat` (at least 1) timings.
+fn best(repeat: usize, mut secs: impl FnMut() -> f64) -> f64 {
+    (0..repeat.max(1)).map(|_| secs()).fold(f64::INFINITY, f64::min)
+}
+
 fn main() {
     let args = Args::parse();
     let features = FeatureSet::parse(&args.features).expect("features");
@@ -238,13 +248,15 @@ fn main() {
             let base = ff.as_deref().map(|ff| {
                 write_yuv(&files.0, &diss, w, h, bpc, n);
                 write_yuv(&files.1, &refs, w, h, bpc, n);
-                ffmpeg_seconds(ff, (&files.0, &files.1), &c, None)
+                best(args.repeat, || ffmpeg_seconds(ff, (&files.0, &files.1), &c, None))
             });
             for &t in &counts {
-                let fps = ours(&c, features, t, n);
+                let fps = n as f64 / best(args.repeat, || n as f64 / ours(&c, features, t, n));
                 let lib = ff.as_deref().zip(base).map(|(ff, base)| {
                     let lavfi = format!("[0:v][1:v]libvmaf=n_threads={t}{feature_opt}");
-                    let secs = ffmpeg_seconds(ff, (&files.0, &files.1), &c, Some(&lavfi));
+                    let secs = best(args.repeat, || {
+                        ffmpeg_seconds(ff, (&files.0, &files.1), &c, Some(&lavfi))
+                    });
                     n as f64 / (secs - base).max(1e-6)
                 });
                 let (l, r) = match lib {
