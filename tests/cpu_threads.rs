@@ -366,5 +366,7 @@ fn element_scores_are_the_same_with_a_pool() {
         let one = run(1);
         let three = run(3);
         assert_eq!(one, three, "{}x{} {}", p.width, p.height, p.format);
+        // The pipelines went PLAYING -> NULL: no pool thread is left.
+        assert_eq!(threads_named("vmafcompare-cpu"), 0);
     }
 }
