@@ -330,6 +330,16 @@ fn element_threads_live_from_ready_to_null() {
         e.set_state(gst::State::Null).unwrap();
         assert_eq!(threads_named("vmafcompare-cpu"), 0, "joined at NULL");
     }
+    // Changed in READY: the new count takes effect at READY->PAUSED.
+    e.set_property("threads", 3u32);
+    e.set_state(gst::State::Ready).unwrap();
+    e.set_property("threads", 2u32);
+    let _ = e.set_state(gst::State::Paused);
+    let (res, state, _) = e.state(gst::ClockTime::from_seconds(5));
+    assert!(res.is_ok() && state == gst::State::Paused, "{res:?} {state:?}");
+    assert_eq!(threads_named("vmafcompare-cpu"), 2);
+    e.set_state(gst::State::Null).unwrap();
+    assert_eq!(threads_named("vmafcompare-cpu"), 0);
     // threads=1: today's behaviour, no pool at all.
     e.set_property("threads", 1u32);
     e.set_state(gst::State::Ready).unwrap();
