@@ -189,7 +189,9 @@ fn ffmpeg_seconds(ff: &str, files: (&Path, &Path), c: &Content, lavfi: Option<&s
 
 /// The shortest of `repeat` (at least 1) timings.
 fn best(repeat: usize, mut secs: impl FnMut() -> f64) -> f64 {
-    (0..repeat.max(1)).map(|_| secs()).fold(f64::INFINITY, f64::min)
+    (0..repeat.max(1))
+        .map(|_| secs())
+        .fold(f64::INFINITY, f64::min)
 }
 
 fn main() {
@@ -248,7 +250,9 @@ fn main() {
             let base = ff.as_deref().map(|ff| {
                 write_yuv(&files.0, &diss, w, h, bpc, n);
                 write_yuv(&files.1, &refs, w, h, bpc, n);
-                best(args.repeat, || ffmpeg_seconds(ff, (&files.0, &files.1), &c, None))
+                best(args.repeat, || {
+                    ffmpeg_seconds(ff, (&files.0, &files.1), &c, None)
+                })
             });
             for &t in &counts {
                 let fps = n as f64 / best(args.repeat, || n as f64 / ours(&c, features, t, n));

@@ -300,6 +300,10 @@ fn a_dropped_pool_leaves_no_thread() {
         let p = LumaPlane::packed(&f.y, clip.w, clip.h, clip.bpc).unwrap();
         backend.submit(&p, &p, true).unwrap();
     }
+    // The synchronous path still works beside the pool (its extractors went to a worker:
+    // they are made again).
+    let p = LumaPlane::packed(&clip.refs[0].y, clip.w, clip.h, clip.bpc).unwrap();
+    assert!(backend.extract(&p, &p, true).unwrap().vif.scale[0] > 0.99);
     // Dropped with frames in flight: the threads finish them and exit.
     drop(backend);
     drop(pool);
@@ -336,7 +340,10 @@ fn element_threads_live_from_ready_to_null() {
     e.set_property("threads", 2u32);
     let _ = e.set_state(gst::State::Paused);
     let (res, state, _) = e.state(gst::ClockTime::from_seconds(5));
-    assert!(res.is_ok() && state == gst::State::Paused, "{res:?} {state:?}");
+    assert!(
+        res.is_ok() && state == gst::State::Paused,
+        "{res:?} {state:?}"
+    );
     assert_eq!(threads_named("vmafcompare-cpu"), 2);
     e.set_state(gst::State::Null).unwrap();
     assert_eq!(threads_named("vmafcompare-cpu"), 0);

@@ -194,7 +194,9 @@ fn extra(
 /// previous reference plane for motion.
 pub struct CpuBackend {
     plan: Arc<FramePlan>,
-    ex: Extractors,
+    /// The calling thread's extractors (`None` once given to the pool, made again if
+    /// [`CpuBackend::extract`] is called then).
+    ex: Option<Extractors>,
     prev_ref: Vec<u16>,
     has_prev: bool,
     /// Packed copies of host rows in another layout (8-bit, P010, shifted depth).
@@ -265,7 +267,7 @@ impl CpuBackend {
             colour: YuvToRgb::default(),
         };
         Ok(Self {
-            ex: Extractors::new(&plan)?,
+            ex: Some(Extractors::new(&plan)?),
             plan: Arc::new(plan),
             prev_ref: vec![0; width * height],
             has_prev: false,
@@ -291,10 +293,15 @@ impl CpuBackend {
     /// previous submitted reference, so every value equals the one-thread result. The
     /// backend keeps `pool` alive; its threads stop when the last holder drops it.
     ///
-    /// Each worker that scores a frame makes its own extractors (their scratch: about 40 bytes
-    /// per luma sample at 8 bits) the first time.
+    /// The backend's own extractors go to the first worker; each further worker that scores
+    /// a frame makes its own the first time (their scratch, measured at 8 bits: about 45 MB at
+    /// 1920x1080, 170 MB at 3840x2160), and each frame in flight holds a copy of its planes.
     pub fn with_pool(mut self, pool: Arc<CpuPool>) -> Self {
-        self.parallel = Some(parallel::Parallel::new(pool));
+        let mut parallel = parallel::Parallel::new(pool);
+        if let Some(ex) = self.ex.take() {
+            parallel.give(ex);
+        }
+        self.parallel = Some(parallel);
         self
     }
 
@@ -422,12 +429,16 @@ impl CpuBackend {
         full: bool,
     ) -> Result<RawFeatures, EngineError> {
         let plan = &self.plan;
+        let ex = match &mut self.ex {
+            Some(ex) => ex,
+            None => self.ex.insert(Extractors::new(plan)?),
+        };
         let prev = if self.has_prev {
             LumaPlane::packed(&self.prev_ref, plan.width, plan.height, plan.bpc)
         } else {
             None
         };
-        let raw = self.ex.extract(
+        let raw = ex.extract(
             plan,
             prev.as_ref(),
             reference,

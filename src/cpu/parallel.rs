@@ -195,6 +195,11 @@ impl Parallel {
         }
     }
 
+    /// Extractors for the workers to use (the backend's own, made for the same plan).
+    pub(crate) fn give(&mut self, ex: Extractors) {
+        lock(&self.idle).push(ex);
+    }
+
     pub(crate) fn threads(&self) -> usize {
         self.pool.threads()
     }
