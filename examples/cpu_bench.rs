@@ -1,11 +1,22 @@
-//! CPU backend speed: frames per second of the whole VMAF (VIF + ADM + motion + model) on one
-//! thread, at 576x324 and 1920x1080, 8 and 10 bits, on real content (Netflix's src01 frames
-//! from ../shared/vmaf-reference, scaled up for 1080p). With `--libvmaf`, also times libvmaf
-//! 3.2.0 itself (single thread) through the ffmpeg of the pip package imageio-ffmpeg.
+//! CPU backend speed beside libvmaf's (issue 20): frames per second of the whole VMAF
+//! (VIF + ADM + motion + model, optionally `--features psnr,float_ssim,float_ms_ssim`) at
+//! 1920x1080 and 3840x2160, 8 and 10 bits, with 1, 2 and all threads, on the same raw
+//! content for both: Netflix's src01 frames (576x324, from ../shared/vmaf-reference or
+//! `--data`) scaled up.
 //!
-//! `cargo run --release --example cpu_bench -- --libvmaf`
+//! Ours: the element's CPU backend (`CpuBackend` on a pool of N threads, as `threads=N`)
+//! through the scorer, frames already in memory. libvmaf: the ffmpeg of the pip package
+//! imageio-ffmpeg (libvmaf 3.2.0) with `n_threads=N`, reading the same frames from raw
+//! files; its fps is `frames / (wall time - the wall time of the same ffmpeg command
+//! without libvmaf)`, so file reading and start-up are not counted against it. Each
+//! timing is the fastest of `--repeat` runs.
+//!
+//! ```text
+//! cargo run --release --example cpu_bench                      # side by side, here
+//! cpu_bench --no-libvmaf --threads 1,4,16 --data DIR           # ours only (no ffmpeg)
+//! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,153 +25,251 @@ use clap::Parser;
 
 #[path = "bench_data/mod.rs"]
 mod bench_data;
-use bench_data::{read_luma, upscale};
-use gstvmafcompare::cpu::CpuBackend;
-use gstvmafcompare::engine::{LumaPlane, Model, Scorer};
+use bench_data::{try_pair_planes, Planes};
+use gstvmafcompare::cpu::{threads_per_core, CpuBackend, CpuPool};
+use gstvmafcompare::engine::{
+    ChromaPair, FeatureSet, LumaInput, LumaPlane, NamedModel, ScorePlan, Scorer,
+};
 
 #[derive(Parser)]
-#[command(about = "Prints the CPU backend's fps table")]
+#[command(about = "Prints the CPU backend's fps beside libvmaf's at equal thread counts")]
 struct Args {
-    /// Frame pairs to score per configuration.
-    #[arg(long, default_value_t = 12)]
+    /// Frame pairs per row (0: at least 24 at 1080p and 8 at 2160p, and 4 / 2 per thread).
+    #[arg(long, default_value_t = 0)]
     frames: usize,
-    /// Also time libvmaf (ffmpeg from `pip install imageio-ffmpeg`), n_threads=1.
+    /// Frame sizes: 1080p, 2160p, or WxH.
+    #[arg(long, value_delimiter = ',', default_value = "1080p,2160p")]
+    sizes: Vec<String>,
+    /// Bit depths (8, 10).
+    #[arg(long, value_delimiter = ',', default_value = "8,10")]
+    depths: Vec<u32>,
+    /// Thread counts; `all` = one per core.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,all")]
+    threads: Vec<String>,
+    /// Extra metrics for both (e.g. psnr,float_ssim,float_ms_ssim).
+    #[arg(long, default_value = "")]
+    features: String,
+    /// Runs of each measurement; the fastest is reported (a shared machine's other load
+    /// only ever slows a run down).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Do not run libvmaf (a machine without ffmpeg, e.g. the GPU host).
     #[arg(long)]
-    libvmaf: bool,
-    /// Reference data folder.
+    no_libvmaf: bool,
+    /// Folder with src01_{ref,dis}_576x324_420p{8,10}_3f.yuv.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vmaf-reference"))]
     data: PathBuf,
 }
 
-fn write_yuv(path: &PathBuf, planes: &[Vec<u16>], w: usize, h: usize, bpc: u32, n: usize) {
-    let mut bytes = Vec::new();
-    let chroma = 2 * w.div_ceil(2) * h.div_ceil(2);
+fn size(s: &str) -> (usize, usize) {
+    match s {
+        "1080p" => (1920, 1080),
+        "2160p" => (3840, 2160),
+        "576p" | "576x324" => (576, 324),
+        other => {
+            let (w, h) = other
+                .split_once('x')
+                .unwrap_or_else(|| panic!("size {other}: 1080p, 2160p or WxH"));
+            (w.parse().expect("width"), h.parse().expect("height"))
+        }
+    }
+}
+
+fn threads(s: &str) -> usize {
+    match s {
+        "all" => threads_per_core(),
+        n => n.parse().expect("thread count or 'all'"),
+    }
+}
+
+/// Mid-grey chroma of a `w` x `h` 4:2:0 frame at `bpc` bits (what the raw files carry).
+fn grey(w: usize, h: usize, bpc: u32) -> Vec<u16> {
+    vec![1u16 << (bpc - 1); w.div_ceil(2) * h.div_ceil(2)]
+}
+
+/// Raw 4:2:0 file of `n` frames cycling through `planes`, chroma mid-grey.
+fn write_yuv(path: &Path, planes: &Planes, w: usize, h: usize, bpc: u32, n: usize) {
+    use std::io::Write;
+    let file = std::fs::File::create(path).expect("create temp yuv");
+    let mut out = std::io::BufWriter::new(file);
+    let chroma = grey(w, h, bpc);
     for i in 0..n {
         let p = &planes[i % planes.len()];
-        let mid = 1u16 << (bpc - 1);
-        for &v in p.iter().chain(std::iter::repeat_n(&mid, chroma)) {
+        for &v in p.iter().chain(&chroma).chain(&chroma) {
             if bpc > 8 {
-                bytes.extend_from_slice(&v.to_le_bytes());
+                out.write_all(&v.to_le_bytes()).expect("write");
             } else {
-                bytes.push(v as u8);
+                out.write_all(&[v as u8]).expect("write");
             }
         }
     }
-    std::fs::write(path, bytes).expect("write temp yuv");
+    out.flush().expect("flush");
 }
 
-fn ours(refs: &[Vec<u16>], diss: &[Vec<u16>], w: usize, h: usize, bpc: u32, n: usize) -> f64 {
-    let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
-    let backend = CpuBackend::new(w, h, bpc, model.vif, model.adm).expect("backend");
-    let mut scorer: Scorer<()> = Scorer::new(Box::new(backend), model, 1);
+struct Content<'a> {
+    refs: &'a Planes,
+    diss: &'a Planes,
+    w: usize,
+    h: usize,
+    bpc: u32,
+}
+
+/// Our fps: `n` pairs through the scorer on `threads` threads.
+fn ours(c: &Content, features: FeatureSet, threads: usize, n: usize) -> f64 {
+    let models: Arc<[NamedModel]> = NamedModel::load_list("vmaf_v0.6.1").expect("model").into();
+    let plan = ScorePlan {
+        models,
+        features,
+        psnr_chroma: true,
+    };
+    let mut backend = CpuBackend::with_features(
+        c.w,
+        c.h,
+        c.bpc,
+        &plan.vif_configs(),
+        &plan.adm_configs(),
+        features,
+    )
+    .expect("backend");
+    if threads > 1 {
+        backend = backend.with_pool(Arc::new(CpuPool::new(threads).expect("pool")));
+    }
+    let mut scorer: Scorer<()> = Scorer::with_plan(Box::new(backend), plan, 1);
+    let chroma = grey(c.w, c.h, c.bpc);
+    let (cw, ch) = (c.w.div_ceil(2), c.h.div_ceil(2));
+    let cp = LumaPlane::packed(&chroma, cw, ch, c.bpc).expect("chroma plane");
     let start = Instant::now();
     for i in 0..n {
-        let r = LumaPlane::packed(&refs[i % refs.len()], w, h, bpc).unwrap();
-        let d = LumaPlane::packed(&diss[i % diss.len()], w, h, bpc).unwrap();
-        scorer.push(&r, &d, ()).expect("score");
+        let r = LumaPlane::packed(&c.refs[i % c.refs.len()], c.w, c.h, c.bpc).expect("plane");
+        let d = LumaPlane::packed(&c.diss[i % c.diss.len()], c.w, c.h, c.bpc).expect("plane");
+        let chroma = ChromaPair {
+            reference: [cp, cp],
+            distorted: [cp, cp],
+        };
+        scorer
+            .push_frame(LumaInput::Packed(r), LumaInput::Packed(d), Some(chroma), ())
+            .expect("score");
     }
     scorer.finish().expect("finish");
     n as f64 / start.elapsed().as_secs_f64()
 }
 
-fn libvmaf(
-    refs: &[Vec<u16>],
-    diss: &[Vec<u16>],
-    w: usize,
-    h: usize,
-    bpc: u32,
-    n: usize,
-) -> Option<f64> {
-    let ff = Command::new("python3")
+fn ffmpeg() -> Option<String> {
+    let out = Command::new("python3")
         .args([
             "-c",
             "import imageio_ffmpeg as f; print(f.get_ffmpeg_exe())",
         ])
         .output()
         .ok()?;
-    let ff = String::from_utf8(ff.stdout).ok()?.trim().to_owned();
-    if ff.is_empty() {
-        return None;
+    let ff = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (!ff.is_empty()).then_some(ff)
+}
+
+/// Seconds of one ffmpeg run on the two raw files with `lavfi` (`None`: no filter).
+fn ffmpeg_seconds(ff: &str, files: (&Path, &Path), c: &Content, lavfi: Option<&str>) -> f64 {
+    let pix = if c.bpc > 8 { "yuv420p10le" } else { "yuv420p" };
+    let size = format!("{}x{}", c.w, c.h);
+    let mut cmd = Command::new(ff);
+    cmd.args(["-hide_banner", "-loglevel", "error", "-nostdin"]);
+    for f in [files.0, files.1] {
+        cmd.args(["-f", "rawvideo", "-pix_fmt", pix, "-s", &size, "-i"])
+            .arg(f);
     }
-    let dir = std::env::temp_dir();
-    let (rp, dp, log) = (
-        dir.join("bench_ref.yuv"),
-        dir.join("bench_dis.yuv"),
-        dir.join("bench_libvmaf.json"),
-    );
-    write_yuv(&rp, refs, w, h, bpc, n);
-    write_yuv(&dp, diss, w, h, bpc, n);
-    let pix = if bpc > 8 { "yuv420p10le" } else { "yuv420p" };
-    let size = format!("{w}x{h}");
-    let raw = |p: &PathBuf| {
-        vec![
-            "-f".to_owned(),
-            "rawvideo".into(),
-            "-pix_fmt".into(),
-            pix.into(),
-            "-s".into(),
-            size.clone(),
-            "-i".into(),
-            p.display().to_string(),
-        ]
+    match lavfi {
+        Some(l) => cmd.arg("-lavfi").arg(l),
+        None => cmd.args(["-map", "0:v", "-map", "1:v"]),
     };
-    let status = Command::new(&ff)
-        .args(["-hide_banner", "-loglevel", "error"])
-        .args(raw(&dp))
-        .args(raw(&rp))
-        .arg("-lavfi")
-        .arg(format!(
-            "[0:v][1:v]libvmaf=n_threads=1:log_fmt=json:log_path={}",
-            log.display()
-        ))
-        .args(["-f", "null", "-"])
-        .status()
-        .ok()?;
-    if !status.success() {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&log).ok()?).ok()?;
-    v["fps"].as_f64()
+    cmd.args(["-f", "null", "-"]);
+    let start = Instant::now();
+    let status = cmd.status().expect("run ffmpeg");
+    assert!(status.success(), "ffmpeg failed: {cmd:?}");
+    start.elapsed().as_secs_f64()
+}
+
+/// The shortest of `repeat` (at least 1) timings.
+fn best(repeat: usize, mut secs: impl FnMut() -> f64) -> f64 {
+    (0..repeat.max(1))
+        .map(|_| secs())
+        .fold(f64::INFINITY, f64::min)
 }
 
 fn main() {
     let args = Args::parse();
-    let mut rows = Vec::new();
-    for (bpc, tag) in [(8u32, "420p8"), (10, "420p10")] {
-        let rp = args.data.join(format!("src01_ref_576x324_{tag}_3f.yuv"));
-        let dp = args.data.join(format!("src01_dis_576x324_{tag}_3f.yuv"));
-        let refs = read_luma(&rp, 576, 324, bpc, 3);
-        let diss = read_luma(&dp, 576, 324, bpc, 3);
-        for (w, h) in [(576usize, 324usize), (1920, 1080)] {
-            let (r, d): (Vec<_>, Vec<_>) = if w == 576 {
-                (refs.clone(), diss.clone())
-            } else {
-                (
-                    refs.iter().map(|p| upscale(p, 576, 324, w, h)).collect(),
-                    diss.iter().map(|p| upscale(p, 576, 324, w, h)).collect(),
-                )
+    let features = FeatureSet::parse(&args.features).expect("features");
+    let ff = if args.no_libvmaf { None } else { ffmpeg() };
+    if !args.no_libvmaf && ff.is_none() {
+        eprintln!("no ffmpeg (pip install imageio-ffmpeg): ours only");
+    }
+    let mut counts: Vec<usize> = args.threads.iter().map(|t| threads(t)).collect();
+    counts.dedup();
+    let most = counts.iter().copied().max().unwrap_or(1);
+    let dir = std::env::temp_dir().join(format!("cpu_bench_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let feature_opt = if args.features.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = args
+            .features
+            .split(',')
+            .map(|f| format!("name={}", f.trim()))
+            .collect();
+        format!(":feature={}", names.join("|"))
+    };
+    println!(
+        "CPU: {} cores; features: VMAF{}",
+        threads_per_core(),
+        if args.features.is_empty() {
+            String::new()
+        } else {
+            format!(" + {}", args.features)
+        }
+    );
+    println!("| size | bits | threads | frames | vmafcompare CPU fps | libvmaf 3.2.0 fps | ours / libvmaf |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for s in &args.sizes {
+        let (w, h) = size(s);
+        for &bpc in &args.depths {
+            let (refs, diss) = match try_pair_planes(&args.data, w, h, bpc) {
+                Ok(p) => p,
+                Err(e) => panic!("{e} (--data: the folder holding the src01 576x324 pairs)"),
             };
-            let n = if w == 576 {
-                args.frames * 4
-            } else {
-                args.frames
+            let c = Content {
+                refs: &refs,
+                diss: &diss,
+                w,
+                h,
+                bpc,
             };
-            let fps = ours(&r, &d, w, h, bpc, n);
-            let lib = if args.libvmaf {
-                libvmaf(&r, &d, w, h, bpc, n)
-            } else {
-                None
+            let n = match args.frames {
+                0 if w * h > 1920 * 1080 => (2 * most).max(8),
+                0 => (4 * most).max(24),
+                n => n,
             };
-            rows.push((w, h, bpc, n, fps, lib));
+            let files = (dir.join("dis.yuv"), dir.join("ref.yuv"));
+            let base = ff.as_deref().map(|ff| {
+                write_yuv(&files.0, &diss, w, h, bpc, n);
+                write_yuv(&files.1, &refs, w, h, bpc, n);
+                best(args.repeat, || {
+                    ffmpeg_seconds(ff, (&files.0, &files.1), &c, None)
+                })
+            });
+            for &t in &counts {
+                let fps = n as f64 / best(args.repeat, || n as f64 / ours(&c, features, t, n));
+                let lib = ff.as_deref().zip(base).map(|(ff, base)| {
+                    let lavfi = format!("[0:v][1:v]libvmaf=n_threads={t}{feature_opt}");
+                    let secs = best(args.repeat, || {
+                        ffmpeg_seconds(ff, (&files.0, &files.1), &c, Some(&lavfi))
+                    });
+                    n as f64 / (secs - base).max(1e-6)
+                });
+                let (l, r) = match lib {
+                    Some(l) => (format!("{l:.1}"), format!("{:.2}", fps / l)),
+                    None => ("-".into(), "-".into()),
+                };
+                println!("| {w}x{h} | {bpc} | {t} | {n} | {fps:.1} | {l} | {r} |");
+            }
         }
     }
-    println!("| size | bits | frames | vmafcompare CPU fps (1 thread) | libvmaf 3.2.0 fps (n_threads=1) | ratio |");
-    println!("| --- | --- | --- | --- | --- | --- |");
-    for (w, h, bpc, n, fps, lib) in rows {
-        let (l, r) = match lib {
-            Some(l) => (format!("{l:.1}"), format!("{:.2}x", l / fps)),
-            None => ("-".into(), "-".into()),
-        };
-        println!("| {w}x{h} | {bpc} | {n} | {fps:.1} | {l} | {r} |");
-    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

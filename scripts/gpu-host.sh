@@ -137,6 +137,13 @@ PY
             # every minute, index/timestamp drift (CHECKS=soak bash scripts/gpu-host.sh)
       .gpu/bin/soak --backend cuda --width 1920 --height 1080 --distortion scale \
         --duration "${SOAK_SECONDS:-1500}" --interval 60 || fail=1 ;;
+    cpu)    # not in the default list (issue 20): the CPU backend's fps at 1, 2, 4, 8 and all
+            # threads, 1080p and 2160p, 8 and 10 bits, VMAF alone then with the extra metrics;
+            # no ffmpeg here: the libvmaf columns and ratios come from the build machine
+            # (CHECKS=cpu bash scripts/gpu-host.sh)
+      .gpu/bin/cpu_bench --no-libvmaf --data .gpu/ref --threads "${CPU_THREADS:-1,2,4,8,all}" || fail=1
+      .gpu/bin/cpu_bench --no-libvmaf --data .gpu/ref --threads "${CPU_THREADS:-1,2,4,8,all}" \
+        --sizes 1080p --depths 8 --features psnr,float_ssim,float_ms_ssim || fail=1 ;;
   esac
 done
 exit $fail

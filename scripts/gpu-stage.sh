@@ -30,7 +30,7 @@ for l in sys.stdin:
   | while read -r name exe; do
       cp "$exe" "$out/bin/$name"
     done
-examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak)
+examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak cpu_bench)
 cargo build --release "${examples[@]/#/--example=}"
 for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
 # gpu_lessons keeps its symbols: it prints where an allocation per frame comes from.

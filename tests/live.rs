@@ -779,3 +779,27 @@ fn typed_messages_round_trip_through_structures() {
         summary
     );
 }
+
+/// Issue 20: a live pipeline's scoring thread hands frames to the element's CPU pool, several
+/// in flight. With on-full=block every frame is scored exactly as a non-live run on one
+/// thread; the pairs in flight count in `queue-size`, so the latency is unchanged.
+#[test]
+fn live_scoring_on_a_pool_is_exact_and_keeps_the_latency() {
+    let reference = run_all(&ball_pipeline("onethread", "threads=1", false));
+    assert!(reference.errors.is_empty(), "{:?}", reference.errors);
+    let pooled = run_all(&ball_pipeline(
+        "pooled",
+        "threads=3 queue-size=4 on-full=block",
+        true,
+    ));
+    assert!(pooled.errors.is_empty(), "{:?}", pooled.errors);
+    let s = pooled.summary.as_ref().expect("summary");
+    assert_eq!((s.frames, s.skipped), (50, 0));
+    assert_eq!(pooled.frames.len(), 50);
+    for (x, y) in pooled.frames.iter().zip(&reference.frames) {
+        assert_eq!((x.index, &x.metrics), (y.index, &y.metrics));
+    }
+    let (_, one) = live_latency("threads=1 queue-size=2", false);
+    let (_, many) = live_latency("threads=4 queue-size=2", false);
+    assert_eq!(one, many);
+}

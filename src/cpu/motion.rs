@@ -77,38 +77,21 @@ impl Motion {
                 let r = mirror(i as isize - RADIUS as isize + k as isize, h);
                 (prev.row(r), cur.row(r))
             });
-            let mut any = 0i32;
-            for (j, out) in y_row.iter_mut().enumerate() {
-                let mut acc = 0i64;
-                for (k, (p, c)) in rows.iter().enumerate() {
-                    acc += FILTER[k] * (i64::from(p[j]) - i64::from(c[j]));
-                }
-                *out = ((acc + round) >> shift) as i32;
-                any |= *out;
-            }
+            let any = if self.bpc <= NARROW_MAX_BPC {
+                vertical_i32(&rows, round as i32, shift, y_row)
+            } else {
+                vertical_i64(&rows, round, shift, y_row)
+            };
             if any == 0 {
                 continue;
             }
             let mut row_sad: u32 = 0;
-            let x_conv = |j: usize, y: &[i32]| -> u32 {
-                let mut acc = 0i64;
-                for (k, f) in FILTER.iter().enumerate() {
-                    let col = mirror(j as isize - RADIUS as isize + k as isize, w);
-                    acc += f * i64::from(y[col]);
-                }
-                (((acc + (1 << 15)) >> 16) as i32).unsigned_abs()
-            };
             let interior_end = w.saturating_sub(RADIUS).max(RADIUS);
             for j in (0..RADIUS.min(w)).chain(interior_end..w) {
                 row_sad = row_sad.wrapping_add(x_conv(j, y_row));
             }
-            for win in y_row.windows(5).take(interior_end - RADIUS) {
-                let mut acc = 0i64;
-                for (f, v) in FILTER.iter().zip(win) {
-                    acc += f * i64::from(*v);
-                }
-                row_sad = row_sad.wrapping_add((((acc + (1 << 15)) >> 16) as i32).unsigned_abs());
-            }
+            let interior = y_row.get(..interior_end + RADIUS).unwrap_or(&[]);
+            row_sad = row_sad.wrapping_add(horizontal_interior(interior));
             sad += u64::from(row_sad);
         }
         Ok(sad)
@@ -121,6 +104,99 @@ impl Motion {
         let s = sad as f64 / 256.0 / f64::from(pixels);
         s.min(MOTION_MAX_VAL)
     }
+}
+
+/// Largest depth whose vertical sums fit `i32`: |sum_k FILTER[k] * (p - c)| <=
+/// 65536 * (2^bpc - 1) < 2^31 for bpc <= 15.
+const NARROW_MAX_BPC: u32 = 15;
+
+/// The taps as `i32` (the filter is symmetric: 0 = 4, 1 = 3).
+const F0: i32 = FILTER[0] as i32;
+const F1: i32 = FILTER[1] as i32;
+const F2: i32 = FILTER[2] as i32;
+
+/// Vertical pass of one output row, `bpc <= 15`: `y[j] = (sum_k FILTER[k] * (p_k[j] -
+/// c_k[j]) + round) >> shift` over the five (mirrored) rows, exact in `i32` (see
+/// [`NARROW_MAX_BPC`]). Returns the OR of the outputs (0: the row is all zero).
+#[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+fn vertical_i32(rows: &[(&[u16], &[u16]); 5], round: i32, shift: u32, y: &mut [i32]) -> i32 {
+    let n = y.len();
+    let [(p0, c0), (p1, c1), (p2, c2), (p3, c3), (p4, c4)] = *rows;
+    let (Some(p0), Some(p1), Some(p2), Some(p3), Some(p4)) = (
+        p0.get(..n),
+        p1.get(..n),
+        p2.get(..n),
+        p3.get(..n),
+        p4.get(..n),
+    ) else {
+        return vertical_i64(rows, i64::from(round), shift, y);
+    };
+    let (Some(c0), Some(c1), Some(c2), Some(c3), Some(c4)) = (
+        c0.get(..n),
+        c1.get(..n),
+        c2.get(..n),
+        c3.get(..n),
+        c4.get(..n),
+    ) else {
+        return vertical_i64(rows, i64::from(round), shift, y);
+    };
+    let mut any = 0i32;
+    for j in 0..n {
+        let d = |p: &[u16], c: &[u16]| i32::from(p[j]) - i32::from(c[j]);
+        let acc = F0 * (d(p0, c0) + d(p4, c4)) + F1 * (d(p1, c1) + d(p3, c3)) + F2 * d(p2, c2);
+        let v = (acc + round) >> shift;
+        y[j] = v;
+        any |= v;
+    }
+    any
+}
+
+/// [`vertical_i32`] in `i64`, for any depth.
+fn vertical_i64(rows: &[(&[u16], &[u16]); 5], round: i64, shift: u32, y: &mut [i32]) -> i32 {
+    let mut any = 0i32;
+    for (j, out) in y.iter_mut().enumerate() {
+        let mut acc = 0i64;
+        for (k, (p, c)) in rows.iter().enumerate() {
+            acc += FILTER[k] * (i64::from(p[j]) - i64::from(c[j]));
+        }
+        *out = ((acc + round) >> shift) as i32;
+        any |= *out;
+    }
+    any
+}
+
+/// |horizontal blur| at column `j` of a row of vertical outputs, mirrored borders, Q16
+/// rounded (libvmaf's x pass).
+fn x_conv(j: usize, y: &[i32]) -> u32 {
+    let w = y.len();
+    let mut acc = 0i64;
+    for (k, f) in FILTER.iter().enumerate() {
+        let col = mirror(j as isize - RADIUS as isize + k as isize, w);
+        acc += f * i64::from(y[col]);
+    }
+    (((acc + (1 << 15)) >> 16) as i32).unsigned_abs()
+}
+
+/// Sum (wrapping, as libvmaf's `uint32_t`) of |horizontal blur| over every full window of
+/// five samples of `y` (the interior columns).
+///
+/// libvmaf's 64-bit sum `acc = sum_k FILTER[k] * y_k` of outputs `|y| <= 2^17` is split
+/// exactly into `i32` parts: with `y = 256 * hi + lo` (`hi = y >> 8`, `lo = y & 255`),
+/// `A = sum f * hi` and `B = sum f * lo` are below 2^26 in magnitude, and
+/// `(acc + 2^15) >> 16 = (A + ((B + 2^15) >> 8)) >> 8` (write `B + 2^15 = 256 q + r`,
+/// `0 <= r < 256`: `acc + 2^15 = 256 (A + q) + r`, and `r` cannot carry past the next
+/// 256 multiple). So the loop needs only 32-bit multiplies, which vectorise.
+#[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+fn horizontal_interior(y: &[i32]) -> u32 {
+    let mut sad = 0u32;
+    for win in y.windows(5) {
+        let (hi, lo) = (|v: i32| v >> 8, |v: i32| v & 255);
+        let a = F0 * (hi(win[0]) + hi(win[4])) + F1 * (hi(win[1]) + hi(win[3])) + F2 * hi(win[2]);
+        let b = F0 * (lo(win[0]) + lo(win[4])) + F1 * (lo(win[1]) + lo(win[3])) + F2 * lo(win[2]);
+        let v = (a + ((b + (1 << 15)) >> 8)) >> 8;
+        sad = sad.wrapping_add(v.unsigned_abs());
+    }
+    sad
 }
 
 #[cfg(test)]
@@ -163,7 +239,7 @@ mod tests {
             seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
             seed >> 16
         };
-        for bpc in [8u32, 10] {
+        for bpc in [8u32, 10, 12, 15, 16] {
             for w in 3..20 {
                 for h in 3..12 {
                     let n = w * h;
@@ -174,6 +250,23 @@ mod tests {
                     let pb = LumaPlane::packed(&b, w, h, bpc).ok_or("plane")?;
                     assert_eq!(m.sad(&pa, &pb)?, naive(&a, &b, w, h, bpc), "{w}x{h}@{bpc}");
                 }
+            }
+        }
+        // Extreme planes (all black against all white, and alternating) at every depth:
+        // the largest sums the i32 paths must hold.
+        for bpc in [8u32, 10, 12, 15, 16] {
+            let (w, h) = (37, 9);
+            let top = ((1u32 << bpc) - 1) as u16;
+            let black = vec![0u16; w * h];
+            let white = vec![top; w * h];
+            let check: Vec<u16> = (0..w * h)
+                .map(|i| if (i / w + i % w) % 2 == 0 { top } else { 0 })
+                .collect();
+            for (a, b) in [(&black, &white), (&white, &black), (&check, &black)] {
+                let mut m = Motion::new(w, h, bpc)?;
+                let pa = LumaPlane::packed(a, w, h, bpc).ok_or("plane")?;
+                let pb = LumaPlane::packed(b, w, h, bpc).ok_or("plane")?;
+                assert_eq!(m.sad(&pa, &pb)?, naive(a, b, w, h, bpc), "extreme @{bpc}");
             }
         }
         assert!(Motion::new(2, 10, 8).is_err());

@@ -140,6 +140,12 @@ pub trait Backend: Send {
     fn max_in_flight(&self) -> usize {
         1
     }
+    /// Frames scored at the same time, for estimating when a frame handed over now will be
+    /// done (a live pipeline's skip decision): the CPU backend's threads; 1 for a backend
+    /// whose frames in flight go through one pipeline in turn (the default).
+    fn parallel(&self) -> usize {
+        1
+    }
     /// Drops in-flight work and forgets the previous reference frame (after a flush or
     /// discontinuity).
     fn reset(&mut self);
@@ -525,6 +531,33 @@ impl<T> Scorer<T> {
             first: q.first,
             trailing: q.trailing,
         });
+    }
+
+    /// Frames submitted to the backend whose features are not collected yet (a backend
+    /// with several frames in flight: the GPU, or the CPU on a pool).
+    pub fn in_flight(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Frames the backend scores at the same time ([`Backend::parallel`]).
+    pub fn parallelism(&self) -> usize {
+        self.backend.parallel().max(1)
+    }
+
+    /// Collects the frames the backend has finished since the last push, without pushing
+    /// (a live pipeline's scoring thread, idle while frames are in flight). Returns the
+    /// frames completed by them, as [`Scorer::push`] does.
+    ///
+    /// Errors: a backend failure of a collected frame.
+    pub fn poll(&mut self) -> Result<Vec<Scored<T>>, EngineError> {
+        let mut done = Vec::new();
+        while !self.queue.is_empty() {
+            match self.backend.collect(false)? {
+                Some(raw) => self.accept(raw, &mut done),
+                None => break,
+            }
+        }
+        Ok(done)
     }
 
     /// Queues a tag that has no partner frame (e.g. a distorted buffer whose reference never

@@ -17,7 +17,7 @@ use gst_video::prelude::*;
 use super::{
     FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME,
 };
-use crate::cpu::{self, CpuBackend};
+use crate::cpu::{self, CpuBackend, CpuPool};
 use crate::cuda::backend::GpuPlan;
 use crate::cuda::context::PeerAccess;
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
@@ -63,6 +63,10 @@ const FORMATS: &[gst_video::VideoFormat] = &[
 const DEFAULT_SUBSAMPLE: u32 = 1;
 const DEFAULT_DEVICE_ID: u32 = 0;
 const MAX_SUBSAMPLE: u32 = 1_000_000;
+/// `threads`: 0, one CPU scoring thread per core.
+const DEFAULT_THREADS: u32 = 0;
+/// Largest `threads` accepted.
+const MAX_THREADS: u32 = 1024;
 /// Largest width and height accepted (16K video is 15360x8640): bounds the memory the
 /// extractors allocate for one geometry, so absurd caps are refused instead of exhausting it.
 const MAX_DIMENSION: u32 = 16384;
@@ -78,6 +82,8 @@ struct Settings {
     results_format: ResultsFormat,
     frame_message: bool,
     device_id: u32,
+    /// CPU scoring threads (0: one per core).
+    threads: u32,
 }
 
 impl Default for Settings {
@@ -91,6 +97,7 @@ impl Default for Settings {
             results_format: ResultsFormat::Json,
             frame_message: true,
             device_id: DEFAULT_DEVICE_ID,
+            threads: DEFAULT_THREADS,
         }
     }
 }
@@ -493,6 +500,9 @@ struct Prepared {
     /// The `features` property, parsed.
     features: FeatureSet,
     gpu: Option<Arc<GpuDevice>>,
+    /// The CPU backend's threads (`threads` property), `None` for one thread (scoring in the
+    /// streaming or live scoring thread) and with `backend=cuda`; joined when dropped.
+    cpu_pool: Option<Arc<CpuPool>>,
 }
 
 pub struct VmafCompare {
@@ -619,6 +629,19 @@ impl ObjectImpl for VmafCompare {
                     .default_value(DEFAULT_DEVICE_ID)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecUInt::builder("threads")
+                    .nick("CPU threads")
+                    .blurb(
+                        "Threads of the CPU backend (backend=cpu, or auto without a usable GPU): \
+                         0 = one per core (default), 1 = score in the streaming thread. Frames \
+                         are scored in parallel on the element's own pool, started at \
+                         NULL->READY (and again at READY->PAUSED when changed) and joined at \
+                         READY->NULL; the scores are the same for any value",
+                    )
+                    .maximum(MAX_THREADS)
+                    .default_value(DEFAULT_THREADS)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecBoolean::builder("frame-message")
                     .nick("Frame message")
                     .blurb(
@@ -667,6 +690,7 @@ impl ObjectImpl for VmafCompare {
             "results-format" => s.results_format = value.get().unwrap_or_default(),
             "frame-message" => s.frame_message = value.get().unwrap_or(true),
             "device-id" => s.device_id = value.get().unwrap_or(DEFAULT_DEVICE_ID),
+            "threads" => s.threads = value.get().unwrap_or(DEFAULT_THREADS),
             other => gst::warning!(CAT, imp = self, "unknown property {other}"),
         }
     }
@@ -685,6 +709,7 @@ impl ObjectImpl for VmafCompare {
             "results-format" => s.results_format.to_value(),
             "frame-message" => s.frame_message.to_value(),
             "device-id" => s.device_id.to_value(),
+            "threads" => s.threads.to_value(),
             _ => glib::Value::from_type(pspec.value_type()),
         }
     }
@@ -865,10 +890,26 @@ impl VmafCompare {
         if let Some(dev) = gpu.as_deref() {
             self.share_cuda_context(dev);
         }
+        let cpu_pool = match settings.backend {
+            VmafBackend::Cuda => None,
+            _ => match self.cpu_pool(settings.threads) {
+                Ok(pool) => pool,
+                Err(e) => {
+                    gst::element_imp_error!(
+                        self,
+                        gst::ResourceError::Failed,
+                        ("{}", e),
+                        ["Set a smaller threads value."]
+                    );
+                    return Err(gst::StateChangeError);
+                }
+            },
+        };
         *lock(&self.prepared) = Some(Prepared {
             models,
             features,
             gpu,
+            cpu_pool,
         });
         Ok(())
     }
@@ -1378,7 +1419,7 @@ impl VmafCompare {
                 ),
             }
         }
-        match Self::cpu_backend(plan, (wu, hu, bpc), frame.colour) {
+        match self.cpu_backend(plan, (wu, hu, bpc), frame.colour) {
             Ok(b) => {
                 gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
                 Ok(Box::new(b))
@@ -1390,21 +1431,72 @@ impl VmafCompare {
         }
     }
 
-    /// The CPU backend computing everything `plan` asks for.
+    /// The CPU backend computing everything `plan` asks for, on the element's pool when
+    /// it has one.
     fn cpu_backend(
+        &self,
         plan: &ScorePlan,
         (w, h, bpc): (usize, usize, u32),
         colour: YuvToRgb,
     ) -> Result<CpuBackend, crate::engine::FeatureError> {
-        CpuBackend::with_features(
+        let pool = lock(&self.prepared)
+            .as_ref()
+            .and_then(|p| p.cpu_pool.clone());
+        let b = CpuBackend::with_features(
             w,
             h,
             bpc,
             &plan.vif_configs(),
             &plan.adm_configs(),
             plan.features,
-        )
-        .map(|b| b.with_colour(colour))
+        )?
+        .with_colour(colour);
+        Ok(match pool {
+            Some(pool) => b.with_pool(pool),
+            None => b,
+        })
+    }
+
+    /// The CPU scoring pool for the `threads` property: `None` for one thread.
+    ///
+    /// Errors: the system refused a thread.
+    fn cpu_pool(&self, threads: u32) -> Result<Option<Arc<CpuPool>>, cpu::PoolError> {
+        let n = match threads as usize {
+            0 => cpu::threads_per_core(),
+            n => n,
+        };
+        if n <= 1 {
+            return Ok(None);
+        }
+        let pool = CpuPool::new(n)?;
+        gst::debug!(CAT, imp = self, "{n} CPU scoring threads");
+        Ok(Some(Arc::new(pool)))
+    }
+
+    /// READY->PAUSED: a `threads` value changed in READY takes effect (the pool of
+    /// NULL->READY is replaced).
+    fn refresh_cpu_pool(&self) -> Result<(), gst::ErrorMessage> {
+        let (threads, backend) = {
+            let s = lock(&self.settings);
+            (s.threads, s.backend)
+        };
+        let want = match threads as usize {
+            0 => cpu::threads_per_core(),
+            n => n,
+        };
+        let have = lock(&self.prepared)
+            .as_ref()
+            .map(|p| p.cpu_pool.as_ref().map_or(1, |p| p.threads()));
+        if backend == VmafBackend::Cuda || have.is_none_or(|h| h == want) {
+            return Ok(());
+        }
+        let pool = self
+            .cpu_pool(threads)
+            .map_err(|e| gst::error_msg!(gst::ResourceError::Failed, ["{}", e]))?;
+        if let Some(p) = lock(&self.prepared).as_mut() {
+            p.cpu_pool = pool;
+        }
+        Ok(())
     }
 
     /// Posts a scoring failure as an element error.
@@ -1782,7 +1874,7 @@ impl VmafCompare {
                     .as_ref()
                     .map(|r| yuv_to_rgb(&r.info))
                     .unwrap_or_default();
-                match plan.map(|p| Self::cpu_backend(&p, (w, h, bpc), colour)) {
+                match plan.map(|p| self.cpu_backend(&p, (w, h, bpc), colour)) {
                     Some(Ok(cpu)) => {
                         let lost = match state.scorer.as_mut() {
                             Some(scorer) => {
@@ -2009,6 +2101,7 @@ impl VmafCompare {
 
 impl AggregatorImpl for VmafCompare {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
+        self.refresh_cpu_pool()?;
         let state = State {
             log: self.open_log()?,
             ..State::default()

@@ -51,7 +51,31 @@ pub(crate) enum Job {
     },
     /// `pairs` consecutive pairs were skipped here.
     Gap { pairs: u64 },
+    /// Nothing queued, frames in flight (a backend scoring several frames at once, the CPU
+    /// on its pool): collect those finished. Made by the scoring thread itself.
+    Poll,
 }
+
+/// What a job left in the scorer: how many of the pairs it was given are still being
+/// scored, and how many it scores at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Progress {
+    /// Pairs handed to the scorer whose features are not in yet.
+    pub(crate) in_flight: usize,
+    /// Pairs the scorer works on at once (1: one after the other).
+    pub(crate) parallel: usize,
+}
+
+impl Progress {
+    /// A scorer that finished everything it was given, one pair at a time.
+    pub(crate) const IDLE: Self = Self {
+        in_flight: 0,
+        parallel: 1,
+    };
+}
+
+/// How often the idle scoring thread collects frames in flight.
+const POLL: Duration = Duration::from_millis(2);
 
 /// What [`ScoringQueue::offer`] did with a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,14 +111,22 @@ struct Slot {
 #[derive(Default)]
 struct Inner {
     jobs: VecDeque<Job>,
-    /// Pair jobs queued or being scored.
+    /// Pair jobs queued or being handed to the scorer.
     pairs_waiting: usize,
+    /// Pairs in the scorer whose features are not in yet ([`Progress::in_flight`]); they
+    /// count against the capacity as pairs being scored.
+    in_flight: usize,
+    /// When each of the pairs in flight was handed to the scorer, oldest first.
+    handed: VecDeque<Instant>,
+    /// Pairs the scorer works on at once ([`Progress::parallel`]).
+    parallel: usize,
     slots: VecDeque<Slot>,
     skipped: u64,
     /// Skips the scoring thread has passed, in stream order.
     skipped_in_order: u64,
     late: u64,
-    /// Moving average of the time one pair takes on the scoring thread.
+    /// Moving average of the time from handing a pair to the scorer until its features
+    /// are in (one pair's scoring time when the scorer takes one pair at a time).
     pace: Option<Duration>,
     error: Option<gst::FlowError>,
     busy: bool,
@@ -125,16 +157,18 @@ pub(crate) struct ScoringQueue {
 }
 
 impl ScoringQueue {
-    /// Starts the scoring thread. `capacity` >= 1: pairs that may wait for or be in scoring;
-    /// `max_slots`: output slots kept at most (a safety bound on memory should deadlines
-    /// not come, e.g. without a clock); beyond it the oldest leaves at once. `run` scores
-    /// one job on the scoring thread and completes the slots of the frames it finishes
-    /// (through a [`Completer`]); an error stops scoring and is returned to the streaming
-    /// thread.
+    /// Starts the scoring thread. `capacity` >= 1: pairs that may wait for or be in scoring
+    /// (in flight in the scorer included); `max_slots`: output slots kept at most (a safety
+    /// bound on memory should deadlines not come, e.g. without a clock); beyond it the
+    /// oldest leaves at once. `run` scores one job on the scoring thread, completes the
+    /// slots of the frames it finishes (through a [`Completer`]) and says what is still in
+    /// flight; while pairs are in flight and nothing is queued, the thread runs
+    /// [`Job::Poll`] every [`POLL`]. An error stops scoring and is returned to the
+    /// streaming thread.
     pub(crate) fn start(
         capacity: usize,
         max_slots: usize,
-        mut run: impl FnMut(Job) -> Result<(), gst::FlowError> + Send + 'static,
+        mut run: impl FnMut(Job) -> Result<Progress, gst::FlowError> + Send + 'static,
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner::default()),
@@ -148,38 +182,69 @@ impl ScoringQueue {
                 loop {
                     let job = {
                         let mut g = s.lock();
-                        while g.jobs.is_empty() && !g.stop {
-                            g = s.cond.wait(g).unwrap_or_else(|p| p.into_inner());
+                        loop {
+                            if g.stop || !g.jobs.is_empty() {
+                                break;
+                            }
+                            if g.in_flight > 0 && g.error.is_none() {
+                                let (ng, timeout) = s
+                                    .cond
+                                    .wait_timeout(g, POLL)
+                                    .unwrap_or_else(|p| p.into_inner());
+                                g = ng;
+                                if timeout.timed_out() && g.jobs.is_empty() && !g.stop {
+                                    g.jobs.push_back(Job::Poll);
+                                }
+                            } else {
+                                g = s.cond.wait(g).unwrap_or_else(|p| p.into_inner());
+                            }
                         }
                         if g.stop {
                             break;
                         }
                         g.busy = true;
-                        g.jobs.pop_front()
+                        let job = g.jobs.pop_front();
+                        if matches!(job, Some(Job::Pair { .. })) {
+                            g.handed.push_back(Instant::now());
+                        }
+                        job
                     };
                     let Some(job) = job else { continue };
                     let (pair, gap) = match &job {
                         Job::Pair { .. } => (true, 0),
                         Job::Gap { pairs } => (false, *pairs),
+                        Job::Poll => (false, 0),
                     };
                     let failed = s.lock().error.is_some();
-                    let t0 = Instant::now();
-                    let res = if failed { Ok(()) } else { run(job) };
-                    let took = t0.elapsed();
+                    let res = if failed { Ok(Progress::IDLE) } else { run(job) };
                     let mut g = s.lock();
                     g.busy = false;
                     if pair {
                         g.pairs_waiting = g.pairs_waiting.saturating_sub(1);
-                        // Exponential moving average over about 8 pairs.
+                    }
+                    let progress = match res {
+                        Ok(p) => p,
+                        Err(e) => {
+                            g.error.get_or_insert(e);
+                            Progress::IDLE
+                        }
+                    };
+                    g.in_flight = progress.in_flight;
+                    g.parallel = progress.parallel.max(1);
+                    // The pairs whose features came in: how long each took, from the
+                    // moment it was handed over (exponential moving average over about 8).
+                    let now = Instant::now();
+                    while g.handed.len() > g.in_flight {
+                        let Some(t0) = g.handed.pop_front() else {
+                            break;
+                        };
+                        let took = now.saturating_duration_since(t0);
                         g.pace = Some(match g.pace {
                             Some(p) => p.saturating_mul(7).saturating_add(took) / 8,
                             None => took,
                         });
                     }
                     g.skipped_in_order += gap;
-                    if let Err(e) = res {
-                        g.error.get_or_insert(e);
-                    }
                     s.cond.notify_all();
                 }
             })?;
@@ -219,13 +284,16 @@ impl ScoringQueue {
             if let Some(e) = g.error {
                 return Err(e);
             }
+            // Pairs ahead of this one: queued, being handed over, or in flight.
+            let waiting = g.pairs_waiting + g.in_flight;
+            // It is scored once the pairs ahead have gone through the scorer's `parallel`
+            // lanes: (waiting / parallel + 1) pair times.
+            let rounds = (waiting / g.parallel.max(1)) as u32 + 1;
             let too_slow = match (g.pace, budget) {
-                (Some(pace), Some(budget)) => pace
-                    .checked_mul(g.pairs_waiting as u32 + 1)
-                    .is_none_or(|t| t > budget),
+                (Some(pace), Some(budget)) => pace.checked_mul(rounds).is_none_or(|t| t > budget),
                 _ => false,
             };
-            if g.pairs_waiting == 0 || (g.pairs_waiting < self.capacity && !too_slow) {
+            if waiting == 0 || (waiting < self.capacity && !too_slow) {
                 break;
             }
             if on_full == OnFull::Skip {
@@ -242,7 +310,7 @@ impl ScoringQueue {
                 self.shared.cond.notify_all();
                 return Ok(Offered::Skipped);
             }
-            if g.pairs_waiting < self.capacity {
+            if waiting < self.capacity {
                 break;
             }
             if cancelled() {
@@ -339,11 +407,12 @@ impl ScoringQueue {
         out
     }
 
-    /// Waits until every queued job is scored (end of stream). Returns a scoring error, or
-    /// `Err(Flushing)` when `cancelled()` says to give up.
+    /// Waits until every queued job is scored, the pairs in flight included (end of
+    /// stream). Returns a scoring error, or `Err(Flushing)` when `cancelled()` says to give
+    /// up.
     pub(crate) fn drain(&self, cancelled: impl Fn() -> bool) -> Result<(), gst::FlowError> {
         let mut g = self.shared.lock();
-        while !g.jobs.is_empty() || g.busy {
+        while !g.jobs.is_empty() || g.busy || (g.in_flight > 0 && g.error.is_none()) {
             if cancelled() {
                 return Err(gst::FlowError::Flushing);
             }
@@ -376,6 +445,9 @@ impl ScoringQueue {
             g = self.shared.cond.wait(g).unwrap_or_else(|p| p.into_inner());
         }
         g.slots.clear();
+        // The element resets the scorer on a flush: nothing stays in flight.
+        g.in_flight = 0;
+        g.handed.clear();
         g.error = None;
         g.skipped = 0;
         g.skipped_in_order = 0;
@@ -496,7 +568,7 @@ mod tests {
             if let (Job::Pair { distorted, .. }, Some(c)) = (job, c2.lock().unwrap().as_ref()) {
                 c.complete(distorted, Some(gst::Structure::new_empty("s")));
             }
-            Ok(())
+            Ok(Progress::IDLE)
         })
         .unwrap();
         *cell.lock().unwrap() = Some(queue.completer());
@@ -622,5 +694,58 @@ mod tests {
         );
         assert_eq!(cancelled, Err(gst::FlowError::Flushing));
         gate.send(()).unwrap();
+    }
+    /// A scorer with two lanes: a pair stays in flight after its job until the test lets
+    /// it finish; the scoring thread's polls collect it.
+    #[test]
+    fn pairs_in_flight_count_against_capacity_and_are_polled() {
+        gst::init().unwrap();
+        let (tx, rx) = mpsc::channel::<()>();
+        let rx = Mutex::new(rx);
+        let cell: Arc<Mutex<Option<Completer>>> = Arc::new(Mutex::new(None));
+        let c2 = cell.clone();
+        let mut flying: VecDeque<gst::Buffer> = VecDeque::new();
+        let queue = ScoringQueue::start(2, 16, move |job| {
+            if let Job::Pair { distorted, .. } = job {
+                flying.push_back(distorted);
+            }
+            // One pair finishes per gate opening; polls do not wait for one.
+            if rx.lock().unwrap().try_recv().is_ok() {
+                if let (Some(b), Some(c)) = (flying.pop_front(), c2.lock().unwrap().as_ref()) {
+                    c.complete(b, Some(gst::Structure::new_empty("s")));
+                }
+            }
+            Ok(Progress {
+                in_flight: flying.len(),
+                parallel: 2,
+            })
+        })
+        .unwrap();
+        *cell.lock().unwrap() = Some(queue.completer());
+        let q = queue;
+        let offer = |t| q.offer(buf(t), buf(t), ms(t), OnFull::Skip, None, || false, none);
+        assert_eq!(offer(0), Ok(Offered::Queued));
+        assert_eq!(offer(40), Ok(Offered::Queued));
+        // Wait until both were handed over (in flight, nothing queued).
+        let t0 = Instant::now();
+        while q.shared.lock().in_flight < 2 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(q.shared.lock().in_flight, 2);
+        // Capacity 2 is taken by the pairs in flight.
+        assert_eq!(offer(80), Ok(Offered::Skipped));
+        // Released one at a time by polls, in order.
+        tx.send(()).unwrap();
+        tx.send(()).unwrap();
+        q.drain(|| false).unwrap();
+        assert_eq!(q.shared.lock().in_flight, 0);
+        assert!(
+            q.shared.lock().pace.is_some(),
+            "pace measured from hand-over to done"
+        );
+        assert_eq!(
+            pts(&q.take_due(Due::WhenReady, true)),
+            [(0, true), (40, true), (80, false)]
+        );
     }
 }

@@ -17,7 +17,7 @@ use gst_video::prelude::*;
 use super::{lock, VmafCompare, CAT};
 use crate::engine::align::{Aligner, Thumb};
 use crate::engine::window::{Alert, AlertChange, Window, WindowSpan, MAX_WINDOW_FRAMES};
-use crate::vmafcompare::live::{Due, Job, OnFull, Released, ScoringQueue};
+use crate::vmafcompare::live::{Due, Job, OnFull, Progress, Released, ScoringQueue};
 use crate::vmafcompare::{AlertMessage, FrameMessage, OffsetMessage, META_NAME};
 
 const DEFAULT_QUEUE_SIZE: u32 = 3;
@@ -712,7 +712,7 @@ impl VmafCompare {
             return Ok(Some(q));
         }
         let weak = self.obj().downgrade();
-        let run = move |job: Job| -> Result<(), gst::FlowError> {
+        let run = move |job: Job| -> Result<Progress, gst::FlowError> {
             let Some(obj) = weak.upgrade() else {
                 return Err(gst::FlowError::Flushing);
             };
@@ -725,10 +725,12 @@ impl VmafCompare {
                     if let Some(d) = slow {
                         std::thread::sleep(d);
                     }
-                    imp.score_pair(reference, distorted).map(|_| ())
+                    imp.score_pair(reference, distorted)?;
                 }
-                Job::Gap { pairs } => imp.skip_pairs(pairs),
+                Job::Gap { pairs } => imp.skip_pairs(pairs)?,
+                Job::Poll => imp.poll_scored()?,
             }
+            Ok(imp.scorer_progress())
         };
         let queue = match ScoringQueue::start(capacity, MAX_SLOTS.max(4 * (capacity + 1)), run) {
             Ok(q) => Arc::new(q),
@@ -753,6 +755,29 @@ impl VmafCompare {
     /// The scoring queue, when scoring runs on its own thread.
     pub(super) fn live_queue(&self) -> Option<Arc<ScoringQueue>> {
         self.monitor.queue()
+    }
+
+    /// Scoring thread, nothing queued: emits the frames the backend finished meanwhile
+    /// (several frames in flight: the CPU on its pool, the GPU).
+    fn poll_scored(&self) -> Result<(), gst::FlowError> {
+        let done = {
+            let mut state = lock(&self.state);
+            state.scorer.as_mut().map(|s| s.poll()).transpose()
+        };
+        let done = done.map_err(|e| self.engine_failed(e))?.unwrap_or_default();
+        self.emit_all(done).map(|_| ())
+    }
+
+    /// What the scorer holds in flight, for the scoring queue's capacity and pace.
+    fn scorer_progress(&self) -> Progress {
+        let state = lock(&self.state);
+        match state.scorer.as_ref() {
+            Some(s) => Progress {
+                in_flight: s.in_flight(),
+                parallel: s.parallelism(),
+            },
+            None => Progress::IDLE,
+        }
     }
 
     /// Scoring thread: `pairs` pairs were skipped; complete the frame before the gap and

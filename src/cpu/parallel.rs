@@ -1,0 +1,274 @@
+//! Frames in flight on a [`CpuPool`]: each submitted pair is copied into buffers of its own
+//! and scored by a worker with its own [`Extractors`]; results wait in submission order.
+//!
+//! Motion is the only feature that reads another frame (the previous reference). The job of
+//! frame i holds frame i-1's reference buffer (an `Arc` shared with that frame's job), so
+//! the order in which workers finish changes nothing.
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use super::{device_refused, CpuPool, Extractors, FramePlan};
+use crate::engine::frame::{Chroma, ChromaPair, FeatureError, LumaInput, LumaPlane};
+use crate::engine::scorer::{EngineError, RawFeatures};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Plane buffers given back by finished jobs, reused by the next submissions.
+type FreeList = Arc<Mutex<Vec<Vec<u16>>>>;
+
+/// Buffers kept on the free list at most (the rest are freed).
+const MAX_FREE: usize = 64;
+
+/// A packed plane owned by a job; its samples return to the free list when it drops.
+struct Owned {
+    data: Vec<u16>,
+    width: usize,
+    height: usize,
+    bpc: u32,
+    free: FreeList,
+}
+
+impl Owned {
+    /// A packed copy of `p` in a buffer from `free`.
+    fn copy(p: &LumaPlane, free: &FreeList) -> Self {
+        let mut data = lock(free).pop().unwrap_or_default();
+        data.clear();
+        data.reserve(p.width * p.height);
+        for y in 0..p.height {
+            data.extend_from_slice(p.row(y));
+        }
+        Self {
+            data,
+            width: p.width,
+            height: p.height,
+            bpc: p.bpc,
+            free: free.clone(),
+        }
+    }
+
+    /// A packed copy of a luma input: packed planes copied, host rows converted. The size is
+    /// checked against `plan` here, so a wrong frame fails at submission.
+    fn luma(plan: &FramePlan, input: &LumaInput<'_>, free: &FreeList) -> Result<Self, EngineError> {
+        let geometry = plan.geometry();
+        match input {
+            LumaInput::Packed(p) => {
+                FeatureError::check_plane("vmaf", geometry, p)?;
+                Ok(Self::copy(p, free))
+            }
+            LumaInput::Host(h) => {
+                if (h.width, h.height) != (plan.width, plan.height) {
+                    return Err(
+                        FeatureError::wrong_size("vmaf", geometry, (h.width, h.height)).into(),
+                    );
+                }
+                let mut data = lock(free).pop().unwrap_or_default();
+                h.to_packed(&mut data);
+                Ok(Self {
+                    data,
+                    width: h.width,
+                    height: h.height,
+                    bpc: plan.bpc,
+                    free: free.clone(),
+                })
+            }
+            LumaInput::Device(_) => Err(device_refused()),
+        }
+    }
+
+    fn view(&self) -> Result<LumaPlane<'_>, EngineError> {
+        LumaPlane::packed(&self.data, self.width, self.height, self.bpc).ok_or_else(|| {
+            EngineError::Backend {
+                backend: "cpu",
+                message: format!(
+                    "internal: a {}x{} plane of {} samples",
+                    self.width,
+                    self.height,
+                    self.data.len()
+                ),
+            }
+        })
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let data = std::mem::take(&mut self.data);
+        let mut free = lock(&self.free);
+        if data.capacity() > 0 && free.len() < MAX_FREE {
+            free.push(data);
+        }
+    }
+}
+
+/// One frame's result slot: filled by its job, read by [`Parallel::collect`].
+#[derive(Default)]
+struct Flight {
+    result: Mutex<Option<Result<RawFeatures, EngineError>>>,
+    done: Condvar,
+}
+
+impl Flight {
+    fn finish(&self, result: Result<RawFeatures, EngineError>) {
+        *lock(&self.result) = Some(result);
+        self.done.notify_all();
+    }
+
+    fn take(&self, wait: bool) -> Option<Result<RawFeatures, EngineError>> {
+        let mut g = lock(&self.result);
+        loop {
+            if let Some(r) = g.take() {
+                return Some(r);
+            }
+            if !wait {
+                return None;
+            }
+            g = self.done.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Everything one job owns.
+struct Job {
+    plan: Arc<FramePlan>,
+    reference: Arc<Owned>,
+    prev: Option<Arc<Owned>>,
+    distorted: Owned,
+    chroma: Option<Chroma<Owned>>,
+    full: bool,
+    /// Extractors not in use, shared by the jobs.
+    idle: Arc<Mutex<Vec<Extractors>>>,
+}
+
+impl Job {
+    fn run(&self) -> Result<RawFeatures, EngineError> {
+        let popped = lock(&self.idle).pop();
+        let mut ex = match popped {
+            Some(ex) => ex,
+            None => Extractors::new(&self.plan)?,
+        };
+        let r = self.reference.view()?;
+        let d = self.distorted.view()?;
+        let prev = self.prev.as_ref().map(|p| p.view()).transpose()?;
+        let chroma = match &self.chroma {
+            Some(c) => Some(ChromaPair {
+                reference: [c.reference[0].view()?, c.reference[1].view()?],
+                distorted: [c.distorted[0].view()?, c.distorted[1].view()?],
+            }),
+            None => None,
+        };
+        let raw = ex.extract(
+            &self.plan,
+            prev.as_ref(),
+            &r,
+            &d,
+            chroma.as_ref(),
+            self.full,
+            true,
+        );
+        lock(&self.idle).push(ex);
+        raw
+    }
+}
+
+/// The frames in flight of one [`super::CpuBackend`] on a pool.
+pub(crate) struct Parallel {
+    pool: Arc<CpuPool>,
+    idle: Arc<Mutex<Vec<Extractors>>>,
+    free: FreeList,
+    flights: VecDeque<Arc<Flight>>,
+    /// The last submitted reference (the next frame's motion reads it).
+    prev: Option<Arc<Owned>>,
+}
+
+impl Parallel {
+    pub(crate) fn new(pool: Arc<CpuPool>) -> Self {
+        Self {
+            pool,
+            idle: Arc::default(),
+            free: Arc::default(),
+            flights: VecDeque::new(),
+            prev: None,
+        }
+    }
+
+    /// Extractors for the workers to use (the backend's own, made for the same plan).
+    pub(crate) fn give(&mut self, ex: Extractors) {
+        lock(&self.idle).push(ex);
+    }
+
+    pub(crate) fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    /// Copies the pair and starts scoring it on the pool.
+    ///
+    /// Errors: [`EngineError::Feature`] for planes of another geometry, a device plane.
+    pub(crate) fn submit(
+        &mut self,
+        plan: &Arc<FramePlan>,
+        reference: &LumaInput<'_>,
+        distorted: &LumaInput<'_>,
+        chroma: Option<&ChromaPair<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        let reference = Arc::new(Owned::luma(plan, reference, &self.free)?);
+        let distorted = Owned::luma(plan, distorted, &self.free)?;
+        let chroma = chroma.map(|c| Chroma {
+            reference: c.reference.each_ref().map(|p| Owned::copy(p, &self.free)),
+            distorted: c.distorted.each_ref().map(|p| Owned::copy(p, &self.free)),
+        });
+        let job = Job {
+            plan: plan.clone(),
+            prev: self.prev.replace(reference.clone()),
+            reference,
+            distorted,
+            chroma,
+            full,
+            idle: self.idle.clone(),
+        };
+        let flight = Arc::new(Flight::default());
+        let slot = flight.clone();
+        self.pool.spawn(move || {
+            let result =
+                std::panic::catch_unwind(AssertUnwindSafe(|| job.run())).unwrap_or_else(|_| {
+                    Err(EngineError::Backend {
+                        backend: "cpu",
+                        message: "internal: a CPU scoring thread panicked".into(),
+                    })
+                });
+            // The buffers go back to the free list before the result is seen.
+            drop(job);
+            slot.finish(result);
+        });
+        self.flights.push_back(flight);
+        Ok(())
+    }
+
+    /// The oldest frame's features: `None` when it is not finished and `wait` is false, or
+    /// when nothing is in flight.
+    pub(crate) fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
+        let Some(front) = self.flights.front() else {
+            return Ok(None);
+        };
+        // Waiting on a pool thread would block one of the workers the frame needs.
+        let wait = wait && !self.pool.is_worker();
+        match front.take(wait) {
+            Some(result) => {
+                self.flights.pop_front();
+                result.map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Forgets the frames in flight (they finish on the pool, unread) and the previous
+    /// reference.
+    pub(crate) fn reset(&mut self) {
+        self.flights.clear();
+        self.prev = None;
+    }
+}
