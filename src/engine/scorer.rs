@@ -581,9 +581,14 @@ impl<T> Scorer<T> {
         }
     }
 
-    /// Completes every frame (end of stream, or before a new geometry). Motion history is
-    /// kept; call [`Scorer::reset`] to start a new stream.
-    pub fn finish(&mut self) -> Result<Vec<Scored<T>>, EngineError> {
+    /// Waits for every frame submitted to the backend (frames in flight on a CPU pool or a
+    /// GPU) and returns the ones that are then complete: all but the last, whose `motion2`
+    /// waits for the next pair, as a synchronous backend would have returned them. Unlike
+    /// [`Scorer::finish`] the last frame stays pending. Used before an error ends the stream,
+    /// so the frames scored before it still reach the application.
+    ///
+    /// Errors: the backend's, or [`EngineError::Backend`] when a submitted frame is lost.
+    pub fn settle(&mut self) -> Result<Vec<Scored<T>>, EngineError> {
         let mut done = Vec::new();
         while !self.queue.is_empty() {
             match self.backend.collect(true)? {
@@ -596,6 +601,13 @@ impl<T> Scorer<T> {
                 }
             }
         }
+        Ok(done)
+    }
+
+    /// Completes every frame (end of stream, or before a new geometry). Motion history is
+    /// kept; call [`Scorer::reset`] to start a new stream.
+    pub fn finish(&mut self) -> Result<Vec<Scored<T>>, EngineError> {
+        let mut done = self.settle()?;
         done.extend(self.take_pending(None));
         Ok(done)
     }

@@ -1829,6 +1829,21 @@ impl VmafCompare {
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
         let running_time = Self::running_time(&self.distorted_pad, &distorted);
         let mut state = lock(&self.state);
+        let mismatch = matches!(
+            (state.reference.as_ref(), state.distorted.as_ref()),
+            (Some(r), Some(d)) if r.size() != d.size()
+        );
+        if mismatch {
+            // The pads disagree: ensure_scorer ends the stream with an error. Frames still in
+            // flight (CPU pool, GPU) are completed and sent first, as a synchronous backend
+            // would have sent them before this pair.
+            let settled = state.scorer.as_mut().map(|s| s.settle());
+            if let Some(Ok(done)) = settled {
+                drop(state);
+                let _ = self.emit_all(done);
+                state = lock(&self.state);
+            }
+        }
         let switched = self.ensure_scorer(&mut state)?;
         let (Some(rv), Some(dv), Some((w, h, bpc))) = (
             state.reference.clone(),
