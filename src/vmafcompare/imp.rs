@@ -153,6 +153,15 @@ enum MappedLuma<'a> {
 /// format's planes).
 type DevicePlanes = [(u64, usize); 3];
 
+/// Bytes of one sample of an advertised format: 1 up to 8 bits, else a 2-byte word.
+fn sample_bytes(finfo: &gst_video::VideoFormatInfo) -> usize {
+    if finfo.bits() > 8 {
+        2
+    } else {
+        1
+    }
+}
+
 /// Byte offset of component `c`'s first sample within a pixel of its plane.
 ///
 /// Not `finfo.poffset()[c]`: GStreamer's format table states it in bytes for 8-bit formats
@@ -164,13 +173,20 @@ type DevicePlanes = [(u64, usize); 3];
 /// for more than 8 bits), so the component's offset is its rank among the plane's components
 /// in `poffset` order times the sample width. For planar formats the rank is 0.
 fn component_offset(finfo: &gst_video::VideoFormatInfo, c: usize) -> usize {
-    let bytes = if finfo.bits() > 8 { 2 } else { 1 };
     let plane = finfo.plane()[c];
     let key = |k: usize| (finfo.poffset()[k], k);
     let rank = (0..finfo.n_components() as usize)
         .filter(|&k| k != c && finfo.plane()[k] == plane && key(k) < key(c))
         .count();
-    rank * bytes
+    rank * sample_bytes(finfo)
+}
+
+/// Scoring threads for the `threads` property's value: 0 means one per core.
+fn pool_threads(threads: u32) -> usize {
+    match threads as usize {
+        0 => cpu::threads_per_core(),
+        n => n,
+    }
 }
 
 /// Where chroma component `c` (1: Cb, 2: Cr) of a `w` x `h` frame of format `finfo` lies:
@@ -182,7 +198,7 @@ fn component_geometry(
     c: usize,
     bpc: u32,
 ) -> (usize, (usize, usize), usize, usize, SampleLayout) {
-    let bytes = if finfo.bits() > 8 { 2 } else { 1 };
+    let bytes = sample_bytes(finfo);
     let depth = finfo.depth()[c];
     let layout = SampleLayout {
         bytes,
@@ -1130,7 +1146,7 @@ impl VmafCompare {
         state: &mut State,
     ) -> Result<(MappedLuma<'a>, InputPath), String> {
         let finfo = video.info.format_info();
-        let bytes = if finfo.bits() > 8 { 2 } else { 1 };
+        let bytes = sample_bytes(&finfo);
         if finfo.pixel_stride()[0] as usize != bytes || finfo.poffset()[0] != 0 {
             return Err(format!(
                 "format {} has interleaved luma, which is not supported",
@@ -1269,7 +1285,7 @@ impl VmafCompare {
                 .collect();
             let Some(&c) = comps.first() else { continue };
             let rows = finfo.scale_height(c as u8, info.height()) as usize;
-            let bytes = if finfo.bits() > 8 { 2 } else { 1 };
+            let bytes = sample_bytes(&finfo);
             let row = comps
                 .iter()
                 .map(|&c| {
@@ -1461,10 +1477,7 @@ impl VmafCompare {
     ///
     /// Errors: the system refused a thread.
     fn cpu_pool(&self, threads: u32) -> Result<Option<Arc<CpuPool>>, cpu::PoolError> {
-        let n = match threads as usize {
-            0 => cpu::threads_per_core(),
-            n => n,
-        };
+        let n = pool_threads(threads);
         if n <= 1 {
             return Ok(None);
         }
@@ -1480,10 +1493,7 @@ impl VmafCompare {
             let s = lock(&self.settings);
             (s.threads, s.backend)
         };
-        let want = match threads as usize {
-            0 => cpu::threads_per_core(),
-            n => n,
-        };
+        let want = pool_threads(threads);
         let have = lock(&self.prepared)
             .as_ref()
             .map(|p| p.cpu_pool.as_ref().map_or(1, |p| p.threads()));
