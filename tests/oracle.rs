@@ -11,28 +11,6 @@ use std::process::Command;
 
 use common::*;
 
-fn python_paths() -> (String, String, String) {
-    let script = "import skvideo.datasets as d, imageio_ffmpeg as f\n\
-                  p = d.fullreferencepair()\n\
-                  print(p[0]); print(p[1]); print(f.get_ffmpeg_exe())";
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let out = Command::new(&python).arg("-c").arg(script).output().unwrap_or_else(|e| {
-        panic!("cannot run {python}: {e}; install Python 3 and `pip install scikit-video imageio-ffmpeg`")
-    });
-    assert!(
-        out.status.success(),
-        "the oracle needs the pip packages scikit-video and imageio-ffmpeg \
-         (`pip install scikit-video imageio-ffmpeg`): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let mut lines = text.lines().map(str::to_owned);
-    let (Some(r), Some(d), Some(ff)) = (lines.next(), lines.next(), lines.next()) else {
-        panic!("unexpected output from the dataset query: {text}");
-    };
-    (r, d, ff)
-}
-
 #[test]
 fn carphone_matches_ffmpeg_libvmaf_per_frame() {
     init();
@@ -40,7 +18,8 @@ fn carphone_matches_ffmpeg_libvmaf_per_frame() {
         gst::ElementFactory::find("avdec_h264").is_some(),
         "GStreamer's H.264 decoder is missing: apt install gstreamer1.0-libav"
     );
-    let (reference, distorted, ffmpeg) = python_paths();
+    let (reference, distorted) = carphone_pair();
+    let ffmpeg = oracle_ffmpeg();
     let oracle_log = temp_path("carphone_ffmpeg.json");
     let status = Command::new(&ffmpeg)
         .args([

