@@ -16,10 +16,11 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaContext, CudaStream};
 use cudarc::nvrtc::Ptx;
-use gstvmafcompare::cpu::adm::{Adm, AdmConfig, AdmScores};
-use gstvmafcompare::cuda::adm::AdmGpu;
 use gstvmafcompare::cuda::DevPlane;
 use gstvmafcompare::engine::frame::LumaPlane;
+use gstvmafcompare::features::adm::cpu::Adm;
+use gstvmafcompare::features::adm::cuda::AdmGpu;
+use gstvmafcompare::features::adm::{AdmConfig, AdmScores};
 
 /// One test case: frames of (reference, distorted) luma planes.
 struct Case {

@@ -26,9 +26,10 @@ use clap::Parser;
 #[path = "bench_data/mod.rs"]
 mod bench_data;
 use bench_data::{try_pair_planes, Planes};
-use gstvmafcompare::cpu::{threads_per_core, CpuBackend, CpuPool};
+use gstvmafcompare::cpu::{threads_per_core, CpuPool};
+use gstvmafcompare::engine::CpuBackend;
 use gstvmafcompare::engine::{
-    ChromaPair, FeatureSet, LumaInput, LumaPlane, NamedModel, ScorePlan, Scorer,
+    ChromaPair, FeatureSet, Geometry, LumaInput, LumaPlane, NamedModel, ScorePlan, Scorer,
 };
 
 #[derive(Parser)]
@@ -115,22 +116,11 @@ struct Content<'a> {
 }
 
 /// Our fps: `n` pairs through the scorer on `threads` threads.
-fn ours(c: &Content, features: FeatureSet, threads: usize, n: usize) -> f64 {
+fn ours(c: &Content, features: &FeatureSet, threads: usize, n: usize) -> f64 {
     let models: Arc<[NamedModel]> = NamedModel::load_list("vmaf_v0.6.1").expect("model").into();
-    let plan = ScorePlan {
-        models,
-        features,
-        psnr_chroma: true,
-    };
-    let mut backend = CpuBackend::with_features(
-        c.w,
-        c.h,
-        c.bpc,
-        &plan.vif_configs(),
-        &plan.adm_configs(),
-        features,
-    )
-    .expect("backend");
+    let plan = ScorePlan::new(models, features.clone(), true).expect("plan");
+    let mut backend =
+        CpuBackend::new(plan.layout(), Geometry::luma(c.w, c.h, c.bpc)).expect("backend");
     if threads > 1 {
         backend = backend.with_pool(Arc::new(CpuPool::new(threads).expect("pool")));
     }
@@ -255,7 +245,7 @@ fn main() {
                 })
             });
             for &t in &counts {
-                let fps = n as f64 / best(args.repeat, || n as f64 / ours(&c, features, t, n));
+                let fps = n as f64 / best(args.repeat, || n as f64 / ours(&c, &features, t, n));
                 let lib = ff.as_deref().zip(base).map(|(ff, base)| {
                     let lavfi = format!("[0:v][1:v]libvmaf=n_threads={t}{feature_opt}");
                     let secs = best(args.repeat, || {

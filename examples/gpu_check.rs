@@ -17,12 +17,13 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use gstvmafcompare::cpu::adm::AdmConfig;
-use gstvmafcompare::cpu::vif::VifConfig;
-use gstvmafcompare::cpu::CpuBackend;
-use gstvmafcompare::cuda::{CudaBackend, GpuDevice};
+use gstvmafcompare::cuda::GpuDevice;
 use gstvmafcompare::engine::frame::LumaPlane;
 use gstvmafcompare::engine::scorer::{Backend, RawFeatures};
+use gstvmafcompare::engine::CpuBackend;
+use gstvmafcompare::engine::CudaBackend;
+use gstvmafcompare::features::adm::AdmConfig;
+use gstvmafcompare::features::vif::VifConfig;
 
 struct Case {
     name: String,
@@ -193,17 +194,9 @@ fn enhanced(src: &Case) -> Case {
     }
 }
 
-/// Every compared value of one frame, as f64.
+/// Every compared value of one frame (the layout's: ADM, motion SAD, VIF), as f64.
 fn values(r: &RawFeatures) -> Vec<f64> {
-    let mut v = Vec::with_capacity(22);
-    v.extend_from_slice(&r.vif.num);
-    v.extend_from_slice(&r.vif.den);
-    v.extend_from_slice(&r.vif.scale);
-    v.push(r.motion_sad);
-    v.extend_from_slice(&[r.adm.adm2, r.adm.aim, r.adm.adm3]);
-    v.extend_from_slice(&r.adm.scale);
-    v.extend_from_slice(&[r.adm.num, r.adm.den]);
-    v
+    r.values().to_vec()
 }
 
 /// Runs `frames` through `b` the way the scorer does (up to max_in_flight in flight).
@@ -241,35 +234,12 @@ fn compare(dev: &GpuDevice, case: &Case) -> Result<(usize, usize, String), Strin
         enhn_gain_limit: case.gain_limit,
     };
     let mut cpu =
-        CpuBackend::new(case.width, case.height, case.bpc, vif, adm).map_err(|e| e.to_string())?;
-    let mut gpu = CudaBackend::new(dev, case.width, case.height, case.bpc, vif, adm)
+        CpuBackend::vmaf(case.width, case.height, case.bpc, vif, adm).map_err(|e| e.to_string())?;
+    let mut gpu = CudaBackend::vmaf(dev, case.width, case.height, case.bpc, vif, adm)
         .map_err(|e| e.to_string())?;
     let a = run_backend(&mut cpu, case)?;
     let b = run_backend(&mut gpu, case)?;
-    let names = [
-        "vif_num0",
-        "vif_num1",
-        "vif_num2",
-        "vif_num3",
-        "vif_den0",
-        "vif_den1",
-        "vif_den2",
-        "vif_den3",
-        "vif_scale0",
-        "vif_scale1",
-        "vif_scale2",
-        "vif_scale3",
-        "motion_sad",
-        "adm2",
-        "aim",
-        "adm3",
-        "adm_scale0",
-        "adm_scale1",
-        "adm_scale2",
-        "adm_scale3",
-        "adm_num",
-        "adm_den",
-    ];
+    let names = cpu.layout().names().to_vec();
     let (mut n, mut diffs) = (0, 0);
     let mut first = String::new();
     for (fi, (x, y)) in a.iter().zip(&b).enumerate() {
@@ -308,7 +278,7 @@ fn bench(dev: &GpuDevice, w: usize, h: usize, frames: usize) -> Result<f64, Stri
             (r, d)
         })
         .collect();
-    let mut b = CudaBackend::new(dev, w, h, 8, VifConfig::default(), AdmConfig::default())
+    let mut b = CudaBackend::vmaf(dev, w, h, 8, VifConfig::default(), AdmConfig::default())
         .map_err(|e| e.to_string())?;
     let mut pending = 0usize;
     let step = |b: &mut CudaBackend, i: usize, pending: &mut usize| -> Result<(), String> {
@@ -405,7 +375,7 @@ fn main() -> ExitCode {
     }
     // Leak check: backends made and dropped.
     for _ in 0..20 {
-        if let Err(e) = CudaBackend::new(
+        if let Err(e) = CudaBackend::vmaf(
             &dev,
             1920,
             1080,

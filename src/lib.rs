@@ -1,8 +1,11 @@
 //! GStreamer plugin `vmafcompare`: scores a distorted video against its reference with VMAF,
 //! frame by frame, inside a running pipeline.
 //!
-//! Layers (data flows one way): [`vmafcompare`] (GStreamer glue) -> [`engine`] (model,
-//! pooling, logs) -> [`cpu`] (the integer feature extractors).
+//! Layers (data flows one way): [`vmafcompare`] (GStreamer glue) -> [`engine`] (models,
+//! pooling, logs, the backends that run features) -> [`features`] (the registry: one folder
+//! per metric, its CPU and CUDA halves) -> runtime ([`cpu`]: thread pool; [`cuda`]: context,
+//! streams, memory, staging) -> `kernels/*.cu`. [`video`] holds the frame views every layer
+//! shares.
 #![allow(clippy::too_many_arguments)]
 
 use gst::glib;
@@ -10,6 +13,8 @@ use gst::glib;
 pub mod cpu;
 pub mod cuda;
 pub mod engine;
+pub mod features;
+pub mod video;
 pub mod vmafcompare;
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {

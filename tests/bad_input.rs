@@ -14,7 +14,7 @@ use common::*;
 use gst::prelude::*;
 use gst_video::prelude::*;
 use gst_video::VideoFormat;
-use gstvmafcompare::cpu::CpuBackend;
+use gstvmafcompare::engine::CpuBackend;
 use gstvmafcompare::engine::{LumaPlane, Model, Scorer};
 use gstvmafcompare::vmafcompare::frame_meta;
 
@@ -130,8 +130,8 @@ fn gap(pts: Option<gst::ClockTime>, duration: Option<gst::ClockTime>) -> gst::Bu
 /// Scores of `pairs` (reference, distorted planes) by the CPU engine, without GStreamer.
 fn direct(pairs: &[(Vec<u16>, Vec<u16>)], w: usize, h: usize, bpc: u32) -> Vec<Metrics> {
     let model = Arc::new(Model::load("vmaf_v0.6.1").unwrap());
-    let backend = CpuBackend::new(w, h, bpc, model.vif, model.adm).unwrap();
-    let mut scorer = Scorer::new(Box::new(backend), model, 1);
+    let backend = CpuBackend::for_model(&model, w, h, bpc).unwrap();
+    let mut scorer = Scorer::new(Box::new(backend), model, 1).unwrap();
     let mut done = Vec::new();
     for (i, (r, d)) in pairs.iter().enumerate() {
         let rp = LumaPlane::packed(r, w, h, bpc).unwrap();

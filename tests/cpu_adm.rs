@@ -1,7 +1,8 @@
 //! ADM bit-exactness against libvmaf 3.2.0's own JSON output, plus size and option checks.
 
-use gstvmafcompare::cpu::adm::{Adm, AdmConfig, AdmScores, MIN_HEIGHT, MIN_WIDTH};
 use gstvmafcompare::engine::frame::{FeatureError, LumaPlane};
+use gstvmafcompare::features::adm::cpu::Adm;
+use gstvmafcompare::features::adm::{AdmConfig, AdmScores, MIN_HEIGHT, MIN_WIDTH};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vmaf-reference");
 

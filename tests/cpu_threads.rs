@@ -8,9 +8,11 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use gst::prelude::*;
-use gstvmafcompare::cpu::{CpuBackend, CpuPool};
+use gstvmafcompare::cpu::CpuPool;
+use gstvmafcompare::engine::CpuBackend;
 use gstvmafcompare::engine::{
-    ChromaPair, FeatureSet, FrameScores, LumaInput, LumaPlane, NamedModel, ScorePlan, Scorer,
+    ChromaPair, FeatureSet, FrameScores, Geometry, LumaInput, LumaPlane, NamedModel, ScorePlan,
+    Scorer,
 };
 
 /// Tests that count threads run one at a time (the test harness runs tests in parallel).
@@ -157,20 +159,9 @@ fn score(
         "psnr,float_ssim"
     })
     .unwrap();
-    let plan = ScorePlan {
-        models,
-        features,
-        psnr_chroma: true,
-    };
-    let mut backend = CpuBackend::with_features(
-        clip.w,
-        clip.h,
-        clip.bpc,
-        &plan.vif_configs(),
-        &plan.adm_configs(),
-        features,
-    )
-    .unwrap();
+    let plan = ScorePlan::new(models, features, true).unwrap();
+    let mut backend =
+        CpuBackend::new(plan.layout(), Geometry::luma(clip.w, clip.h, clip.bpc)).unwrap();
     if threads > 1 {
         backend = backend.with_pool(Arc::new(CpuPool::new(threads).unwrap()));
     }
@@ -286,7 +277,7 @@ fn a_dropped_pool_leaves_no_thread() {
     assert_eq!(pool.threads(), 5);
     assert_eq!(threads_named("vmafcompare-cpu"), 5);
     let clip = &clips()[0];
-    let mut backend = CpuBackend::new(
+    let mut backend = CpuBackend::vmaf(
         clip.w,
         clip.h,
         clip.bpc,
@@ -303,7 +294,8 @@ fn a_dropped_pool_leaves_no_thread() {
     // The synchronous path still works beside the pool (its extractors went to a worker:
     // they are made again).
     let p = LumaPlane::packed(&clip.refs[0].y, clip.w, clip.h, clip.bpc).unwrap();
-    assert!(backend.extract(&p, &p, true).unwrap().vif.scale[0] > 0.99);
+    let raw = backend.extract(&p, &p, true).unwrap();
+    assert!(raw.get("integer_vif_scale0").unwrap() > 0.99);
     // Dropped with frames in flight: the threads finish them and exit.
     drop(backend);
     drop(pool);

@@ -1,6 +1,7 @@
 //! VIF bit-exactness against libvmaf 3.2.0's own JSON output, plus size and option checks.
-use gstvmafcompare::cpu::vif::*;
 use gstvmafcompare::engine::frame::{FeatureError, LumaPlane};
+use gstvmafcompare::features::vif::cpu::*;
+use gstvmafcompare::features::vif::*;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vmaf-reference");
 

@@ -4,12 +4,13 @@
 
 mod common;
 
-use gstvmafcompare::cpu::adm::AdmConfig;
-use gstvmafcompare::cpu::vif::VifConfig;
-use gstvmafcompare::cpu::CpuBackend;
-use gstvmafcompare::cuda::{CudaBackend, CudaError, GpuDevice};
+use gstvmafcompare::cuda::{CudaError, GpuDevice};
 use gstvmafcompare::engine::frame::LumaPlane;
 use gstvmafcompare::engine::scorer::Backend;
+use gstvmafcompare::engine::CpuBackend;
+use gstvmafcompare::engine::CudaBackend;
+use gstvmafcompare::features::adm::AdmConfig;
+use gstvmafcompare::features::vif::VifConfig;
 
 #[test]
 #[cfg_attr(
@@ -30,8 +31,8 @@ fn cuda_matches_cpu_bit_for_bit() {
     let r = read("src01_ref_160x90_420p8_48f.yuv");
     let d = read("src01_dis_160x90_420p8_48f.yuv");
     let (vc, ac) = (VifConfig::default(), AdmConfig::default());
-    let mut cpu = CpuBackend::new(w, h, 8, vc, ac).unwrap();
-    let mut gpu = CudaBackend::new(&dev, w, h, 8, vc, ac).unwrap();
+    let mut cpu = CpuBackend::vmaf(w, h, 8, vc, ac).unwrap();
+    let mut gpu = CudaBackend::vmaf(&dev, w, h, 8, vc, ac).unwrap();
     for (i, (rf, df)) in r.iter().zip(&d).enumerate() {
         let rp = LumaPlane::packed(rf, w, h, 8).unwrap();
         let dp = LumaPlane::packed(df, w, h, 8).unwrap();
@@ -40,7 +41,7 @@ fn cuda_matches_cpu_bit_for_bit() {
         let a = cpu.collect(true).unwrap().unwrap();
         let b = gpu.collect(true).unwrap().unwrap();
         assert_eq!(format!("{a:?}"), format!("{b:?}"), "frame {i}");
-        assert_eq!(a.motion_sad.to_bits(), b.motion_sad.to_bits(), "frame {i}");
+        assert_eq!(a.values(), b.values(), "frame {i}");
     }
     assert!(gpu.collect(false).unwrap().is_none());
 }

@@ -174,8 +174,8 @@ fn frames_below_the_minimum_are_refused_with_the_minimum() {
     let err = out.errors.join("\n");
     let min = format!(
         "{}x{}",
-        gstvmafcompare::cpu::MIN_WIDTH,
-        gstvmafcompare::cpu::MIN_HEIGHT
+        gstvmafcompare::features::adm::MIN_WIDTH,
+        gstvmafcompare::features::adm::MIN_HEIGHT
     );
     assert!(err.contains("8x8") && err.contains(&min), "{err}");
 }

@@ -264,7 +264,10 @@ fn unknown_feature_is_refused() {
     let out = score(p, "psnr,vif_hd", "cpu", None);
     let text = out.errors.join("\n");
     assert!(text.contains("unknown feature 'vif_hd'"), "{text}");
-    assert!(text.contains("psnr, float_ssim, float_ms_ssim"), "{text}");
+    assert!(
+        text.contains("psnr, adm, motion, vif, float_ssim, float_ms_ssim"),
+        "{text}"
+    );
 }
 
 /// The log says how SSIMULACRA2 converted YUV to RGB: the reference caps' colorimetry, here

@@ -4,8 +4,9 @@
 //! `fuzz/` holds the cargo-fuzz targets of the same code for longer runs. Under Miri
 //! (`cargo +nightly miri test --test frame`) the case counts drop so that it ends in minutes.
 
-use gstvmafcompare::cpu::{CpuBackend, MIN_HEIGHT, MIN_WIDTH};
 use gstvmafcompare::engine::frame::{FeatureError, LumaPlane};
+use gstvmafcompare::engine::CpuBackend;
+use gstvmafcompare::features::adm::{MIN_HEIGHT, MIN_WIDTH};
 use proptest::prelude::*;
 
 /// `(height - 1) * stride + width`, the samples a plane needs, when it fits in `usize`.
@@ -108,7 +109,7 @@ proptest! {
         hostile in 0u8..4,
         bad in (dim(), dim(), dim(), 0u32..20, 0usize..2000),
     ) {
-        let mut backend = CpuBackend::new(w, h, bpc, Default::default(), Default::default())
+        let mut backend = CpuBackend::vmaf(w, h, bpc, Default::default(), Default::default())
             .expect("the minimum size is accepted");
         let mut state = seed | 1;
         let mut next = || {
@@ -134,10 +135,9 @@ proptest! {
         for _ in 0..2 {
             let f = backend.extract(&rp, &dp, true).expect("a consistent plane is scored");
             if in_range {
-                prop_assert!(f.motion_sad.is_finite());
-                prop_assert!(f.vif.scale.iter().all(|v| v.is_finite()), "{:?}", f.vif);
-                prop_assert!(f.adm.adm2.is_finite(), "{:?}", f.adm);
-                prop_assert!(f.adm.scale.iter().all(|v| v.is_finite()), "{:?}", f.adm);
+                // Motion SAD, VIF and ADM (every scale, adm2, aim, adm3) are finite.
+                prop_assert!(f.values().len() == 12, "{:?}", f);
+                prop_assert!(f.values().iter().all(|v| v.is_finite()), "{:?}", f);
             }
         }
         let (bw, bh, bs, bbpc, blen) = bad;
@@ -158,7 +158,7 @@ fn cpu_backend_on_minimum_frames() {
     let depths: &[u32] = if cfg!(miri) { &[10] } else { &[8, 10, 12, 16] };
     for &bpc in depths {
         let (w, h, stride) = (MIN_WIDTH, MIN_HEIGHT, MIN_WIDTH + 3);
-        let mut backend = CpuBackend::new(w, h, bpc, Default::default(), Default::default())
+        let mut backend = CpuBackend::vmaf(w, h, bpc, Default::default(), Default::default())
             .expect("the minimum size is accepted");
         let max = ((1u32 << bpc) - 1) as u16;
         let fills = [(0usize, u16::MAX), (1, max), (2, 0u16)];
@@ -177,8 +177,8 @@ fn cpu_backend_on_minimum_frames() {
             let dp = LumaPlane::new(&d, w, h, stride, bpc).unwrap();
             let f = backend.extract(&rp, &dp, true).expect("scored");
             if fill <= max {
-                assert!(f.motion_sad.is_finite() && f.adm.adm2.is_finite());
-                assert!(f.vif.scale.iter().all(|v| v.is_finite()));
+                assert_eq!(f.values().len(), 12, "{f:?}");
+                assert!(f.values().iter().all(|v| v.is_finite()), "{f:?}");
             }
         }
         let short = LumaPlane {

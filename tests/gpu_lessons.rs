@@ -15,18 +15,16 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use gstvmafcompare::cpu::adm::AdmConfig;
-use gstvmafcompare::cpu::vif::VifConfig;
-use gstvmafcompare::cuda::backend::GpuPlan;
 use gstvmafcompare::cuda::context::Modules;
 use gstvmafcompare::cuda::memory::alloc_copy;
-use gstvmafcompare::cuda::{fault, CudaBackend, GpuDevice};
+use gstvmafcompare::cuda::{fault, GpuDevice};
 use gstvmafcompare::engine::frame::{
     ChromaInput, ComponentInput, DeviceComponent, DeviceLuma, HostComponent, HostLuma, LumaInput,
     SampleLayout,
 };
 use gstvmafcompare::engine::scorer::Backend;
-use gstvmafcompare::engine::{FeatureSet, YuvToRgb};
+use gstvmafcompare::engine::CudaBackend;
+use gstvmafcompare::engine::{FeatureSet, Geometry, Model, ScorePlan};
 
 /// Counts every allocation of this process that goes through Rust's allocator (the
 /// backend's, the staging pool's; not the driver's own `malloc`s).
@@ -110,14 +108,14 @@ fn backend(
     features: &str,
     chroma: (usize, usize),
 ) -> CudaBackend {
-    let plan = GpuPlan {
-        vif: vec![VifConfig::default()],
-        adm: vec![AdmConfig::default()],
-        features: FeatureSet::parse(features).expect("features"),
+    let model = Model::load("vmaf_v0.6.1").expect("model");
+    let features = FeatureSet::parse(features).expect("features");
+    let plan = ScorePlan::for_model(&model, features, true).expect("plan");
+    let geometry = Geometry {
         chroma: Some(chroma),
-        colour: YuvToRgb::default(),
+        ..Geometry::luma(w, h, bpc)
     };
-    CudaBackend::with_plan(dev, w, h, bpc, &plan).expect("backend")
+    CudaBackend::new(dev, plan.layout(), geometry).expect("backend")
 }
 
 /// A frame in host memory with padded rows: planar I420 (`nv12 == false`) or semi-planar

@@ -14,13 +14,14 @@ mod common;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr};
-use gstvmafcompare::cpu::psnr;
-use gstvmafcompare::cpu::ssim::{ms_ssim_fits, ms_ssim_too_small, Ssim};
 use gstvmafcompare::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
-use gstvmafcompare::cuda::psnr::PsnrGpu;
-use gstvmafcompare::cuda::ssim::SsimGpu;
 use gstvmafcompare::cuda::{ChromaDev, CudaError, DevPlane, GpuDevice};
 use gstvmafcompare::engine::frame::{LumaPlane, SampleLayout};
+use gstvmafcompare::features::psnr::cpu as psnr;
+use gstvmafcompare::features::psnr::cuda::PsnrGpu;
+use gstvmafcompare::features::ssim::cpu::Ssim;
+use gstvmafcompare::features::ssim::cuda::SsimGpu;
+use gstvmafcompare::features::ssim::{ms_ssim_fits, ms_ssim_too_small};
 
 const TOLERANCE: f64 = 1e-5;
 

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use gstvmafcompare::cpu::ssimulacra2::Ssimulacra2;
-use gstvmafcompare::cuda::ssimulacra2::Ssimulacra2Gpu;
 use gstvmafcompare::cuda::{ChromaDev, CudaError, DevPlane, GpuDevice};
 use gstvmafcompare::engine::colour::{Matrix, Transfer, YuvToRgb};
 use gstvmafcompare::engine::frame::{ChromaPair, FeatureError, LumaPlane, SampleLayout};
+use gstvmafcompare::features::ssimulacra2::cpu::Ssimulacra2;
+use gstvmafcompare::features::ssimulacra2::cuda::Ssimulacra2Gpu;
 
 const TOLERANCE: f64 = 1e-4;
 

@@ -9,8 +9,8 @@ fn builtins_load() {
         assert!(m.support_vectors() > 200);
     }
     let neg = Model::load("vmaf_v0.6.1neg").unwrap();
-    assert_eq!(neg.vif.enhn_gain_limit, 1.0);
-    assert_eq!(neg.adm.enhn_gain_limit, 1.0);
+    assert_eq!(neg.option("vif_enhn_gain_limit"), Some(1.0));
+    assert_eq!(neg.option("adm_enhn_gain_limit"), Some(1.0));
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use gstvmafcompare::engine::{
     Backend, EngineError, LumaInput, LumaPlane, Model, RawFeatures, Scorer,
 };
+use gstvmafcompare::features::vmaf_layout;
 
 /// A backend whose features of frame i are known functions of i; results become ready
 /// `delay` submissions later (or when waited for); fails at submission `fail_at`.
@@ -18,17 +19,23 @@ struct Fake {
     fail_at: Option<u64>,
 }
 
+const SAD: &str = "VMAF_integer_feature_motion_sad_score";
+
 fn features(i: u64) -> RawFeatures {
-    let mut r = RawFeatures {
-        motion_sad: if i == 0 {
+    let layout = vmaf_layout(Default::default(), Default::default()).expect("layout");
+    let mut r = RawFeatures::new(&layout);
+    r.set(
+        SAD,
+        if i == 0 {
             0.0
         } else {
             (i * 7 % 5) as f64 + 0.5
         },
-        ..RawFeatures::default()
-    };
-    r.vif.scale = [0.5, 0.9, 0.95, 0.97];
-    r.adm.adm2 = 0.9 + i as f64 * 1e-3;
+    );
+    for (k, v) in [0.5, 0.9, 0.95, 0.97].into_iter().enumerate() {
+        r.set(&format!("integer_vif_scale{k}"), v);
+    }
+    r.set("integer_adm2", 0.9 + i as f64 * 1e-3);
     r
 }
 
@@ -81,7 +88,7 @@ fn fake(delay: usize, fail_at: Option<u64>) -> Box<dyn Backend> {
 
 fn run(delay: usize, n: u64, subsample: u32) -> Vec<(u64, Option<Vec<f64>>)> {
     let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
-    let mut s: Scorer<u64> = Scorer::new(fake(delay, None), model, subsample);
+    let mut s: Scorer<u64> = Scorer::new(fake(delay, None), model, subsample).unwrap();
     let plane = vec![0u16; 64 * 64];
     let p = LumaPlane::packed(&plane, 64, 64, 8).expect("plane");
     let mut out = Vec::new();
@@ -105,7 +112,7 @@ fn pipelined_backends_give_the_same_frames_in_order() {
     }
     // Order and libvmaf 3.x motion: motion2[0] = 0, motion2[i] = min(sad[i], sad[i+1]),
     // the last keeps sad[i]; motion3[0] = sad[1].
-    let sad = |i: u64| features(i).motion_sad;
+    let sad = |i: u64| features(i).get(SAD).unwrap_or(f64::NAN);
     for (i, (tag, values)) in sync.iter().enumerate() {
         let i = i as u64;
         assert_eq!(*tag, i);
@@ -141,7 +148,7 @@ fn subsampling_scores_every_nth_frame_only() {
 #[test]
 fn fail_over_keeps_order_and_scores_the_rest() {
     let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
-    let mut s: Scorer<u64> = Scorer::new(fake(2, Some(5)), model, 1);
+    let mut s: Scorer<u64> = Scorer::new(fake(2, Some(5)), model, 1).unwrap();
     let plane = vec![0u16; 64 * 64];
     let p = LumaPlane::packed(&plane, 64, 64, 8).expect("plane");
     let mut out = Vec::new();
@@ -179,7 +186,7 @@ fn fail_over_keeps_order_and_scores_the_rest() {
 #[test]
 fn unpaired_tags_leave_after_the_frames_pushed_before_them() {
     let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
-    let mut s: Scorer<u64> = Scorer::new(fake(2, None), model, 1);
+    let mut s: Scorer<u64> = Scorer::new(fake(2, None), model, 1).unwrap();
     let plane = vec![0u16; 64 * 64];
     let p = LumaPlane::packed(&plane, 64, 64, 8).expect("plane");
     let mut out = Vec::new();
@@ -201,7 +208,7 @@ fn unpaired_tags_leave_after_the_frames_pushed_before_them() {
 #[test]
 fn skip_completes_the_frame_before_the_gap_and_restarts_motion() {
     let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
-    let mut s: Scorer<u64> = Scorer::new(fake(2, None), model, 1);
+    let mut s: Scorer<u64> = Scorer::new(fake(2, None), model, 1).unwrap();
     let plane = vec![0u16; 64 * 64];
     let p = LumaPlane::packed(&plane, 64, 64, 8).expect("plane");
     let mut out = Vec::new();
@@ -217,7 +224,7 @@ fn skip_completes_the_frame_before_the_gap_and_restarts_motion() {
     let got: Vec<(u64, u64)> = out.iter().map(|d| (d.index, d.tag)).collect();
     assert_eq!(got, [(0, 0), (1, 1), (2, 2), (5, 5), (6, 6), (7, 7)]);
     // The fake's k-th submission has motion SAD features(k).
-    let sad = |k: u64| features(k).motion_sad;
+    let sad = |k: u64| features(k).get(SAD).unwrap_or(f64::NAN);
     let m = |i: usize, col: usize| out[i].scores.as_ref().expect("scored").values[col];
     assert_eq!(
         m(2, 12),

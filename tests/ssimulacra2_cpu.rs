@@ -7,13 +7,13 @@
 
 mod common;
 
-use gstvmafcompare::cpu::adm::AdmConfig;
-use gstvmafcompare::cpu::ssimulacra2::{to_linear_rgb, Ssimulacra2};
-use gstvmafcompare::cpu::vif::VifConfig;
-use gstvmafcompare::cpu::CpuBackend;
 use gstvmafcompare::engine::colour::{Matrix, Transfer, YuvToRgb};
-use gstvmafcompare::engine::features::FeatureSet;
 use gstvmafcompare::engine::frame::{ChromaPair, LumaPlane};
+use gstvmafcompare::engine::CpuBackend;
+use gstvmafcompare::engine::{FeatureSet, Geometry, Model, ScorePlan};
+use gstvmafcompare::features::adm::AdmConfig;
+use gstvmafcompare::features::ssimulacra2::cpu::{to_linear_rgb, Ssimulacra2};
+use gstvmafcompare::features::vif::VifConfig;
 use ssimulacra2::{
     compute_frame_ssimulacra2, ColorPrimaries, Frame, LinearRgb, MatrixCoefficients, Plane, Rgb,
     TransferCharacteristic, Yuv, YuvConfig,
@@ -327,27 +327,18 @@ fn ten_bit_equals_eight_bit() {
     assert_eq!(s8, s10);
 }
 
-/// `CpuBackend` fills `ExtraScores::ssimulacra2` with `Ssimulacra2::score` under the
+/// `CpuBackend` fills the `ssimulacra2` value with `Ssimulacra2::score` under the
 /// conversion given by `with_colour` (BT.709 limited by default), grey without chroma.
 #[test]
 fn cpu_backend_wiring() {
     let (r, d) = pair(8, 1);
-    let features = FeatureSet {
-        ssimulacra2: true,
-        ..FeatureSet::default()
-    };
+    let features = FeatureSet::parse("ssimulacra2").unwrap();
+    let model = Model::load("vmaf_v0.6.1").unwrap();
+    let plan = ScorePlan::for_model(&model, features, true).unwrap();
     let backend = |conv: Option<YuvToRgb>| {
-        let b = CpuBackend::with_features(
-            W,
-            H,
-            8,
-            &[VifConfig::default()],
-            &[AdmConfig::default()],
-            features,
-        )
-        .unwrap();
+        let b = CpuBackend::new(plan.layout(), Geometry::luma(W, H, 8)).unwrap();
         match conv {
-            Some(c) => b.with_colour(c),
+            Some(c) => b.with_colour(c).unwrap(),
             None => b,
         }
     };
@@ -369,16 +360,17 @@ fn cpu_backend_wiring() {
             .extract_frame(&r.luma(), &d.luma(), Some(&chroma), true)
             .unwrap();
         let want = s.score(&r.luma(), &d.luma(), Some(&chroma), &c).unwrap();
-        assert_eq!(raw.extra.ssimulacra2, want, "{c}");
+        assert_eq!(raw.get("ssimulacra2"), Some(want), "{c}");
         let grey = b.extract(&r.luma(), &d.luma(), true).unwrap();
         let want_grey = s.score(&r.luma(), &d.luma(), None, &c).unwrap();
-        assert_eq!(grey.extra.ssimulacra2, want_grey, "{c}");
+        assert_eq!(grey.get("ssimulacra2"), Some(want_grey), "{c}");
         eprintln!("frame 1, {c}: ssimulacra2 {want:.6} (grey {want_grey:.6})");
     }
-    // Not asked for: stays 0.
-    let mut plain = CpuBackend::new(W, H, 8, VifConfig::default(), AdmConfig::default()).unwrap();
+    // Not asked for: not computed, not in the values.
+    let mut plain = CpuBackend::vmaf(W, H, 8, VifConfig::default(), AdmConfig::default()).unwrap();
     let raw = plain
         .extract_frame(&r.luma(), &d.luma(), Some(&chroma), true)
         .unwrap();
-    assert_eq!(raw.extra.ssimulacra2, 0.0);
+    assert_eq!(raw.get("ssimulacra2"), None);
+    assert!(raw.get("integer_adm2").is_some());
 }

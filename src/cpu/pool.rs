@@ -28,7 +28,7 @@ pub fn threads_per_core() -> usize {
 
 /// A pool of worker threads owned by one element (or shared by several through an `Arc`).
 ///
-/// Frames are scored on it in parallel by [`crate::cpu::CpuBackend::with_pool`]. Dropping the
+/// Frames are scored on it in parallel by `crate::engine::backend::CpuBackend::with_pool`. Dropping the
 /// last `Arc` stops the threads and waits for them (the jobs in progress finish first).
 pub struct CpuPool {
     pool: Option<rayon::ThreadPool>,

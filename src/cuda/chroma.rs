@@ -11,12 +11,12 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaFunction, CudaStream, DevicePtr, DevicePtrMut, PinnedHostSlice};
 
-use super::backend::stage_rows;
 use super::context::{function, launch, param, GpuDevice};
 use super::error::{CudaError, DriverResultExt};
 use super::memory::{alloc_zeroed, DeviceAlloc};
 use super::plane::{ChromaDev, DevPlane};
-use crate::engine::frame::{ComponentInput, FeatureError, HostComponent, SampleLayout};
+use super::staging::stage_rows;
+use crate::video::frame::{ComponentInput, FeatureError, HostComponent, SampleLayout};
 
 /// One chroma component in device memory, as `unpack_chroma` reads it (`struct Component` in
 /// `kernels/frame.cu`, same layout: 40 bytes, 8-byte aligned).
@@ -290,7 +290,7 @@ impl ChromaGpu {
         (width, height): (usize, usize),
     ) -> Result<Self, CudaError> {
         let unpack = function(
-            &dev.modules().frame,
+            dev.modules().get("frame")?,
             "unpack_chroma",
             "cuModuleGetFunction(unpack_chroma)",
         )?;

@@ -33,7 +33,7 @@ pub enum CudaError {
     },
     /// The frame geometry does not suit an extractor (too small, bad bit depth).
     #[error(transparent)]
-    Geometry(#[from] crate::engine::frame::FeatureError),
+    Geometry(#[from] crate::video::frame::FeatureError),
     /// Any other failing driver call.
     #[error("{call} failed: {code}")]
     Driver {
@@ -95,7 +95,7 @@ pub trait DriverResultExt<T> {
     fn allocating(self, call: &'static str, bytes: usize) -> Result<T, CudaError>;
 }
 
-/// Both methods also pass each step to the test hook [`super::fault::check`], which can make
+/// Both methods also pass each step to the test hook `super::fault::check`, which can make
 /// a step that succeeded fail (dropping what it made, as a real failure would).
 impl<T> DriverResultExt<T> for Result<T, DriverError> {
     fn during(self, call: &'static str) -> Result<T, CudaError> {

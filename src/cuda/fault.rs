@@ -2,11 +2,11 @@
 //! the driver handles (streams, events, modules, contexts) the backend owns.
 //!
 //! Every fallible CUDA call of this crate goes through [`super::error::DriverResultExt`]
-//! (`during` / `allocating`), which calls [`check`] once the driver has answered: when the
+//! (`during` / `allocating`), which calls `check` once the driver has answered: when the
 //! hook is armed at step `k`, the `k`-th such call (counted from [`arm`]) is turned into a
 //! failure even though the driver succeeded, and whatever that call made is dropped as it
 //! would be on a real failure. Allocation steps fail with `CUDA_ERROR_OUT_OF_MEMORY`, other
-//! steps with `CUDA_ERROR_UNKNOWN`. Unarmed, [`check`] is one relaxed atomic load.
+//! steps with `CUDA_ERROR_UNKNOWN`. Unarmed, `check` is one relaxed atomic load.
 //!
 //! The hook is process-wide (the element calls CUDA from the application thread at
 //! NULL -> READY and from streaming threads), so tests that use it run one at a time.

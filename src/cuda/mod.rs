@@ -1,25 +1,20 @@
-//! The CUDA backend (cudarc): context, streams, modules, device buffers and pinned staging,
-//! CUresult -> typed error mapping, and the host side of the kernels in `kernels/*.cu`.
+//! The CUDA runtime (cudarc): device, context and kernel modules ([`GpuDevice`]), streams,
+//! device buffers and pinned staging, CUresult -> typed errors ([`CudaError`]), chroma
+//! unpacking, and GStreamer CUDA memory / DMABuf import. It knows no metric: the features'
+//! CUDA halves (`crate::features::*::cuda`) build on it, and the CUDA backend
+//! (`crate::engine::backend::cuda`) runs them.
 //!
-//! [`GpuDevice`] is opened once per element (NULL -> READY); a [`CudaBackend`] is made per
-//! geometry (caps) and implements [`crate::engine::scorer::Backend`].
+//! [`GpuDevice`] is opened once per element (NULL -> READY).
 
-pub mod adm;
-pub mod backend;
 pub mod chroma;
 pub mod context;
 pub mod error;
 pub mod fault;
 pub mod gst_cuda;
 pub mod memory;
-pub mod motion;
 pub mod plane;
-pub mod psnr;
-pub mod ssim;
-pub mod ssimulacra2;
-pub mod vif;
+pub mod staging;
 
-pub use backend::CudaBackend;
 pub use context::GpuDevice;
 pub use error::CudaError;
 pub use plane::{ChromaDev, DevPlane};

@@ -2,7 +2,8 @@
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use crate::engine::frame::SampleLayout;
+use super::error::CudaError;
+use crate::video::frame::{FeatureError, SampleLayout};
 
 /// A luma plane in device memory, passed by value to every kernel that reads input samples
 /// (`struct Plane` in `kernels/common.cuh`, same layout: 32 bytes, 8-byte aligned).
@@ -72,4 +73,26 @@ pub struct ChromaDev {
     pub width: usize,
     /// Chroma rows.
     pub height: usize,
+}
+
+/// Largest side, in samples, kernels that index with 32 bits take (PSNR, SSIM) (their indices are 32-bit).
+pub const MAX_SIDE: usize = 1 << 16;
+
+/// [`FeatureError::check_new`] for `feature` with a minimum of `min` x `min`, and
+/// [`FeatureError::WrongGeometry`] (expecting at most [`MAX_SIDE`] x [`MAX_SIDE`]) for a side
+/// above [`MAX_SIDE`].
+pub fn check_size(
+    feature: &'static str,
+    (width, height, bpc): (usize, usize, u32),
+    min: usize,
+) -> Result<(), CudaError> {
+    FeatureError::check_new(feature, (width, height, bpc), (min, min))?;
+    if width > MAX_SIDE || height > MAX_SIDE {
+        return Err(CudaError::Geometry(FeatureError::wrong_size(
+            feature,
+            (MAX_SIDE, MAX_SIDE, bpc),
+            (width, height),
+        )));
+    }
+    Ok(())
 }

@@ -1,10 +1,10 @@
 //! Backend-independent scoring: frame views in, per-frame features and VMAF out, pooling and
-//! libvmaf-compatible logs.
+//! libvmaf-compatible logs. It asks the feature registry ([`crate::features`]) which
+//! features the models and the `features` property need ([`ScorePlan`]) and runs them on a
+//! backend ([`backend`]: the CPU pool or CUDA); it names no metric itself.
 
 pub mod align;
-pub mod colour;
-pub mod features;
-pub mod frame;
+pub mod backend;
 pub mod log;
 pub mod model;
 pub mod model_set;
@@ -12,16 +12,19 @@ pub mod pool;
 pub mod scorer;
 pub mod window;
 
-pub use colour::YuvToRgb;
-pub use features::{ExtraFeature, ExtraScores, FeatureSet};
-pub use frame::{
+pub use crate::video::{colour, frame};
+
+pub use crate::features::{FeatureSet, Geometry, Layout, RawFeatures};
+pub use crate::video::colour::YuvToRgb;
+pub use crate::video::frame::{
     ChromaInput, ChromaPair, ComponentInput, DeviceComponent, DeviceLuma, FeatureError,
     HostComponent, HostLuma, LumaInput, LumaPlane, SampleLayout,
 };
+pub use backend::{CpuBackend, CudaBackend};
 pub use log::{LogFormat, LogWriter};
 pub use model::Model;
 pub use model_set::{BootstrapScore, ModelSpec, NamedModel};
 pub use pool::{Pool, Pooled};
 pub use scorer::{
-    Backend, EngineError, FrameScores, RawFeatures, ScorePlan, Scored, Scorer, MAX_OPTION_SETS,
+    Backend, EngineError, FrameScores, PlanError, ScorePlan, Scored, Scorer, MAX_OPTION_SETS,
 };

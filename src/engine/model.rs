@@ -9,8 +9,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::cpu::adm::AdmConfig;
-use crate::cpu::vif::VifConfig;
+use std::sync::Arc;
+
+use crate::features::{Feature, Instance, OptionValue, Options, REGISTRY};
 
 /// Built-in models: name, JSON text. The parameters are Netflix's published VMAF models
 /// (libvmaf 3.2.0's `model/*.json`, BSD-2-Clause-Patent, see `src/engine/models/LICENSE`).
@@ -56,41 +57,38 @@ pub enum ModelError {
     },
 }
 
-/// A feature the model consumes, as computed by this crate's extractors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelFeature {
-    /// `VMAF_integer_feature_adm2_score` (`integer_adm2`).
-    Adm2,
-    /// `VMAF_integer_feature_adm_scale{i}_score`.
-    AdmScale(usize),
-    /// `VMAF_integer_feature_motion2_score` (`integer_motion2`).
-    Motion2,
-    /// `VMAF_integer_feature_vif_scale{i}_score` (`integer_vif_scaleN`).
-    VifScale(usize),
+/// A feature the model consumes: the registered feature that computes it and which of its
+/// outputs (libvmaf's unsuffixed name, e.g. `integer_vif_scale0` for the model's
+/// `VMAF_integer_feature_vif_scale0_score`).
+#[derive(Debug, Clone)]
+pub struct ModelInput {
+    /// The feature computing it.
+    pub feature: &'static dyn Feature,
+    /// Its output name, without the option suffix.
+    pub output: String,
 }
 
-impl ModelFeature {
+impl ModelInput {
+    /// The registered feature that computes `name` (a model's `feature_names` entry).
     fn from_libvmaf_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "VMAF_integer_feature_adm2_score" => Self::Adm2,
-            "VMAF_integer_feature_motion2_score" => Self::Motion2,
-            _ => {
-                if let Some(i) = scale_index(name, "VMAF_integer_feature_vif_scale") {
-                    Self::VifScale(i)
-                } else if let Some(i) = scale_index(name, "VMAF_integer_feature_adm_scale") {
-                    Self::AdmScale(i)
-                } else {
-                    return None;
-                }
-            }
+        REGISTRY.iter().find_map(|f| {
+            f.model_output(name).map(|output| Self {
+                feature: *f,
+                output,
+            })
         })
     }
 }
 
-fn scale_index(name: &str, prefix: &str) -> Option<usize> {
-    let rest = name.strip_prefix(prefix)?.strip_suffix("_score")?;
-    let i: usize = rest.parse().ok()?;
-    (i < 4).then_some(i)
+/// The options of `all` that `feature` accepts.
+fn options_for(all: &Options, feature: &dyn Feature) -> Options {
+    Options(
+        all.0
+            .iter()
+            .filter(|(k, _)| feature.accepts(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
 }
 
 /// Optional polynomial + rectification transform of the predicted score (libvmaf
@@ -115,11 +113,10 @@ pub struct Model {
     /// Built-in name or file path it came from.
     pub origin: String,
     /// Features in model order.
-    pub features: Vec<ModelFeature>,
-    /// Options for the VIF extractor taken from the model's `feature_opts_dicts`.
-    pub vif: VifConfig,
-    /// Options for the ADM extractor taken from the model's `feature_opts_dicts`.
-    pub adm: AdmConfig,
+    pub features: Vec<ModelInput>,
+    /// The options of the model's `feature_opts_dicts`, all features' together (each key
+    /// belongs to the one feature that [accepts](Feature::accepts) it).
+    pub options: Options,
     linear_rescale: bool,
     /// Per feature (slope, intercept).
     feature_norm: Vec<(f64, f64)>,
@@ -254,9 +251,10 @@ impl Model {
             .feature_names
             .iter()
             .map(|name| {
-                ModelFeature::from_libvmaf_name(name).ok_or_else(|| {
+                ModelInput::from_libvmaf_name(name).ok_or_else(|| {
                     invalid(format!(
-                        "feature '{name}' is not computed by vmafcompare (it computes the integer VIF, ADM and motion features)"
+                        "feature '{name}' is not computed by vmafcompare (it computes the features of: {})",
+                        REGISTRY.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
                     ))
                 })
             })
@@ -287,8 +285,7 @@ impl Model {
             (vec![(1.0, 0.0); n], (1.0, 0.0))
         };
 
-        let mut vif = VifConfig::default();
-        let mut adm = AdmConfig::default();
+        let mut options = Options::new();
         if let Some(opts) = &d.feature_opts_dicts {
             if opts.len() != n {
                 return Err(invalid(format!(
@@ -298,25 +295,20 @@ impl Model {
             }
             for map in opts {
                 for (key, value) in map {
-                    let v = value.as_f64().filter(|v| v.is_finite()).ok_or_else(|| {
-                        invalid(format!("option '{key}' must be a finite number"))
-                    })?;
-                    match key.as_str() {
-                        "vif_enhn_gain_limit" if (1.0..=100.0).contains(&v) => {
-                            vif.enhn_gain_limit = v
-                        }
-                        "adm_enhn_gain_limit" if (1.0..=100.0).contains(&v) => {
-                            adm.enhn_gain_limit = v
-                        }
-                        "vif_enhn_gain_limit" | "adm_enhn_gain_limit" => {
-                            return Err(invalid(format!("option '{key}' = {v} is outside 1..100")))
-                        }
-                        _ => {
-                            return Err(invalid(format!("feature option '{key}' is not supported")))
-                        }
+                    let v = OptionValue::from_json(key, value).map_err(&invalid)?;
+                    if !REGISTRY.iter().any(|f| f.accepts(key)) {
+                        return Err(invalid(format!("feature option '{key}' is not supported")));
                     }
+                    options.set(key, v);
                 }
             }
+        }
+        // Every feature the model uses must take its options.
+        for input in &features {
+            input
+                .feature
+                .configure(&options_for(&options, input.feature), true)
+                .map_err(&invalid)?;
         }
 
         let clip = match d.score_clip {
@@ -358,8 +350,7 @@ impl Model {
         Ok(Self {
             origin: origin.to_owned(),
             features,
-            vif,
-            adm,
+            options,
             linear_rescale,
             feature_norm,
             out_norm,
@@ -370,6 +361,49 @@ impl Model {
             sv: svm.sv,
             sv_coef: svm.coef,
         })
+    }
+
+    /// The feature instances the model reads, each configured with the model's options for
+    /// it; `chroma`: the frames have chroma planes. One per distinct feature, in model order.
+    ///
+    /// Errors: the text of an option a feature refuses (not for a loaded model, whose
+    /// options were checked at load).
+    pub fn instances(&self, chroma: bool) -> Result<Vec<Arc<dyn Instance>>, String> {
+        let mut out: Vec<Arc<dyn Instance>> = Vec::new();
+        for input in &self.features {
+            if out
+                .iter()
+                .any(|i| i.feature().name() == input.feature.name())
+            {
+                continue;
+            }
+            out.push(
+                input
+                    .feature
+                    .configure(&options_for(&self.options, input.feature), chroma)?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// The number the model sets for option `key` (e.g. `vif_enhn_gain_limit`), if any.
+    pub fn option(&self, key: &str) -> Option<f64> {
+        match self.options.0.get(key) {
+            Some(OptionValue::Number(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// Whether `other` reads the same features (same outputs, same options), as the members
+    /// of a bootstrap collection must.
+    pub fn reads_same(&self, other: &Model) -> bool {
+        self.options == other.options
+            && self.features.len() == other.features.len()
+            && self
+                .features
+                .iter()
+                .zip(&other.features)
+                .all(|(a, b)| a.feature.name() == b.feature.name() && a.output == b.output)
     }
 
     /// Number of support vectors.

@@ -132,10 +132,7 @@ impl NamedModel {
     /// Errors: as [`Model::load_collection`].
     pub fn load(spec: &ModelSpec, name: String) -> Result<Self, ModelError> {
         let (mut model, mut bootstrap) = Model::load_collection(&spec.source)?;
-        if let Some(m) = bootstrap
-            .iter()
-            .find(|m| m.features != model.features || m.vif != model.vif || m.adm != model.adm)
-        {
+        if let Some(m) = bootstrap.iter().find(|m| !m.reads_same(&model)) {
             return Err(ModelError::Invalid {
                 origin: m.origin.clone(),
                 reason: "a bootstrap member must use the features and options of model \"0\""

@@ -5,18 +5,12 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::cpu::adm::{AdmConfig, AdmScores};
-use crate::cpu::motion::MOTION_MAX_VAL;
-use crate::cpu::vif::{VifConfig, VifScores};
-use crate::engine::features::{ExtraScores, FeatureSet};
-use crate::engine::frame::{ChromaInput, ChromaPair, FeatureError, LumaInput, LumaPlane};
-use crate::engine::model::{Model, ModelFeature};
+use crate::engine::model::Model;
 use crate::engine::model_set::NamedModel;
 use crate::engine::pool::Pool;
-
-/// Largest number of distinct VIF (and, separately, ADM) option sets the models of one
-/// scorer may use (e.g. `vmaf_v0.6.1` and `vmaf_v0.6.1neg`: 2 each).
-pub const MAX_OPTION_SETS: usize = 4;
+use crate::features::{FeatureSet, Instance, Layout, LayoutError};
+pub use crate::features::{RawFeatures, MAX_OPTION_SETS};
+use crate::video::frame::{ChromaInput, ChromaPair, FeatureError, LumaInput, LumaPlane};
 
 /// Why a frame pair could not be scored.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +18,9 @@ pub enum EngineError {
     /// A feature extractor refused the frames.
     #[error(transparent)]
     Feature(#[from] FeatureError),
+    /// The models and features cannot be planned (options, limits).
+    #[error(transparent)]
+    Plan(#[from] PlanError),
     /// The backend failed (device fault, out of memory, ...).
     #[error("{backend} backend: {message}")]
     Backend {
@@ -32,24 +29,6 @@ pub enum EngineError {
         /// What failed.
         message: String,
     },
-}
-
-/// Features of one frame pair, as a backend computes them.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct RawFeatures {
-    /// VIF at four scales (all zero when the frame is not subsampled in).
-    pub vif: VifScores,
-    /// ADM (all zero when the frame is not subsampled in).
-    pub adm: AdmScores,
-    /// `VMAF_integer_feature_motion_sad_score`: 0 for the first frame.
-    pub motion_sad: f64,
-    /// VIF under the second, third, ... VIF option set of the scorer's models (only the CPU
-    /// backend fills them; zero when unused).
-    pub vif_more: [VifScores; MAX_OPTION_SETS - 1],
-    /// ADM under the second, third, ... ADM option set, likewise.
-    pub adm_more: [AdmScores; MAX_OPTION_SETS - 1],
-    /// The extra metrics of the backend's [`FeatureSet`] (CPU backend only).
-    pub extra: ExtraScores,
 }
 
 /// A feature backend: the CPU reference implementation or the GPU.
@@ -151,117 +130,158 @@ pub trait Backend: Send {
     fn reset(&mut self);
 }
 
-/// libvmaf's names of the ADM outputs with the option suffix `suffix`.
-fn adm_names(suffix: &str) -> impl Iterator<Item = String> + '_ {
-    ["integer_adm2", "integer_aim", "integer_adm3"]
-        .into_iter()
-        .map(move |base| format!("{base}{suffix}"))
-        .chain((0..4).map(move |i| format!("integer_adm_scale{i}{suffix}")))
-}
-
-/// libvmaf's names of the VIF outputs with the option suffix `suffix`.
-fn vif_names(suffix: &str) -> impl Iterator<Item = String> + '_ {
-    (0..4).map(move |i| format!("integer_vif_scale{i}{suffix}"))
+/// Why a [`ScorePlan`] could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// A model's options do not configure its feature.
+    #[error("model '{model}': {reason}")]
+    Options {
+        /// The model's name.
+        model: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Too many values or option sets.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
 }
 
 /// What a scorer computes and reports: the models (the first one's score is `vmaf`), the
-/// extra metrics, and whether PSNR covers the chroma planes.
+/// extra metrics of the `features` property, and the feature instances both need, asked of
+/// the registry ([`crate::features::REGISTRY`]).
 #[derive(Debug, Clone)]
 pub struct ScorePlan {
     /// The `model` list, loaded; at least one.
     pub models: Arc<[NamedModel]>,
     /// Extra metrics (`features` property).
     pub features: FeatureSet,
-    /// `psnr_cb` / `psnr_cr` are reported (the formats have chroma); ignored without PSNR.
-    pub psnr_chroma: bool,
+    /// The frames have chroma planes (`psnr_cb` / `psnr_cr` are reported, SSIMULACRA2 reads
+    /// colour).
+    pub chroma: bool,
+    layout: Arc<Layout>,
+    /// Per model: the index in [`ScorePlan::names`] of each of its features, in model order.
+    model_inputs: Vec<Vec<usize>>,
+    /// Per instance of the layout: the index in `names` of each late output.
+    late: Vec<Vec<usize>>,
+    names: Vec<String>,
 }
 
 impl ScorePlan {
-    /// One plain model, named `vmaf`, no extra metrics.
-    pub fn single(model: &Model) -> Self {
-        Self {
-            models: vec![NamedModel {
-                name: "vmaf".into(),
-                model: model.clone(),
-                bootstrap: Vec::new(),
-            }]
-            .into(),
-            features: FeatureSet::default(),
-            psnr_chroma: false,
-        }
-    }
-
-    /// The distinct VIF option sets of the models, first model's first.
-    pub fn vif_configs(&self) -> Vec<VifConfig> {
-        let mut v: Vec<VifConfig> = Vec::new();
-        for m in self.models.iter() {
-            if !v.contains(&m.model.vif) {
-                v.push(m.model.vif);
+    /// The instances the models (each with its own options) and `features` need, deduplicated
+    /// by feature and options, in log order; `chroma`: the frames have chroma planes.
+    ///
+    /// Errors: [`PlanError`] for options a feature refuses, or too many option sets / values.
+    pub fn new(
+        models: Arc<[NamedModel]>,
+        features: FeatureSet,
+        chroma: bool,
+    ) -> Result<Self, PlanError> {
+        let mut instances: Vec<Arc<dyn Instance>> = Vec::new();
+        let mut add = |inst: Arc<dyn Instance>| -> String {
+            let key = inst.key();
+            let known = instances
+                .iter()
+                .any(|i| i.feature().name() == inst.feature().name() && i.key() == key);
+            if !known {
+                instances.push(inst);
             }
-        }
-        v
-    }
-
-    /// The distinct ADM option sets of the models, first model's first.
-    pub fn adm_configs(&self) -> Vec<AdmConfig> {
-        let mut v: Vec<AdmConfig> = Vec::new();
-        for m in self.models.iter() {
-            if !v.contains(&m.model.adm) {
-                v.push(m.model.adm);
+            key
+        };
+        // Per model: (unsuffixed output, key) of each input.
+        let mut resolved: Vec<Vec<String>> = Vec::with_capacity(models.len());
+        for m in models.iter() {
+            let by_feature = m
+                .model
+                .instances(chroma)
+                .map_err(|reason| PlanError::Options {
+                    model: m.name.clone(),
+                    reason,
+                })?;
+            let mut names = Vec::with_capacity(m.model.features.len());
+            for input in &m.model.features {
+                let key = by_feature
+                    .iter()
+                    .find(|i| i.feature().name() == input.feature.name())
+                    .map(|i| add(i.clone()))
+                    .unwrap_or_default();
+                names.push(format!("{}{key}", input.output));
             }
+            resolved.push(names);
         }
-        v
-    }
-
-    /// Metric names in log order: `psnr_y`, `psnr_cb`, `psnr_cr`; ADM, motion SAD and VIF
-    /// of the first option set, ADM and VIF of further sets (libvmaf's option suffixes,
-    /// e.g. `_egl_1`); `float_ssim`, `float_ms_ssim`, `ssimulacra2`; `integer_motion2`,
-    /// `integer_motion3`; the scores of models 2.. (see [`NamedModel::score_names`]), then
-    /// the first model's, ending with `vmaf`.
-    pub fn names(&self) -> Vec<String> {
-        let f = self.features;
-        let (vifs, adms) = (self.vif_configs(), self.adm_configs());
-        let mut names = Vec::new();
-        if f.psnr {
-            names.push("psnr_y".to_owned());
-            if self.psnr_chroma {
-                names.extend(["psnr_cb".to_owned(), "psnr_cr".to_owned()]);
-            }
+        for f in features.iter() {
+            let inst = f
+                .configure(&crate::features::Options::new(), chroma)
+                .map_err(|reason| PlanError::Options {
+                    model: f.name().to_owned(),
+                    reason,
+                })?;
+            add(inst);
         }
-        let adm_suffix = |c: &AdmConfig| gain_suffix(c.enhn_gain_limit);
-        let vif_suffix = |c: &VifConfig| gain_suffix(c.enhn_gain_limit);
-        names.extend(adm_names(&adm_suffix(&adms[0])));
-        names.push("VMAF_integer_feature_motion_sad_score".to_owned());
-        names.extend(vif_names(&vif_suffix(&vifs[0])));
-        for c in &adms[1..] {
-            names.extend(adm_names(&adm_suffix(c)));
+        let layout = Layout::new(instances)?;
+        let mut names: Vec<String> = layout.names().to_vec();
+        let mut late = Vec::with_capacity(layout.instances().len());
+        for inst in layout.instances() {
+            let outs = inst.late_outputs();
+            late.push((names.len()..names.len() + outs.len()).collect());
+            names.extend(outs);
         }
-        for c in &vifs[1..] {
-            names.extend(vif_names(&vif_suffix(c)));
-        }
-        if f.float_ssim {
-            names.push("float_ssim".to_owned());
-        }
-        if f.float_ms_ssim {
-            names.push("float_ms_ssim".to_owned());
-        }
-        if f.ssimulacra2 {
-            names.push("ssimulacra2".to_owned());
-        }
-        names.push("integer_motion2".to_owned());
-        names.push("integer_motion3".to_owned());
-        for m in self.models.iter().skip(1).chain(self.models.first()) {
+        let model_inputs = resolved
+            .iter()
+            .map(|inputs| {
+                inputs
+                    .iter()
+                    .map(|n| names.iter().position(|x| x == n).unwrap_or(usize::MAX))
+                    .collect()
+            })
+            .collect();
+        for m in models.iter().skip(1).chain(models.first()) {
             names.extend(m.score_names());
         }
-        names
+        Ok(Self {
+            models,
+            features,
+            chroma,
+            layout,
+            model_inputs,
+            late,
+            names,
+        })
     }
-}
 
-fn gain_suffix(limit: f64) -> String {
-    if limit == 100.0 {
-        String::new()
-    } else {
-        format!("_egl_{limit}")
+    /// One plain model, named `vmaf`, no extra metrics, no chroma.
+    ///
+    /// Errors: as [`ScorePlan::new`] (only for a model with options its features refuse).
+    pub fn single(model: &Model) -> Result<Self, PlanError> {
+        Self::for_model(model, FeatureSet::default(), false)
+    }
+
+    /// One plain model, named `vmaf`, with the extra metrics of `features`; `chroma` as in
+    /// [`ScorePlan::new`].
+    ///
+    /// Errors: as [`ScorePlan::new`].
+    pub fn for_model(model: &Model, features: FeatureSet, chroma: bool) -> Result<Self, PlanError> {
+        let models: Arc<[NamedModel]> = vec![NamedModel {
+            name: "vmaf".into(),
+            model: model.clone(),
+            bootstrap: Vec::new(),
+        }]
+        .into();
+        Self::new(models, features, chroma)
+    }
+
+    /// The feature instances, in log order, and where their values lie in a frame's
+    /// [`RawFeatures`]: what a backend is made for.
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    /// Metric names in log order: the instances' outputs in [`Layout`] order (PSNR; ADM,
+    /// motion SAD and VIF of the first option set; ADM and VIF of further sets, with libvmaf's
+    /// option suffixes such as `_egl_1`; `float_ssim`, `float_ms_ssim`, `ssimulacra2`), their
+    /// late outputs (`integer_motion2`, `integer_motion3`), the scores of models 2.. (see
+    /// [`NamedModel::score_names`]), then the first model's, ending with `vmaf`.
+    pub fn names(&self) -> Vec<String> {
+        self.names.clone()
     }
 }
 
@@ -336,10 +356,6 @@ struct Pending<T> {
 pub struct Scorer<T> {
     backend: Box<dyn Backend>,
     plan: ScorePlan,
-    /// Per model: (index of its VIF option set, index of its ADM option set).
-    sets: Vec<(usize, usize)>,
-    /// Number of VIF and ADM option sets.
-    n_sets: (usize, usize),
     subsample: u64,
     names: Arc<[String]>,
     next_index: u64,
@@ -353,32 +369,28 @@ pub struct Scorer<T> {
 impl<T> Scorer<T> {
     /// `subsample` >= 1: VIF, ADM and VMAF are computed for every `subsample`-th frame
     /// (motion for every frame), as libvmaf's `--subsample`.
-    pub fn new(backend: Box<dyn Backend>, model: Arc<Model>, subsample: u32) -> Self {
-        Self::with_plan(backend, ScorePlan::single(&model), subsample)
+    ///
+    /// Errors: as [`ScorePlan::single`].
+    pub fn new(
+        backend: Box<dyn Backend>,
+        model: Arc<Model>,
+        subsample: u32,
+    ) -> Result<Self, PlanError> {
+        Ok(Self::with_plan(
+            backend,
+            ScorePlan::single(&model)?,
+            subsample,
+        ))
     }
 
     /// A scorer for every model and metric of `plan`. The backend must compute the plan's
-    /// VIF and ADM option sets in [`ScorePlan::vif_configs`] / [`ScorePlan::adm_configs`]
-    /// order and its extra metrics (the CPU backend made with
-    /// [`crate::cpu::CpuBackend::with_features`]); `subsample` as in [`Scorer::new`].
+    /// [`ScorePlan::layout`] (the CPU or CUDA backend made for it); `subsample` as in
+    /// [`Scorer::new`].
     pub fn with_plan(backend: Box<dyn Backend>, plan: ScorePlan, subsample: u32) -> Self {
         let names: Arc<[String]> = plan.names().into();
-        let (vifs, adms) = (plan.vif_configs(), plan.adm_configs());
-        let sets = plan
-            .models
-            .iter()
-            .map(|m| {
-                (
-                    vifs.iter().position(|c| *c == m.model.vif).unwrap_or(0),
-                    adms.iter().position(|c| *c == m.model.adm).unwrap_or(0),
-                )
-            })
-            .collect();
         Self {
             backend,
             plan,
-            sets,
-            n_sets: (vifs.len(), adms.len()),
             subsample: u64::from(subsample.max(1)),
             pool: Pool::new(names.clone()),
             names,
@@ -522,7 +534,7 @@ impl<T> Scorer<T> {
         let Some(q) = self.queue.pop_front() else {
             return;
         };
-        done.extend(self.take_pending(Some(raw.motion_sad)));
+        done.extend(self.take_pending(Some(&raw)));
         self.pending = Some(Pending {
             index: q.index,
             tag: q.tag,
@@ -659,14 +671,14 @@ impl<T> Scorer<T> {
         (done, lost)
     }
 
-    fn take_pending(&mut self, next_sad: Option<f64>) -> Vec<Scored<T>> {
+    fn take_pending(&mut self, next: Option<&RawFeatures>) -> Vec<Scored<T>> {
         let Some(mut p) = self.pending.take() else {
             return Vec::new();
         };
         let trailing = std::mem::take(&mut p.trailing);
         let index = p.index;
         let mut out = Vec::with_capacity(1 + trailing.len());
-        out.push(self.complete(p, next_sad));
+        out.push(self.complete(p, next));
         out.extend(trailing.into_iter().map(|tag| Scored {
             index,
             tag,
@@ -685,23 +697,9 @@ impl<T> Scorer<T> {
         self.backend.reset();
     }
 
-    fn complete(&mut self, p: Pending<T>, next_sad: Option<f64>) -> Scored<T> {
-        let sad = p.raw.motion_sad;
-        // libvmaf 3.x flush(): motion2[0] = 0, motion2[i] = min(sad[i], sad[i+1]), the last
-        // frame keeps sad[i]; motion3 (blend factor 1, no moving average) = motion2 clipped,
-        // except frame 0 which takes sad[1].
-        let motion2 = match (p.first, next_sad) {
-            (true, _) => 0.0,
-            (_, Some(next)) => sad.min(next),
-            (_, None) => sad,
-        };
-        let motion3 = if p.first {
-            next_sad.map_or(0.0, |s| s.min(MOTION_MAX_VAL))
-        } else {
-            motion2.min(MOTION_MAX_VAL)
-        };
+    fn complete(&mut self, p: Pending<T>, next: Option<&RawFeatures>) -> Scored<T> {
         let scores = p.full.then(|| {
-            let values = self.values(&p.raw, motion2, motion3);
+            let values = self.values(&p.raw, next, p.first);
             let scores = FrameScores {
                 index: p.index,
                 names: self.names.clone(),
@@ -719,56 +717,31 @@ impl<T> Scorer<T> {
 }
 
 impl<T> Scorer<T> {
-    /// One frame's values in [`ScorePlan::names`] order.
-    fn values(&self, r: &RawFeatures, motion2: f64, motion3: f64) -> Vec<f64> {
+    /// One frame's values in [`ScorePlan::names`] order: its raw values, each instance's
+    /// late outputs from this frame and the next one's (libvmaf's `flush`), and the models'
+    /// scores.
+    fn values(&self, raw: &RawFeatures, next: Option<&RawFeatures>, first: bool) -> Vec<f64> {
         let plan = &self.plan;
-        let f = plan.features;
-        let vif = |i: usize| if i == 0 { &r.vif } else { &r.vif_more[i - 1] };
-        let adm = |i: usize| if i == 0 { &r.adm } else { &r.adm_more[i - 1] };
-        let adm_values = |a: &AdmScores| {
-            let mut v = vec![a.adm2, a.aim, a.adm3];
-            v.extend_from_slice(&a.scale);
-            v
-        };
+        let layout = plan.layout();
         let mut values = Vec::with_capacity(self.names.len());
-        if f.psnr {
-            values.push(r.extra.psnr[0]);
-            if plan.psnr_chroma {
-                values.extend_from_slice(&r.extra.psnr[1..]);
+        values.extend_from_slice(raw.values());
+        for (i, inst) in layout.instances().iter().enumerate() {
+            let n = plan.late.get(i).map_or(0, Vec::len);
+            if n == 0 {
+                continue;
             }
+            let start = values.len();
+            values.resize(start + n, 0.0);
+            let next_raw = next.map(|r| r.of(i));
+            inst.finish(raw.of(i), next_raw, first, &mut values[start..]);
         }
-        values.extend(adm_values(adm(0)));
-        values.push(r.motion_sad);
-        values.extend_from_slice(&vif(0).scale);
-        for i in 1..self.n_sets.1 {
-            values.extend(adm_values(adm(i)));
-        }
-        for i in 1..self.n_sets.0 {
-            values.extend_from_slice(&vif(i).scale);
-        }
-        if f.float_ssim {
-            values.push(r.extra.float_ssim);
-        }
-        if f.float_ms_ssim {
-            values.push(r.extra.float_ms_ssim);
-        }
-        if f.ssimulacra2 {
-            values.push(r.extra.ssimulacra2);
-        }
-        values.push(motion2);
-        values.push(motion3);
         let order = (1..plan.models.len()).chain(std::iter::once(0));
         for k in order {
             let m = &plan.models[k];
-            let (vi, ai) = self.sets.get(k).copied().unwrap_or((0, 0));
             let mut features = [0.0f64; 64];
-            for (slot, feat) in features.iter_mut().zip(&m.model.features) {
-                *slot = match *feat {
-                    ModelFeature::Adm2 => adm(ai).adm2,
-                    ModelFeature::AdmScale(i) => adm(ai).scale[i],
-                    ModelFeature::Motion2 => motion2,
-                    ModelFeature::VifScale(i) => vif(vi).scale[i],
-                };
+            let inputs = plan.model_inputs.get(k).map_or(&[][..], Vec::as_slice);
+            for (slot, &at) in features.iter_mut().zip(inputs) {
+                *slot = values.get(at).copied().unwrap_or(0.0);
             }
             values.extend(m.predict(&features[..m.model.features.len()]));
         }

@@ -17,16 +17,16 @@ use gst_video::prelude::*;
 use super::{
     FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME,
 };
-use crate::cpu::{self, CpuBackend, CpuPool};
-use crate::cuda::backend::GpuPlan;
+use crate::cpu::{self, CpuPool};
 use crate::cuda::context::PeerAccess;
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
-use crate::cuda::{CudaBackend, GpuDevice};
+use crate::cuda::GpuDevice;
 use crate::engine::{
     model::DEFAULT_MODEL, Backend, ChromaInput, ChromaPair, ComponentInput, DeviceComponent,
     DeviceLuma, EngineError, FeatureSet, FrameScores, HostComponent, HostLuma, LogFormat,
     LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan, Scored, Scorer, YuvToRgb,
 };
+use crate::engine::{CpuBackend, CudaBackend, Geometry};
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
 mod monitor;
@@ -413,7 +413,7 @@ impl FrameFormat {
     /// Why the metrics of `features` that read chroma cannot compare these pads' frames:
     /// chroma of different sizes (`psnr_cb`/`psnr_cr`, SSIMULACRA2), or colour against grey
     /// (SSIMULACRA2; PSNR then reports `psnr_y` only).
-    fn chroma_mismatch(&self, features: FeatureSet) -> Option<String> {
+    fn chroma_mismatch(&self, features: &FeatureSet) -> Option<String> {
         let [(rf, rc), (df, dc)] = &self.pads;
         let show = |c: &Option<(usize, usize)>| {
             c.map_or("no chroma".to_owned(), |(w, h)| format!("chroma {w}x{h}"))
@@ -429,16 +429,16 @@ impl FrameFormat {
             (Some(a), Some(b)) if a != b && features.reads_chroma() => Some(format!(
                 "{} compare chroma planes of one size, but the pads differ in chroma \
                  subsampling: {}",
-                if features.psnr && features.ssimulacra2 {
-                    "psnr_cb/psnr_cr and ssimulacra2"
-                } else if features.psnr {
-                    "psnr_cb/psnr_cr"
-                } else {
-                    "ssimulacra2"
-                },
+                features
+                    .iter()
+                    .filter(|f| f.reads_chroma())
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(" and "),
                 which()
             )),
-            (Some(_), None) | (None, Some(_)) if features.ssimulacra2 => Some(format!(
+            // PSNR then reports psnr_y only; a colour metric cannot score grey against colour.
+            (Some(_), None) | (None, Some(_)) if features.contains("ssimulacra2") => Some(format!(
                 "ssimulacra2 compares colour with colour or grey with grey: {}",
                 which()
             )),
@@ -519,6 +519,29 @@ struct Prepared {
     /// The CPU backend's threads (`threads` property), `None` for one thread (scoring in the
     /// streaming or live scoring thread) and with `backend=cuda`; joined when dropped.
     cpu_pool: Option<Arc<CpuPool>>,
+}
+
+impl Prepared {
+    /// The smallest frame the models' features accept (VMAF's filters: the largest of their
+    /// minimums), and each extra feature's own minimum.
+    fn minimums(&self) -> ((usize, usize), Vec<(&'static str, (usize, usize))>) {
+        let mut vmaf = (1, 1);
+        for m in self.models.iter() {
+            for i in m.model.instances(false).unwrap_or_default() {
+                let (w, h) = i.min_size();
+                vmaf = (vmaf.0.max(w), vmaf.1.max(h));
+            }
+        }
+        let extras = self
+            .features
+            .iter()
+            .filter_map(|f| {
+                let i = f.configure(&crate::features::Options::new(), false).ok()?;
+                Some((f.name(), i.min_size()))
+            })
+            .collect();
+        (vmaf, extras)
+    }
 }
 
 pub struct VmafCompare {
@@ -870,6 +893,22 @@ impl VmafCompare {
                 if m.model.transform.enabled { "on" } else { "off" }
             );
         }
+        if let Err(e) = ScorePlan::new(models.clone(), features.clone(), true) {
+            gst::element_imp_error!(
+                self,
+                gst::LibraryError::Settings,
+                ("Cannot score these models and features together: {}", e)
+            );
+            return Err(gst::StateChangeError);
+        }
+        if let Err(e) = ScorePlan::new(models.clone(), features.clone(), true) {
+            gst::element_imp_error!(
+                self,
+                gst::LibraryError::Settings,
+                ("Cannot score these models and features together: {}", e)
+            );
+            return Err(gst::StateChangeError);
+        }
         let gpu = match settings.backend {
             VmafBackend::Cpu => None,
             backend => match GpuDevice::open(settings.device_id as usize) {
@@ -1043,7 +1082,11 @@ impl VmafCompare {
             }
         };
         let (w, h) = video.size();
-        if (w as usize) < cpu::MIN_WIDTH || (h as usize) < cpu::MIN_HEIGHT {
+        let (vmaf_min, extra_mins) = lock(&self.prepared)
+            .as_ref()
+            .map(Prepared::minimums)
+            .unwrap_or_default();
+        if (w as usize) < vmaf_min.0 || (h as usize) < vmaf_min.1 {
             gst::element_imp_error!(
                 self,
                 gst::CoreError::Negotiation,
@@ -1052,31 +1095,32 @@ impl VmafCompare {
                     pad.name(),
                     w,
                     h,
-                    cpu::MIN_WIDTH,
-                    cpu::MIN_HEIGHT
+                    vmaf_min.0,
+                    vmaf_min.1
                 )
             );
             return false;
         }
-        let features = lock(&self.prepared)
-            .as_ref()
-            .map(|p| p.features)
-            .unwrap_or_default();
-        if features.float_ms_ssim && !cpu::ssim::ms_ssim_fits(w as usize, h as usize) {
+        if let Some((name, (mw, mh))) = extra_mins
+            .into_iter()
+            .find(|(_, (mw, mh))| (w as usize) < *mw || (h as usize) < *mh)
+        {
             gst::element_imp_error!(
                 self,
                 gst::CoreError::Negotiation,
                 (
-                    "{} pad: {}x{} is smaller than the {}x{} minimum of float_ms_ssim",
+                    "{} pad: {}x{} is smaller than the {}x{} minimum of {}",
                     pad.name(),
                     w,
                     h,
-                    cpu::ssim::MS_SSIM_MIN_SIZE,
-                    cpu::ssim::MS_SSIM_MIN_SIZE
+                    mw,
+                    mh,
+                    name
                 ),
                 [
-                    "libvmaf refuses such frames too: each of MS-SSIM's five scales halves the frame \
-                     and must still hold its 11x11 window. Remove float_ms_ssim from features."
+                    "libvmaf refuses such frames too (MS-SSIM's five scales each halve the frame \
+                     and must still hold its 11x11 window). Remove {} from features.",
+                    name
                 ]
             );
             return false;
@@ -1342,7 +1386,7 @@ impl VmafCompare {
         }
         let Some((models, features, gpu)) = lock(&self.prepared)
             .as_ref()
-            .map(|p| (p.models.clone(), p.features, p.gpu.clone()))
+            .map(|p| (p.models.clone(), p.features.clone(), p.gpu.clone()))
         else {
             gst::element_imp_error!(self, gst::CoreError::StateChange, ("no model loaded"));
             return Err(gst::FlowError::Error);
@@ -1350,14 +1394,16 @@ impl VmafCompare {
         let has_chroma = |v: &PadVideo| v.info.format_info().n_components() >= 3;
         let plan = match state.scorer.as_ref() {
             Some(s) => s.plan().clone(),
-            None => ScorePlan {
-                models,
-                features,
-                psnr_chroma: has_chroma(r) && has_chroma(d),
+            None => match ScorePlan::new(models, features, has_chroma(r) && has_chroma(d)) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    gst::element_imp_error!(self, gst::LibraryError::Settings, ("{}", e));
+                    return Err(gst::FlowError::Error);
+                }
             },
         };
         let frame = FrameFormat::of(r, d);
-        if let Some(why) = frame.chroma_mismatch(plan.features) {
+        if let Some(why) = frame.chroma_mismatch(&plan.features) {
             gst::element_imp_error!(
                 self,
                 gst::CoreError::Negotiation,
@@ -1369,7 +1415,7 @@ impl VmafCompare {
             );
             return Err(gst::FlowError::NotNegotiated);
         }
-        if plan.features.ssimulacra2 {
+        if plan.layout().has("ssimulacra2") {
             if let Some(log) = state.log.as_mut() {
                 log.note("ssimulacra2_yuv_to_rgb", frame.colour.to_string());
             }
@@ -1398,8 +1444,12 @@ impl VmafCompare {
         (w, h, bpc): (u32, u32, u32),
         frame: &FrameFormat,
     ) -> Result<Box<dyn Backend>, gst::FlowError> {
-        let (wu, hu) = (w as usize, h as usize);
-        if plan.features.ssimulacra2 {
+        let geometry = Geometry {
+            chroma: frame.chroma.filter(|_| plan.chroma),
+            colour: frame.colour,
+            ..Geometry::luma(w as usize, h as usize, bpc)
+        };
+        if plan.layout().has("ssimulacra2") {
             gst::info!(
                 CAT,
                 imp = self,
@@ -1408,14 +1458,7 @@ impl VmafCompare {
             );
         }
         if let Some(dev) = gpu {
-            let gpu_plan = GpuPlan {
-                vif: plan.vif_configs(),
-                adm: plan.adm_configs(),
-                features: plan.features,
-                chroma: frame.chroma.filter(|_| plan.psnr_chroma),
-                colour: frame.colour,
-            };
-            match CudaBackend::with_plan(dev, wu, hu, bpc, &gpu_plan) {
+            match CudaBackend::new(dev, plan.layout(), geometry) {
                 Ok(b) => {
                     gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the GPU");
                     return Ok(Box::new(b));
@@ -1435,7 +1478,7 @@ impl VmafCompare {
                 ),
             }
         }
-        match self.cpu_backend(plan, (wu, hu, bpc), frame.colour) {
+        match self.cpu_backend(plan, geometry) {
             Ok(b) => {
                 gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
                 Ok(Box::new(b))
@@ -1452,21 +1495,12 @@ impl VmafCompare {
     fn cpu_backend(
         &self,
         plan: &ScorePlan,
-        (w, h, bpc): (usize, usize, u32),
-        colour: YuvToRgb,
+        geometry: Geometry,
     ) -> Result<CpuBackend, crate::engine::FeatureError> {
         let pool = lock(&self.prepared)
             .as_ref()
             .and_then(|p| p.cpu_pool.clone());
-        let b = CpuBackend::with_features(
-            w,
-            h,
-            bpc,
-            &plan.vif_configs(),
-            &plan.adm_configs(),
-            plan.features,
-        )?
-        .with_colour(colour);
+        let b = CpuBackend::new(plan.layout(), geometry)?;
         Ok(match pool {
             Some(pool) => b.with_pool(pool),
             None => b,
@@ -1696,7 +1730,7 @@ impl VmafCompare {
         let wants_chroma = state
             .scorer
             .as_ref()
-            .is_some_and(|s| s.plan().features.reads_chroma() && s.plan().psnr_chroma);
+            .is_some_and(|s| s.plan().layout().reads_chroma());
         let mut chroma = std::mem::take(&mut state.chroma);
         let result = self.push_mapped(
             state,
@@ -1899,7 +1933,11 @@ impl VmafCompare {
                     .as_ref()
                     .map(|r| yuv_to_rgb(&r.info))
                     .unwrap_or_default();
-                match plan.map(|p| self.cpu_backend(&p, (w, h, bpc), colour)) {
+                let geometry = Geometry {
+                    colour,
+                    ..Geometry::luma(w, h, bpc)
+                };
+                match plan.map(|p| self.cpu_backend(&p, geometry)) {
                     Some(Ok(cpu)) => {
                         let lost = match state.scorer.as_mut() {
                             Some(scorer) => {

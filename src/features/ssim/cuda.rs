@@ -16,21 +16,21 @@
 //! `ssim_stats` launch for all scales, one `ssim_reduce` launch.
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/float_ssim.c, float_ms_ssim.c, ssim.c,
-//! ms_ssim.c and iqa/; oracle: [`crate::cpu::ssim`].
+//! ms_ssim.c and iqa/; oracle: [`super::cpu`].
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
-use super::context::{function, launch, param, GpuDevice};
-use super::error::CudaError;
-use super::memory::{alloc_zeroed, DeviceAlloc};
-use super::plane::DevPlane;
-use super::psnr::check_size;
-use crate::cpu::ssim::{
+use super::{
     box_tap, decimated, float_ssim_scale, ms_ssim_combine, ms_ssim_fits, ms_ssim_too_small,
     ssim_constants, GAUSS_LEN, MS_SSIM_SCALES,
 };
+use crate::cuda::context::{function, launch, param, GpuDevice};
+use crate::cuda::error::CudaError;
+use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};
+use crate::cuda::plane::check_size;
+use crate::cuda::plane::DevPlane;
 
 /// Block shape of the three kernels.
 const BLOCK: (u32, u32, u32) = (32, 8, 1);
@@ -274,8 +274,8 @@ impl SsimGpu {
     /// [`SsimGpu::enqueue`] and [`SsimGpu::scores`] allocate nothing.
     ///
     /// Errors: [`CudaError::Geometry`] with the CPU's error for a frame it refuses:
-    /// [`crate::cpu::ssim::ms_ssim_too_small`] below 176x176 with `ms_ssim`,
-    /// [`crate::cpu::ssim::float_ssim_scale`]'s error below 11x11 with `ssim`; also for a
+    /// [`super::ms_ssim_too_small`] below 176x176 with `ms_ssim`,
+    /// [`super::float_ssim_scale`]'s error below 11x11 with `ssim`; also for a
     /// side above 65536 or a `bpc` outside `8..=16`. [`CudaError::Driver`] (kernel lookup),
     /// [`CudaError::OutOfMemory`].
     pub fn new(
@@ -298,7 +298,7 @@ impl SsimGpu {
         let feature = if ssim { "float_ssim" } else { "float_ms_ssim" };
         check_size(feature, (width, height, bpc), 1)?;
 
-        let m = &dev.modules().ssim;
+        let m = dev.modules().get("ssim")?;
         let decimate = function(m, "ssim_decimate", "cuModuleGetFunction(ssim_decimate)")?;
         let stats = function(m, "ssim_stats", "cuModuleGetFunction(ssim_stats)")?;
         let reduce = function(m, "ssim_reduce", "cuModuleGetFunction(ssim_reduce)")?;
@@ -504,7 +504,7 @@ impl SsimGpu {
     /// `(float_ssim, float_ms_ssim)` from the [`SsimGpu::RESULT_WORDS`] words read back after
     /// [`SsimGpu::enqueue`]: `float_ssim` in [-1, 1], `float_ms_ssim` in [0, 1] for natural
     /// content (1 for identical planes; NaN where the CPU gives NaN), each within 1e-5 of
-    /// [`crate::cpu::ssim::Ssim`]'s. A metric not enabled in [`SsimGpu::new`] is 0.0;
+    /// [`super::cpu::Ssim`]'s. A metric not enabled in [`SsimGpu::new`] is 0.0;
     /// missing words count as 0.
     pub fn scores(&self, words: &[u64]) -> (f64, f64) {
         let mean = |slot: usize, k: usize| -> f32 {

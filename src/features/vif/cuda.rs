@@ -5,17 +5,17 @@
 //! precision, as the CPU path, so the scores are bit-identical.
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_vif.c; oracle:
-//! [`crate::cpu::vif`].
+//! [`super::cpu`].
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
-use super::context::{function, launch, param, GpuDevice};
-use super::error::{CudaError, DriverResultExt};
-use super::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
-use super::plane::DevPlane;
-use crate::cpu::vif::{VifConfig, VifScores};
+use super::{VifConfig, VifScores};
+use crate::cuda::context::{function, launch, param, GpuDevice};
+use crate::cuda::error::{CudaError, DriverResultExt};
+use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
+use crate::cuda::plane::DevPlane;
 
 /// Output tile of the VIF kernels (columns x rows) and their block shape.
 const TILE: (usize, usize) = (32, 16);
@@ -36,7 +36,7 @@ pub struct VifGpu {
     bpc: u32,
 }
 
-/// libvmaf's log2 table, computed exactly as [`crate::cpu::vif`] computes it.
+/// libvmaf's log2 table, computed exactly as [`super::cpu`] computes it.
 fn log2_table() -> Vec<u16> {
     let mut t = vec![0u16; 65536];
     for (i, v) in t.iter_mut().enumerate().skip(32767) {
@@ -58,7 +58,7 @@ impl VifGpu {
     /// Loads the kernels, uploads the log2 table and allocates the scaled planes (on
     /// `stream`, which is synchronised before returning) for `width` x `height` planes of
     /// `bpc` bits. The caller checks the geometry (at least
-    /// [`crate::cpu::vif::MIN_WIDTH`] x [`crate::cpu::vif::MIN_HEIGHT`], `bpc` in `8..=16`).
+    /// [`super::MIN_WIDTH`] x [`super::MIN_HEIGHT`], `bpc` in `8..=16`).
     ///
     /// Errors: [`CudaError::Driver`] (kernel lookup, copy), [`CudaError::OutOfMemory`].
     pub fn new(
@@ -68,7 +68,7 @@ impl VifGpu {
         height: usize,
         bpc: u32,
     ) -> Result<Self, CudaError> {
-        let m = &dev.modules().vif;
+        let m = dev.modules().get("vif")?;
         let stat0_narrow = function(
             m,
             "vif_stat0_narrow",
@@ -115,7 +115,7 @@ impl VifGpu {
 
     /// Enqueues on `stream` the four scales of VIF of `distorted` against `reference`
     /// (`width * height` planes, see [`DevPlane`]'s contract) into `out[0..16]` (zeroed first). Bit-identical to
-    /// [`crate::cpu::vif::Vif::compute`] after [`VifGpu::scores`].
+    /// [`super::cpu::Vif::compute`] after [`VifGpu::scores`].
     ///
     /// Errors: [`CudaError::Driver`] for a failed memset or launch.
     pub fn enqueue(
@@ -279,7 +279,7 @@ impl VifGpu {
     /// Finishes one frame on the host from the [`VifGpu::RESULT_WORDS`] words read back:
     /// per scale `num = num_log / 2048 + (den_non_log - num_non_log / 16384 / 65025)` and
     /// `den = den_log / 2048 + den_non_log` in `f64`, rounded to `f32`, and their `f32`
-    /// quotient, as libvmaf (and [`crate::cpu::vif`]) do. `cfg` is not needed for this
+    /// quotient, as libvmaf (and [`super::cpu`]) do. `cfg` is not needed for this
     /// step (the gain limit acts per pixel) and is taken for symmetry with the other
     /// extractors. Missing words count as 0.
     pub fn scores(&self, words: &[u64], _cfg: &VifConfig) -> VifScores {

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::{device_refused, CpuPool, Extractors, FramePlan};
+use super::cpu::{device_refused, CpuPool, Extractors, FramePlan};
 use crate::engine::frame::{Chroma, ChromaPair, FeatureError, LumaInput, LumaPlane};
 use crate::engine::scorer::{EngineError, RawFeatures};
 

@@ -1,6 +1,6 @@
 //! Integer ADM on the GPU: host side of `kernels/adm.cu`.
 //!
-//! Bit-identical to [`crate::cpu::adm::Adm`] (itself bit-exact to Netflix/vmaf v3.2.0,
+//! Bit-identical to [`super::cpu::Adm`] (itself bit-exact to Netflix/vmaf v3.2.0,
 //! `libvmaf/src/feature/integer_adm.c`): the device computes every integer stage (DWT,
 //! decouple, CSF, contrast masking, denominator) and reduces each scale to nine wrapping 64-bit
 //! integer sums, which no reduction order can change; [`AdmGpu::scores`] then does the
@@ -17,14 +17,14 @@ use cudarc::driver::{
     CudaFunction, CudaModule, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig,
 };
 
-use super::context::{launch, param};
-use super::error::{CudaError, DriverResultExt};
-use super::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
-use super::plane::DevPlane;
-use crate::cpu::adm::{
+use super::{
     ceil_u32, den_finish, dwt_quant_step, finish_scores, AdmConfig, AdmScores, Region, MIN_HEIGHT,
     MIN_WIDTH, NOISE_WEIGHT,
 };
+use crate::cuda::context::{launch, param};
+use crate::cuda::error::{CudaError, DriverResultExt};
+use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
+use crate::cuda::plane::DevPlane;
 
 /// Scale-0 CSF factors in Q21/Q21/Q23 (`kernels/adm.cu` uses the same values).
 const S0_RFACTOR: [i64; 3] = [36453, 36453, 49417];
@@ -115,7 +115,7 @@ fn dim(n: usize) -> u32 {
 /// Integer ADM on the GPU for one frame geometry: kernel handles and all device scratch.
 ///
 /// Source: Netflix/vmaf v3.2.0, `libvmaf/src/feature/integer_adm.c` (`integer_compute_adm`),
-/// through the CPU reference `crate::cpu::adm`.
+/// through the CPU reference `super::cpu`.
 pub struct AdmGpu {
     width: usize,
     height: usize,
@@ -567,7 +567,7 @@ impl AdmGpu {
     }
 
     /// Host-side finish from the [`AdmGpu::RESULT_WORDS`] words read back from `out`:
-    /// bit-identical to `crate::cpu::adm::Adm::compute` for the same frame pair and `cfg`.
+    /// bit-identical to `super::cpu::Adm::compute` for the same frame pair and `cfg`.
     ///
     /// Returns all-zero scores if `words` is shorter than `RESULT_WORDS`.
     pub fn scores(&self, words: &[u64], _cfg: &AdmConfig) -> AdmScores {

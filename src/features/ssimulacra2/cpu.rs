@@ -17,17 +17,9 @@
 
 use ssimulacra2::{LinearRgb, Ssimulacra2Error};
 
-use crate::engine::colour::{Transfer, YuvToRgb};
-use crate::engine::frame::{ChromaPair, FeatureError, LumaPlane};
-
-/// Name reported in [`FeatureError`]s.
-pub const FEATURE: &str = "ssimulacra2";
-
-/// Smallest frame width the metric accepts, in luma samples (the crate's limit).
-pub const MIN_WIDTH: usize = 8;
-
-/// Smallest frame height the metric accepts, in rows.
-pub const MIN_HEIGHT: usize = 8;
+use super::{FEATURE, MIN_HEIGHT, MIN_WIDTH};
+use crate::video::colour::{Transfer, YuvToRgb};
+use crate::video::frame::{ChromaPair, FeatureError, LumaPlane};
 
 /// The per-frame constants of the conversion (step 2 and 3 of [`crate::engine::colour`]).
 #[derive(Debug, Clone, Copy)]
@@ -252,7 +244,7 @@ impl Ssimulacra2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::colour::Matrix;
+    use crate::video::colour::Matrix;
 
     /// Converts one pixel `(Y, Cb, Cr)` (chroma planes of 1x1).
     fn px(y: u16, cb: u16, cr: u16, bpc: u32, conv: YuvToRgb) -> [f32; 3] {

@@ -28,14 +28,14 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
-use super::context::{function, launch, param, GpuDevice};
-use super::error::CudaError;
-use super::memory::{alloc_zeroed, DeviceAlloc};
-use super::plane::{ChromaDev, DevPlane};
-use crate::engine::colour::{Transfer, YuvToRgb};
-use crate::engine::frame::FeatureError;
+use crate::cuda::context::{function, launch, param, GpuDevice};
+use crate::cuda::error::CudaError;
+use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};
+use crate::cuda::plane::{ChromaDev, DevPlane};
+use crate::video::colour::{Transfer, YuvToRgb};
+use crate::video::frame::FeatureError;
 
-const FEATURE: &str = "ssimulacra2";
+use super::FEATURE;
 
 /// Most scales SSIMULACRA2 scores (1:1 to 1:32).
 pub const MAX_SCALES: usize = 6;
@@ -332,7 +332,7 @@ impl Ssimulacra2Gpu {
             FeatureError::wrong_size(FEATURE, (width, height, bpc), (width, height))
         })?;
 
-        let m = &dev.modules().ssimulacra2;
+        let m = dev.modules().get("ssimulacra2")?;
         let xyb_all = function(m, "s2_xyb", "cuModuleGetFunction(s2_xyb)")?;
         let conv = ConvParams::new(conv, bpc);
         let lut = if bpc <= LUT_BITS {

@@ -3,22 +3,22 @@
 //!
 //! The kernels compute each plane's sum of squared errors as an integer (libvmaf's own
 //! accumulation, modulo 2^32 per row at 8 bits); [`PsnrGpu::scores`] turns the sums into dB
-//! with the CPU's formula ([`crate::cpu::psnr::psnr_from_sse`]), so the scores are
-//! bit-identical to [`crate::cpu::psnr::psnr`].
+//! with the CPU's formula ([`super::psnr_from_sse`]), so the scores are
+//! bit-identical to [`super::cpu::psnr`].
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_psnr.c; oracle:
-//! [`crate::cpu::psnr`].
+//! [`super::cpu`].
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
 
-use super::context::{function, launch, param, GpuDevice};
-use super::error::CudaError;
-use super::memory::{alloc_zeroed, DeviceAlloc};
-use super::plane::{ChromaDev, DevPlane};
-use crate::cpu::psnr::{libvmaf_chroma_size, psnr_from_sse};
-use crate::engine::frame::FeatureError;
+use super::{libvmaf_chroma_size, psnr_from_sse};
+use crate::cuda::context::{function, launch, param, GpuDevice};
+use crate::cuda::error::CudaError;
+use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};
+use crate::cuda::plane::{check_size, ChromaDev, DevPlane};
+use crate::video::frame::FeatureError;
 
 /// Block shape of both kernels; `psnr_sse_rows` gives one row to each of its 8 warps.
 const BLOCK: (u32, u32, u32) = (32, 8, 1);
@@ -50,28 +50,6 @@ pub struct PsnrGpu {
     bpc: u32,
 }
 
-/// Largest side, in samples, the PSNR and SSIM kernels take (their indices are 32-bit).
-pub(crate) const MAX_SIDE: usize = 1 << 16;
-
-/// [`FeatureError::check_new`] for `feature` with a minimum of `min` x `min`, and
-/// [`FeatureError::WrongGeometry`] (expecting at most [`MAX_SIDE`] x [`MAX_SIDE`]) for a side
-/// above [`MAX_SIDE`].
-pub(crate) fn check_size(
-    feature: &'static str,
-    (width, height, bpc): (usize, usize, u32),
-    min: usize,
-) -> Result<(), CudaError> {
-    FeatureError::check_new(feature, (width, height, bpc), (min, min))?;
-    if width > MAX_SIDE || height > MAX_SIDE {
-        return Err(CudaError::Geometry(FeatureError::wrong_size(
-            feature,
-            (MAX_SIDE, MAX_SIDE, bpc),
-            (width, height),
-        )));
-    }
-    Ok(())
-}
-
 impl PsnrGpu {
     /// `u64` words [`PsnrGpu::enqueue`] writes per frame: the sums of squared errors of Y, Cb
     /// and Cr (plain unsigned integers; Cb and Cr are 0 for a frame without chroma).
@@ -92,7 +70,7 @@ impl PsnrGpu {
         bpc: u32,
     ) -> Result<Self, CudaError> {
         check_size("psnr", (width, height, bpc), 1)?;
-        let m = &dev.modules().psnr;
+        let m = dev.modules().get("psnr")?;
         let rows = function(m, "psnr_sse_rows", "cuModuleGetFunction(psnr_sse_rows)")?;
         let total = function(m, "psnr_sse_total", "cuModuleGetFunction(psnr_sse_total)")?;
         let blocks = height.div_ceil(ROWS_PER_BLOCK);
@@ -199,7 +177,7 @@ impl PsnrGpu {
 
     /// `[psnr_y, psnr_cb, psnr_cr]` in dB (each in `[0, 6 * bpc + 12]`) from the
     /// [`PsnrGpu::RESULT_WORDS`] words read back after [`PsnrGpu::enqueue`], bit-identical to
-    /// [`crate::cpu::psnr::psnr`] on the same planes. `chroma`: the chroma planes' size
+    /// [`super::cpu::psnr`] on the same planes. `chroma`: the chroma planes' size
     /// (`width`, `height`) when the frame had chroma, `None` otherwise (Cb and Cr are then
     /// 0.0); Cb and Cr cover [`libvmaf_chroma_size`] of it. Missing words count as 0.
     pub fn scores(&self, words: &[u64], chroma: Option<(usize, usize)>) -> [f64; 3] {

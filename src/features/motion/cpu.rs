@@ -4,19 +4,12 @@
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_motion.c
 //! (`motion_score_pipeline_8/16`, `extract`, `flush`) and integer_motion.h (the filter).
 
-use crate::engine::frame::{FeatureError, LumaPlane};
+use super::{MIN_HEIGHT, MIN_WIDTH, MOTION_MAX_VAL};
+use crate::video::frame::{FeatureError, LumaPlane};
 
 /// The 5-tap Gaussian blur of libvmaf's integer motion, Q16 (sums to 65536).
 const FILTER: [i64; 5] = [3571, 16004, 26386, 16004, 3571];
 const RADIUS: usize = 2;
-
-/// Smallest plane the mirrored 5-tap filter is defined on.
-pub const MIN_WIDTH: usize = 3;
-/// Smallest plane the mirrored 5-tap filter is defined on.
-pub const MIN_HEIGHT: usize = 3;
-
-/// libvmaf's default clip for motion scores (`DEFAULT_MOTION_MAX_VAL`).
-pub const MOTION_MAX_VAL: f64 = 10000.0;
 
 /// Reflects `idx` into `0..size` without repeating the edge sample (libvmaf's `mirror`).
 #[inline]

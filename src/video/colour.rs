@@ -4,7 +4,7 @@
 //! The conversion, per pixel `(x, y)` of a `w` x `h` frame at `bpc` bits, in `f32`, each
 //! operation rounded as written (no fused multiply-add) and `powf` as glibc 2.36 computes it:
 //! SSIMULACRA2 amplifies one ulp of difference in its input into up to 1e-3 of score, so the
-//! CPU ([`crate::cpu::ssimulacra2`]) and the GPU (`kernels/ssimulacra2.cu`, which repeats
+//! CPU ([`crate::features::ssimulacra2`]) and the GPU (`kernels/ssimulacra2.cu`, which repeats
 //! glibc's `powf` steps) produce bit-identical linear RGB:
 //! 1. Samples: `Y = luma(x, y)`, `Cb = cb(x * cw / w, y * ch / h)`, `Cr` likewise (nearest
 //!    chroma sample, integer division; `cw` x `ch` is the chroma plane size). Frames without

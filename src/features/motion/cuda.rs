@@ -2,17 +2,17 @@
 //! planes on the GPU.
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_motion.c; oracle:
-//! [`crate::cpu::motion`].
+//! [`super::cpu`].
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
 
-use super::context::{function, launch, param, GpuDevice};
-use super::error::{CudaError, DriverResultExt};
-use super::memory::{alloc_zeroed, DeviceAlloc};
-use super::plane::DevPlane;
-use crate::cpu::motion::MOTION_MAX_VAL;
+use super::MOTION_MAX_VAL;
+use crate::cuda::context::{function, launch, param, GpuDevice};
+use crate::cuda::error::{CudaError, DriverResultExt};
+use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};
+use crate::cuda::plane::DevPlane;
 
 /// Output tile of `motion_rows` (columns x rows).
 const TILE: (usize, usize) = (64, 16);
@@ -35,7 +35,7 @@ impl MotionGpu {
 
     /// Loads the kernels and allocates the scratch (on `stream`) for `width` x `height`
     /// planes of `bpc` bits (`8..=16`; the caller checks the geometry, e.g. with
-    /// [`crate::cpu::motion::Motion::new`]).
+    /// [`super::cpu::Motion::new`]).
     ///
     /// Errors: [`CudaError::Driver`] (kernel lookup), [`CudaError::OutOfMemory`].
     pub fn new(
@@ -45,7 +45,7 @@ impl MotionGpu {
         height: usize,
         bpc: u32,
     ) -> Result<Self, CudaError> {
-        let m = &dev.modules().motion;
+        let m = dev.modules().get("motion")?;
         let rows = function(m, "motion_rows", "cuModuleGetFunction(motion_rows)")?;
         let total = function(m, "motion_total", "cuModuleGetFunction(motion_total)")?;
         let row_sums = alloc_zeroed::<u32>(stream, height, "cuMemAlloc(motion row sums)")?;
@@ -61,7 +61,7 @@ impl MotionGpu {
 
     /// Enqueues on `stream` the SAD of `prev_ref` against `cur_ref` (`width * height` planes,
     /// see [`DevPlane`]'s contract) into `out[0]` (overwritten, no zeroing needed). Bit-identical to
-    /// [`crate::cpu::motion::Motion::sad`].
+    /// [`super::cpu::Motion::sad`].
     ///
     /// Errors: [`CudaError::Driver`] for a failed memset or launch.
     pub fn enqueue(
@@ -123,7 +123,7 @@ impl MotionGpu {
     }
 
     /// The motion score of a SAD read back from [`MotionGpu::enqueue`]'s `words[0]`:
-    /// `min(sad / 256 / (w * h), 10000)`, equal to [`crate::cpu::motion::Motion::score`].
+    /// `min(sad / 256 / (w * h), 10000)`, equal to [`super::cpu::Motion::score`].
     /// Returns 0.0 for an empty `words`.
     pub fn score(&self, words: &[u64]) -> f64 {
         let Some(&sad) = words.first() else {

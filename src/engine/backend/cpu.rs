@@ -1,0 +1,369 @@
+//! The CPU backend: libvmaf's integer feature extractors in plain Rust, bit-exact. It runs
+//! where no GPU is usable and is the oracle the GPU backend is tested against.
+//!
+//! Without a pool ([`CpuBackend::new`]) a frame is scored in the calling thread during
+//! [`Backend::submit_frame`]. With one ([`CpuBackend::with_pool`], the element's `threads`
+//! property) frames are copied and scored in parallel on the pool's threads, several in
+//! flight, and collected in submission order; each frame's motion reads the previous
+//! submitted reference, so every value is the same as on one thread.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::cpu_parallel as parallel;
+pub use crate::cpu::{threads_per_core, CpuPool, PoolError};
+use crate::engine::model::Model;
+use crate::engine::scorer::{Backend, EngineError, PlanError, ScorePlan};
+use crate::features::adm::AdmConfig;
+use crate::features::vif::VifConfig;
+use crate::features::{vmaf_layout, CpuExtractor, Geometry, HostFrame, Layout, RawFeatures};
+use crate::video::colour::YuvToRgb;
+use crate::video::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
+
+/// What every frame of one backend is scored with: the geometry and the layout's instances.
+#[derive(Debug, Clone)]
+pub(crate) struct FramePlan {
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    pub(crate) bpc: u32,
+    geometry: Geometry,
+    layout: Arc<Layout>,
+}
+
+impl FramePlan {
+    pub(crate) fn geometry(&self) -> (usize, usize, u32) {
+        (self.width, self.height, self.bpc)
+    }
+}
+
+/// Every instance's CPU half (scratch sized for one geometry): one set per thread scoring a
+/// frame.
+pub(crate) struct Extractors {
+    list: Vec<Box<dyn CpuExtractor>>,
+}
+
+impl Extractors {
+    pub(crate) fn new(plan: &FramePlan) -> Result<Self, FeatureError> {
+        let list = plan
+            .layout
+            .instances()
+            .iter()
+            .map(|i| i.cpu(&plan.geometry))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { list })
+    }
+
+    /// One frame pair's values: the instances that read the previous frame on every frame
+    /// (0 without `prev`), the others when `full`. With `split` (on a pool thread only: rayon
+    /// runs in the current thread's pool) the instances run in parallel; they share nothing,
+    /// so the values do not depend on it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn extract(
+        &mut self,
+        plan: &FramePlan,
+        prev: Option<&LumaPlane>,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        chroma: Option<&ChromaPair>,
+        full: bool,
+        split: bool,
+    ) -> Result<RawFeatures, EngineError> {
+        let geometry = plan.geometry();
+        FeatureError::check_plane("vmaf", geometry, reference)?;
+        FeatureError::check_plane("vmaf", geometry, distorted)?;
+        let frame = HostFrame {
+            reference,
+            distorted,
+            previous: prev,
+            chroma,
+        };
+        let mut raw = RawFeatures::new(&plan.layout);
+        let layout = &plan.layout;
+        // Each instance's own slice of the values.
+        let mut jobs: Vec<(&mut Box<dyn CpuExtractor>, &mut [f64])> =
+            Vec::with_capacity(self.list.len());
+        let mut rest = raw.values_mut();
+        for (i, (ex, inst)) in self.list.iter_mut().zip(layout.instances()).enumerate() {
+            let (out, tail) = std::mem::take(&mut rest).split_at_mut(layout.span(i).len());
+            rest = tail;
+            if full || inst.needs().previous {
+                jobs.push((ex, out));
+            }
+        }
+        let run = |(ex, out): (&mut Box<dyn CpuExtractor>, &mut [f64])| ex.extract(&frame, out);
+        if split {
+            jobs.into_par_iter().try_for_each(run)?;
+        } else {
+            jobs.into_iter().try_for_each(run)?;
+        }
+        Ok(raw)
+    }
+}
+
+/// Every instance of a [`Layout`] on the CPU for one geometry, through their CPU halves: on
+/// the calling thread, or on a [`CpuPool`] with several frames in flight
+/// ([`CpuBackend::with_pool`]). Keeps the previous reference plane for the instances that read
+/// it (motion).
+pub struct CpuBackend {
+    plan: Arc<FramePlan>,
+    /// The calling thread's extractors (`None` once given to the pool, made again if
+    /// [`CpuBackend::extract`] is called then).
+    ex: Option<Extractors>,
+    prev_ref: Vec<u16>,
+    has_prev: bool,
+    /// Packed copies of host rows in another layout (8-bit, P010, shifted depth).
+    scratch_ref: Vec<u16>,
+    scratch_dis: Vec<u16>,
+    done: VecDeque<RawFeatures>,
+    /// Frames in flight on a pool ([`CpuBackend::with_pool`]).
+    parallel: Option<parallel::Parallel>,
+}
+
+impl CpuBackend {
+    /// Sizes every instance's CPU half for frames of `geometry`.
+    ///
+    /// Errors: the first instance's geometry error ([`FeatureError::FrameTooSmall`] below its
+    /// minimum, e.g. 33x33 for ADM, 176x176 for `float_ms_ssim`; [`FeatureError::WrongGeometry`]
+    /// for a `bpc` outside `8..=16`).
+    pub fn new(layout: &Arc<Layout>, geometry: Geometry) -> Result<Self, FeatureError> {
+        layout.check(&geometry)?;
+        let plan = FramePlan {
+            width: geometry.width,
+            height: geometry.height,
+            bpc: geometry.bpc,
+            geometry,
+            layout: layout.clone(),
+        };
+        Ok(Self {
+            ex: Some(Extractors::new(&plan)?),
+            prev_ref: vec![0; plan.width * plan.height],
+            plan: Arc::new(plan),
+            has_prev: false,
+            scratch_ref: Vec::new(),
+            scratch_dis: Vec::new(),
+            done: VecDeque::with_capacity(2),
+            parallel: None,
+        })
+    }
+
+    /// The features of one model (each with the model's options), luma only, for `width` x
+    /// `height` planes of `bpc` bits.
+    ///
+    /// Errors: [`EngineError::Plan`] for a model whose options its features refuse,
+    /// [`EngineError::Feature`] as [`CpuBackend::new`].
+    pub fn for_model(
+        model: &Model,
+        width: usize,
+        height: usize,
+        bpc: u32,
+    ) -> Result<Self, EngineError> {
+        let plan = ScorePlan::single(model)?;
+        Ok(Self::new(
+            plan.layout(),
+            Geometry::luma(width, height, bpc),
+        )?)
+    }
+
+    /// VMAF v0's features (ADM, motion, VIF) with the options `vif` and `adm`, luma only.
+    ///
+    /// Errors: as [`CpuBackend::new`].
+    pub fn vmaf(
+        width: usize,
+        height: usize,
+        bpc: u32,
+        vif: VifConfig,
+        adm: AdmConfig,
+    ) -> Result<Self, EngineError> {
+        let layout = vmaf_layout(vif, adm).map_err(PlanError::from)?;
+        Ok(Self::new(&layout, Geometry::luma(width, height, bpc))?)
+    }
+
+    /// The layout this backend computes.
+    pub fn layout(&self) -> &Arc<Layout> {
+        &self.plan.layout
+    }
+
+    /// The YUV -> RGB conversion SSIMULACRA2 uses (from the caps' colorimetry), replacing the
+    /// geometry's; only SSIMULACRA2 reads it.
+    ///
+    /// Errors: as [`CpuBackend::new`] (the extractors are made again).
+    pub fn with_colour(mut self, conv: YuvToRgb) -> Result<Self, FeatureError> {
+        let plan = Arc::make_mut(&mut self.plan);
+        plan.geometry.colour = conv;
+        if self.ex.is_some() {
+            self.ex = Some(Extractors::new(&self.plan)?);
+        }
+        Ok(self)
+    }
+
+    /// Scores the frames submitted through [`Backend`] on `pool`: each submission copies the
+    /// two luma planes (and the chroma planes, when given) and hands the pair to a worker;
+    /// up to `pool.threads() + 1` frames are in flight ([`Backend::max_in_flight`]) and
+    /// [`Backend::collect`] returns them in submission order. A frame's motion reads the
+    /// previous submitted reference, so every value equals the one-thread result. The
+    /// backend keeps `pool` alive; its threads stop when the last holder drops it.
+    ///
+    /// The backend's own extractors go to the first worker; each further worker that scores
+    /// a frame makes its own the first time (their scratch, measured at 8 bits: about 45 MB at
+    /// 1920x1080, 170 MB at 3840x2160), and each frame in flight holds a copy of its planes.
+    pub fn with_pool(mut self, pool: Arc<CpuPool>) -> Self {
+        let mut parallel = parallel::Parallel::new(pool);
+        if let Some(ex) = self.ex.take() {
+            parallel.give(ex);
+        }
+        self.parallel = Some(parallel);
+        self
+    }
+
+    /// Threads scoring the frames: the pool's, or 1 (the calling thread).
+    pub fn threads(&self) -> usize {
+        self.parallel.as_ref().map_or(1, |p| p.threads())
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn submit_input(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        self.submit_frame(reference, distorted, None, full)
+    }
+
+    fn submit_frame(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaPair<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        if let Some(p) = self.parallel.as_mut() {
+            return p.submit(&self.plan, &reference, &distorted, chroma.as_ref(), full);
+        }
+        let raw = {
+            let mut scratch_ref = std::mem::take(&mut self.scratch_ref);
+            let mut scratch_dis = std::mem::take(&mut self.scratch_dis);
+            let r = host_plane(&self.plan, &reference, &mut scratch_ref);
+            let d = host_plane(&self.plan, &distorted, &mut scratch_dis);
+            let raw = match (r, d) {
+                (Ok(r), Ok(d)) => self.extract_frame(&r, &d, chroma.as_ref(), full),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+            self.scratch_ref = scratch_ref;
+            self.scratch_dis = scratch_dis;
+            raw?
+        };
+        self.done.push_back(raw);
+        Ok(())
+    }
+
+    fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
+        match self.parallel.as_mut() {
+            Some(p) => p.collect(wait),
+            None => Ok(self.done.pop_front()),
+        }
+    }
+
+    fn max_in_flight(&self) -> usize {
+        self.parallel.as_ref().map_or(1, |p| p.threads() + 1)
+    }
+
+    fn parallel(&self) -> usize {
+        self.threads()
+    }
+
+    fn reset(&mut self) {
+        self.has_prev = false;
+        self.done.clear();
+        if let Some(p) = self.parallel.as_mut() {
+            p.reset();
+        }
+    }
+}
+
+/// A `u16` view of `input`: packed planes as they are, host rows converted into `scratch`.
+/// Device planes are refused (the element maps them to host memory for this backend).
+fn host_plane<'s>(
+    plan: &FramePlan,
+    input: &'s LumaInput<'_>,
+    scratch: &'s mut Vec<u16>,
+) -> Result<LumaPlane<'s>, EngineError> {
+    let wrong = |size| FeatureError::wrong_size("vmaf", plan.geometry(), size);
+    match input {
+        LumaInput::Packed(p) => Ok(*p),
+        LumaInput::Host(h) => {
+            h.to_packed(scratch);
+            LumaPlane::packed(scratch, h.width, h.height, plan.bpc)
+                .ok_or_else(|| wrong((h.width, h.height)).into())
+        }
+        LumaInput::Device(_) => Err(device_refused()),
+    }
+}
+
+pub(crate) fn device_refused() -> EngineError {
+    EngineError::Backend {
+        backend: "cpu",
+        message: "frames in GPU memory must be mapped to host memory for the CPU backend".into(),
+    }
+}
+
+impl CpuBackend {
+    /// Computes one frame pair's features at once, on the calling thread (the motion history
+    /// is this method's own, apart from frames submitted through [`Backend`] to a pool).
+    pub fn extract(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        full: bool,
+    ) -> Result<RawFeatures, EngineError> {
+        self.extract_frame(reference, distorted, None, full)
+    }
+
+    /// [`CpuBackend::extract`] with the chroma planes that `psnr_cb` / `psnr_cr` and
+    /// `ssimulacra2` read (without them `psnr_cb` / `psnr_cr` stay 0 and SSIMULACRA2 scores
+    /// the frames as grey).
+    ///
+    /// Errors: as [`CpuBackend::extract`], and [`FeatureError::WrongGeometry`] when the
+    /// chroma planes of the two frames differ in size or depth (or, for `ssimulacra2`, the
+    /// chroma depth differs from the luma depth).
+    pub fn extract_frame(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        chroma: Option<&ChromaPair>,
+        full: bool,
+    ) -> Result<RawFeatures, EngineError> {
+        let plan = &self.plan;
+        let ex = match &mut self.ex {
+            Some(ex) => ex,
+            None => self.ex.insert(Extractors::new(plan)?),
+        };
+        let prev = if self.has_prev {
+            LumaPlane::packed(&self.prev_ref, plan.width, plan.height, plan.bpc)
+        } else {
+            None
+        };
+        let raw = ex.extract(
+            plan,
+            prev.as_ref(),
+            reference,
+            distorted,
+            chroma,
+            full,
+            false,
+        )?;
+        for y in 0..plan.height {
+            let dst = &mut self.prev_ref[y * plan.width..(y + 1) * plan.width];
+            dst.copy_from_slice(reference.row(y));
+        }
+        self.has_prev = true;
+        Ok(raw)
+    }
+}

@@ -1,0 +1,12 @@
+//! The backends that run a [`crate::features::Layout`]'s features on frame pairs and
+//! implement [`crate::engine::Backend`]: [`CpuBackend`] (every instance's CPU half, on the
+//! calling thread or the element's [`crate::cpu::CpuPool`]) and [`CudaBackend`] (every
+//! instance's CUDA half, frames in flight on streams).
+
+pub mod cpu;
+mod cpu_parallel;
+pub mod cuda;
+mod cuda_slots;
+
+pub use cpu::CpuBackend;
+pub use cuda::CudaBackend;

@@ -1,0 +1,359 @@
+//! Integer ADM (Additive Distortion Measure / Detail Loss Metric), libvmaf's `adm` extractor
+//! (`integer_adm2`, `integer_aim`, `integer_adm3`, `integer_adm_scale0..3`), bit-exact with
+//! Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_adm.c.
+//!
+//! This file holds what both halves share: options, constants, the scored regions and the
+//! floating-point finish. `cpu/` is the CPU half ([`cpu::Adm`], the reference); `cuda.rs` the
+//! CUDA host half ([`cuda::AdmGpu`]) of `kernels/adm.cu`.
+
+pub mod cpu;
+pub mod cuda;
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, CudaViewMut};
+
+use super::{
+    gain_suffix, indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame,
+    Instance, Options, Section,
+};
+use crate::cuda::{CudaError, GpuDevice};
+use crate::video::frame::FeatureError;
+
+/// Name used in [`FeatureError`]s.
+const FEATURE: &str = "adm";
+
+/// Smallest accepted plane width in samples.
+///
+/// The four DWT levels read 4-tap windows whose mirrored indices libvmaf only builds correctly
+/// when every DWT input is at least 5 samples wide, i.e. `ceil(width / 8) >= 5`. That makes the
+/// coarsest band 3 samples wide and keeps every rounding shift of the CM and denominator stages
+/// positive (scale 0 needs `ceil(width / 2) > 16`).
+pub const MIN_WIDTH: usize = 33;
+/// Smallest accepted plane height in rows (same reasoning as [`MIN_WIDTH`]).
+pub const MIN_HEIGHT: usize = 33;
+
+/// libvmaf's `DEFAULT_ADM_ENHN_GAIN_LIMIT`.
+const DEFAULT_ENHN_GAIN_LIMIT: f64 = 100.0;
+/// libvmaf's `DEFAULT_ADM_NOISE_WEIGHT`.
+pub(crate) const NOISE_WEIGHT: f64 = 0.03125;
+/// Default `adm_dlm_weight` (weight of DLM against AIM in `adm3`).
+pub(crate) const DLM_WEIGHT: f64 = 0.5;
+/// Default `adm_min_val` (lower clip of `adm3`).
+pub(crate) const MIN_VAL: f64 = 0.0;
+/// libvmaf's `ADM_BORDER_FACTOR`.
+pub(crate) const BORDER_FACTOR: f64 = 0.1;
+/// Default `adm_norm_view_dist`.
+pub(crate) const NORM_VIEW_DIST: f64 = 3.0;
+/// Default `adm_ref_display_height`.
+pub(crate) const REF_DISPLAY_HEIGHT: f64 = 1080.0;
+
+/// Options of libvmaf's integer ADM that VMAF models set (others fixed at libvmaf's defaults:
+/// Watson CSF, viewing distance 3.0 x 1080 rows, noise weight 0.03125, DLM weight 0.5,
+/// minimum value 0.0, scale 0 and AIM computed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdmConfig {
+    /// `adm_enhn_gain_limit`: how far the restored detail may exceed the reference detail
+    /// where the distorted image enhances it (>= 1.0; 1.0 disables enhancement gain).
+    /// libvmaf's default is 100.0; `vmaf_v0.6.1neg` uses 1.0.
+    pub enhn_gain_limit: f64,
+}
+
+impl Default for AdmConfig {
+    /// libvmaf's default, `DEFAULT_ADM_ENHN_GAIN_LIMIT` (100.0).
+    fn default() -> Self {
+        Self {
+            enhn_gain_limit: DEFAULT_ENHN_GAIN_LIMIT,
+        }
+    }
+}
+
+/// Per-frame output, each exactly the value libvmaf writes under the name in the comment.
+///
+/// `adm2`, `adm3` and the scale scores are in `[0, ~1]` (values slightly above 1 occur with
+/// enhancement), `aim` is `>= 0`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct AdmScores {
+    /// `integer_adm2` (`VMAF_integer_feature_adm2_score`): sum of numerators / sum of
+    /// denominators over the four scales; 1.0 when the denominator is (nearly) zero.
+    pub adm2: f64,
+    /// `integer_aim`: sum of AIM numerators / sum of denominators (0.0 where libvmaf leaves it
+    /// undefined, i.e. a zero denominator).
+    pub aim: f64,
+    /// `integer_adm3`: `max(0.5 * adm2 + 0.5 * (1 - aim), 0)`.
+    pub adm3: f64,
+    /// `integer_adm_scale0..3`: per-scale numerator / denominator.
+    pub scale: [f64; 4],
+    /// `integer_adm_num` (debug output): numerator sum after the small-value cut-off.
+    pub num: f64,
+    /// `integer_adm_den` (debug output): denominator sum after the small-value cut-off.
+    pub den: f64,
+}
+
+/// Rectangle `[top, bottom) x [left, right)` of a band.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Region {
+    pub(crate) top: usize,
+    pub(crate) bottom: usize,
+    pub(crate) left: usize,
+    pub(crate) right: usize,
+}
+
+impl Region {
+    /// The region scored by CM and the denominator (`ADM_BORDER_FACTOR` cropped).
+    pub(crate) fn scored(w: usize, h: usize) -> Self {
+        let left = (w as f64 * BORDER_FACTOR - 0.5) as i64;
+        let top = (h as f64 * BORDER_FACTOR - 0.5) as i64;
+        let left = left.clamp(0, w as i64) as usize;
+        let top = top.clamp(0, h as i64) as usize;
+        Self {
+            top,
+            bottom: h.saturating_sub(top).max(top),
+            left,
+            right: w.saturating_sub(left).max(left),
+        }
+    }
+
+    /// The scored region grown by one filter tap (decouple and CSF outputs).
+    pub(crate) fn extended(w: usize, h: usize) -> Self {
+        let left = (w as f64 * BORDER_FACTOR - 0.5 - 1.0) as i64;
+        let top = (h as f64 * BORDER_FACTOR - 0.5 - 1.0) as i64;
+        let right = (w as i64 - left + 2).clamp(0, w as i64) as usize;
+        let bottom = (h as i64 - top + 2).clamp(0, h as i64) as usize;
+        let left = left.clamp(0, right as i64) as usize;
+        let top = top.clamp(0, bottom as i64) as usize;
+        Self {
+            top,
+            bottom,
+            left,
+            right,
+        }
+    }
+
+    pub(crate) fn width(&self) -> usize {
+        self.right - self.left
+    }
+
+    pub(crate) fn height(&self) -> usize {
+        self.bottom - self.top
+    }
+
+    pub(crate) fn area(&self) -> i64 {
+        (self.height() * self.width()) as i64
+    }
+}
+
+/// `dwt_quant_step` of the Watson model for the luma channel, evaluated in libvmaf's mixture of
+/// `f32` and `f64`.
+pub(crate) fn dwt_quant_step(lambda: usize, theta: usize) -> f32 {
+    const A: f32 = 0.495;
+    const K: f32 = 0.466;
+    const F0: f32 = 0.401;
+    const G: [f32; 4] = [1.501, 1.0, 0.534, 1.0];
+    const AMP: [[f32; 4]; 4] = [
+        [0.62171, 0.67234, 0.72709, 0.67234],
+        [0.34537, 0.41317, 0.49428, 0.41317],
+        [0.18004, 0.22727, 0.28688, 0.22727],
+        [0.091401, 0.11792, 0.15214, 0.11792],
+    ];
+    let g = G.get(theta).copied().unwrap_or(1.0);
+    let amp = AMP
+        .get(lambda)
+        .and_then(|r| r.get(theta))
+        .copied()
+        .unwrap_or(1.0);
+    let r = (NORM_VIEW_DIST * REF_DISPLAY_HEIGHT * std::f64::consts::PI / 180.0) as f32;
+    let temp = (2.0f64.powf((lambda + 1) as f64) * F0 as f64 * g as f64 / r as f64).log10() as f32;
+    (2.0 * A as f64 * 10.0f64.powf((K * temp * temp) as f64) / amp as f64) as f32
+}
+
+/// `(uint32_t)ceil(x)` for the non-negative log values used as shifts.
+#[inline]
+pub(crate) fn ceil_u32(x: f64) -> u32 {
+    x.ceil().max(0.0) as u32
+}
+
+/// Final floating-point part of the denominator, in libvmaf's precision.
+pub(crate) fn den_finish(accum: [u64; 3], shift_csf: f64, rf: [f32; 3], area: i64) -> f32 {
+    let powf_add = ((area as f64 * NOISE_WEIGHT) as f32).powf(1.0f32 / 3.0);
+    let mut d = [0.0f32; 3];
+    for ((out, &acc), &r) in d.iter_mut().zip(accum.iter()).zip(rf.iter()) {
+        let csf = (acc as f64 / shift_csf) * (r as f64).powf(3.0);
+        *out = (csf as f32).powf(1.0f32 / 3.0) + powf_add;
+    }
+    d[0] + d[1] + d[2]
+}
+
+/// Combines the four scales' (numerator, denominator, AIM numerator), as `f32`, into the
+/// scores (libvmaf's `integer_compute_adm` tail): sums in `f64` in scale order, the
+/// near-zero clamps, adm2 = num / den (1 when den is 0), aim, adm3 and the per-scale ratios.
+/// Shared by the CPU extractor and the GPU host finish so both stay bit-identical.
+pub(crate) fn finish_scores(
+    width: usize,
+    height: usize,
+    per_scale: [(f32, f32, f32); 4],
+) -> AdmScores {
+    let mut num = 0.0f64;
+    let mut den = 0.0f64;
+    let mut aim_num = 0.0f64;
+    for (n, d, a) in per_scale {
+        num += n as f64;
+        den += d as f64;
+        aim_num += a as f64;
+    }
+    let numden_limit = 1e-10 * (width * height) as f64 / (1920.0 * 1080.0);
+    let num = if num < numden_limit { 0.0 } else { num };
+    let den = if den < numden_limit { 0.0 } else { den };
+    let (adm2, aim) = if den == 0.0 {
+        (1.0, 0.0)
+    } else {
+        (num / den, aim_num / den)
+    };
+    let adm3 = f64::max(
+        adm2 * DLM_WEIGHT + (1.0 - aim) * (1.0 - DLM_WEIGHT),
+        MIN_VAL,
+    );
+    let scale = per_scale.map(|(n, d, _)| n as f64 / d as f64);
+    AdmScores {
+        adm2,
+        aim,
+        adm3,
+        scale,
+        num,
+        den,
+    }
+}
+
+/// The registry entry of ADM.
+#[derive(Debug)]
+pub struct AdmFeature;
+
+/// [`AdmFeature`], as [`super::REGISTRY`] lists it.
+pub static ADM: AdmFeature = AdmFeature;
+
+impl Feature for AdmFeature {
+    fn name(&self) -> &'static str {
+        FEATURE
+    }
+
+    fn section(&self) -> Section {
+        Section::Core
+    }
+
+    fn accepts(&self, key: &str) -> bool {
+        key.starts_with("adm_")
+    }
+
+    fn model_output(&self, model_name: &str) -> Option<String> {
+        match model_name {
+            "VMAF_integer_feature_adm2_score" => Some("integer_adm2".into()),
+            "VMAF_integer_feature_adm3_score" => Some("integer_adm3".into()),
+            "VMAF_integer_feature_aim_score" => Some("integer_aim".into()),
+            _ => indexed(model_name, "VMAF_integer_feature_adm_scale", 4)
+                .map(|i| format!("integer_adm_scale{i}")),
+        }
+    }
+
+    fn configure(&self, options: &Options, _chroma: bool) -> Result<Arc<dyn Instance>, String> {
+        options.only(&["adm_enhn_gain_limit"])?;
+        let enhn_gain_limit =
+            options.number("adm_enhn_gain_limit", DEFAULT_ENHN_GAIN_LIMIT, 1.0..=100.0)?;
+        Ok(Arc::new(AdmInstance {
+            cfg: AdmConfig { enhn_gain_limit },
+        }))
+    }
+}
+
+/// ADM with one option set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdmInstance {
+    /// The options.
+    pub cfg: AdmConfig,
+}
+
+impl Instance for AdmInstance {
+    fn feature(&self) -> &'static dyn Feature {
+        &ADM
+    }
+
+    fn key(&self) -> String {
+        gain_suffix(self.cfg.enhn_gain_limit)
+    }
+
+    fn outputs(&self) -> Vec<String> {
+        let suffix = self.key();
+        ["integer_adm2", "integer_aim", "integer_adm3"]
+            .into_iter()
+            .map(|b| format!("{b}{suffix}"))
+            .chain((0..4).map(|i| format!("integer_adm_scale{i}{suffix}")))
+            .collect()
+    }
+
+    fn min_size(&self) -> (usize, usize) {
+        (MIN_WIDTH, MIN_HEIGHT)
+    }
+
+    fn cpu(&self, g: &Geometry) -> Result<Box<dyn CpuExtractor>, FeatureError> {
+        Ok(Box::new(AdmCpu {
+            adm: cpu::Adm::new(g.width, g.height, g.bpc)?,
+            cfg: self.cfg,
+        }))
+    }
+
+    fn cuda(
+        &self,
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        g: &Geometry,
+    ) -> Result<Box<dyn CudaExtractor>, CudaError> {
+        self.check(g)?;
+        let module = dev.modules().get("adm")?;
+        Ok(Box::new(AdmCuda {
+            gpu: cuda::AdmGpu::new(module, stream, g.width, g.height, g.bpc)?,
+            cfg: self.cfg,
+        }))
+    }
+}
+
+/// `integer_adm2`, `integer_aim`, `integer_adm3`, `integer_adm_scale0..3` into `out`.
+fn write_scores(s: &AdmScores, out: &mut [f64]) {
+    let values = [s.adm2, s.aim, s.adm3].into_iter().chain(s.scale);
+    out.iter_mut().zip(values).for_each(|(o, v)| *o = v);
+}
+
+struct AdmCpu {
+    adm: cpu::Adm,
+    cfg: AdmConfig,
+}
+
+impl CpuExtractor for AdmCpu {
+    fn extract(&mut self, f: &HostFrame, out: &mut [f64]) -> Result<(), FeatureError> {
+        write_scores(&self.adm.compute(f.reference, f.distorted, &self.cfg)?, out);
+        Ok(())
+    }
+}
+
+struct AdmCuda {
+    gpu: cuda::AdmGpu,
+    cfg: AdmConfig,
+}
+
+impl CudaExtractor for AdmCuda {
+    fn result_words(&self) -> usize {
+        cuda::AdmGpu::RESULT_WORDS
+    }
+
+    fn enqueue(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        f: &DevFrame,
+        out: &mut CudaViewMut<u64>,
+    ) -> Result<(), CudaError> {
+        self.gpu
+            .enqueue(stream, f.reference, f.distorted, &self.cfg, out)
+    }
+
+    fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {
+        write_scores(&self.gpu.scores(words, &self.cfg), out);
+    }
+}

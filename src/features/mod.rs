@@ -1,0 +1,407 @@
+//! The feature registry: every metric the element computes, one folder each, in the spirit
+//! of libvmaf's `VmafFeatureExtractor` table (Netflix/vmaf v3.2.0,
+//! libvmaf/src/feature/feature_extractor.c: one table of extractors, each with its options,
+//! `init` / `extract` / `flush` / `close`).
+//!
+//! A metric is three things side by side in `src/features/<name>/`:
+//! - `mod.rs`: its definition, a [`Feature`] (name, options, libvmaf output names, what it
+//!   reads, the finish step across frames) and the constants and arithmetic both halves share;
+//! - `cpu.rs`: the CPU half, a [`CpuExtractor`] (the reference the GPU half is tested
+//!   against, bit for bit where the arithmetic is integer);
+//! - `cuda.rs`: the CUDA host half, a [`CudaExtractor`], driving its kernel in
+//!   `kernels/<name>.cu`.
+//!
+//! [`REGISTRY`] lists them. The engine asks it which features the models and the `features`
+//! property need ([`FeatureSet`], [`Layout`]) and runs them through a backend
+//! (`crate::engine::backend`); it never names a metric itself. Data flows one way: engine ->
+//! features -> runtime (`crate::cpu`, `crate::cuda`) -> kernels.
+//!
+//! `init` is [`Instance::cpu`] / [`Instance::cuda`] (sized once per geometry), `extract` is
+//! [`CpuExtractor::extract`] / [`CudaExtractor::enqueue`] + [`CudaExtractor::read`], `flush` is
+//! [`Instance::finish`] (values that need the next frame) and `close` is `Drop`.
+
+pub mod adm;
+pub mod motion;
+pub mod psnr;
+pub mod ssim;
+pub mod ssimulacra2;
+pub mod vif;
+
+mod layout;
+mod options;
+
+use std::fmt;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, CudaViewMut};
+
+pub use layout::{Layout, LayoutError, RawFeatures, MAX_OPTION_SETS, RAW_CAPACITY};
+pub use options::{OptionValue, Options};
+
+use crate::cuda::{ChromaDev, CudaError, DevPlane, GpuDevice};
+use crate::video::colour::YuvToRgb;
+use crate::video::frame::{ChromaPair, FeatureError, LumaPlane};
+
+/// Every feature, in the order the engine computes them and lists their outputs in a log
+/// (with [`Feature::section`]). Adding a metric: its folder, and one line here.
+pub static REGISTRY: &[&dyn Feature] = &[
+    &psnr::PSNR,
+    &adm::ADM,
+    &motion::MOTION,
+    &vif::VIF,
+    &ssim::FLOAT_SSIM,
+    &ssim::FLOAT_MS_SSIM,
+    &ssimulacra2::SSIMULACRA2,
+];
+
+/// The registered feature named `name` (libvmaf's extractor name, e.g. `"psnr"`).
+pub fn find(name: &str) -> Option<&'static dyn Feature> {
+    REGISTRY.iter().copied().find(|f| f.name() == name)
+}
+
+/// The position of `feature` in [`REGISTRY`] (its computing and log order).
+pub fn registry_index(feature: &dyn Feature) -> usize {
+    REGISTRY
+        .iter()
+        .position(|f| f.name() == feature.name())
+        .unwrap_or(REGISTRY.len())
+}
+
+/// Where a feature's outputs go in the log, which keeps libvmaf 3.2.0's key order: PSNR first,
+/// then the VMAF features of each extractor's first option set (ADM, motion, VIF), their
+/// further option sets, then the other metrics; values that need the next frame
+/// ([`Instance::late_outputs`], e.g. `integer_motion2`) come after all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Section {
+    /// Before VMAF's features (`psnr_y`, ...).
+    Leading,
+    /// VMAF's own features: the first option set here, further sets after every first set.
+    Core,
+    /// After VMAF's features (`float_ssim`, `ssimulacra2`, ...).
+    Trailing,
+}
+
+/// What a feature reads besides the two luma planes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    /// The Cb and Cr planes of both frames (`psnr_cb`, SSIMULACRA2's RGB).
+    pub chroma: bool,
+    /// The previous frame's reference luma; computed on every frame, subsampled or not
+    /// (motion).
+    pub previous: bool,
+}
+
+/// The frames a stream's features are computed on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Geometry {
+    /// Luma width in samples.
+    pub width: usize,
+    /// Luma height in rows.
+    pub height: usize,
+    /// Bits per sample, 8..=16.
+    pub bpc: u32,
+    /// Chroma plane size (`None` for grey formats, or when no feature reads chroma).
+    pub chroma: Option<(usize, usize)>,
+    /// The YUV -> RGB conversion of the caps' colorimetry (SSIMULACRA2).
+    pub colour: YuvToRgb,
+}
+
+impl Geometry {
+    /// Luma only, default colour.
+    pub fn luma(width: usize, height: usize, bpc: u32) -> Self {
+        Self {
+            width,
+            height,
+            bpc,
+            chroma: None,
+            colour: YuvToRgb::default(),
+        }
+    }
+
+    /// `(width, height, bpc)`.
+    pub fn triple(&self) -> (usize, usize, u32) {
+        (self.width, self.height, self.bpc)
+    }
+}
+
+/// A metric as the registry knows it: its name, options and libvmaf names. Stateless; a
+/// configured [`Instance`] computes.
+pub trait Feature: Sync + fmt::Debug {
+    /// libvmaf's extractor name, also the name the `features` property takes (`"psnr"`,
+    /// `"vif"`, `"float_ssim"`, ...).
+    fn name(&self) -> &'static str;
+    /// Where its outputs go in a log.
+    fn section(&self) -> Section;
+    /// Whether it reads the chroma planes when the frames have them (`psnr_cb`,
+    /// SSIMULACRA2's RGB); both pads must then carry the same chroma layout.
+    fn reads_chroma(&self) -> bool {
+        false
+    }
+    /// Whether `key` (a libvmaf option name from a model's `feature_opts_dicts`, e.g.
+    /// `vif_enhn_gain_limit`) is one of this feature's options.
+    fn accepts(&self, key: &str) -> bool {
+        let _ = key;
+        false
+    }
+    /// The output (unsuffixed libvmaf name, e.g. `integer_vif_scale0`) a model's feature name
+    /// (`VMAF_integer_feature_vif_scale0_score`) stands for, if this feature computes it.
+    fn model_output(&self, model_name: &str) -> Option<String> {
+        let _ = model_name;
+        None
+    }
+    /// An instance with `options` (only keys this feature [`accepts`](Feature::accepts));
+    /// `chroma`: the stream's frames have chroma planes (whether `psnr_cb`/`psnr_cr` exist).
+    ///
+    /// Errors: a text naming the option and its valid range.
+    fn configure(&self, options: &Options, chroma: bool) -> Result<Arc<dyn Instance>, String>;
+}
+
+/// A feature with its options: the outputs it names and the extractors that compute them.
+pub trait Instance: Send + Sync + fmt::Debug {
+    /// The registered feature.
+    fn feature(&self) -> &'static dyn Feature;
+    /// libvmaf's option suffix of the output names (`""`, `"_egl_1"`); two instances of one
+    /// feature with equal keys compute the same values.
+    fn key(&self) -> String;
+    /// What it reads besides the luma planes.
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
+    /// Names of the values the extractors produce per frame, libvmaf's, suffixed by
+    /// [`Instance::key`]; each also an output of the log.
+    fn outputs(&self) -> Vec<String>;
+    /// Names of the values [`Instance::finish`] derives once the next frame is in
+    /// (`integer_motion2`, ...); empty for most features.
+    fn late_outputs(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// libvmaf's `flush`: the late outputs of a frame from its values `raw` and the next
+    /// frame's `next` (`None` at the end of a run), `first` for the first frame of a run.
+    /// Writes `late_outputs().len()` values into `out`.
+    fn finish(&self, raw: &[f64], next: Option<&[f64]>, first: bool, out: &mut [f64]) {
+        let _ = (raw, next, first, out);
+    }
+    /// The smallest luma plane (width, height) it accepts.
+    fn min_size(&self) -> (usize, usize) {
+        (1, 1)
+    }
+    /// Checks that frames of `geometry` can be scored: at least [`Instance::min_size`], `bpc`
+    /// in `8..=16`.
+    ///
+    /// Errors: [`FeatureError::FrameTooSmall`] (or another geometry error) saying what the
+    /// feature needs.
+    fn check(&self, geometry: &Geometry) -> Result<(), FeatureError> {
+        FeatureError::check_new(self.feature().name(), geometry.triple(), self.min_size())
+    }
+    /// The CPU half for `geometry`, its scratch allocated here.
+    ///
+    /// Errors: as [`Instance::check`].
+    fn cpu(&self, geometry: &Geometry) -> Result<Box<dyn CpuExtractor>, FeatureError>;
+    /// The CUDA half for `geometry` on `dev`: kernels, device scratch (stream-ordered
+    /// allocations on `stream`) and pinned memory, all allocated here.
+    ///
+    /// Errors: [`CudaError`] from the allocations, or a geometry error.
+    fn cuda(
+        &self,
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        geometry: &Geometry,
+    ) -> Result<Box<dyn CudaExtractor>, CudaError>;
+}
+
+/// One frame pair as the CPU half reads it.
+#[derive(Clone, Copy)]
+pub struct HostFrame<'f, 'a> {
+    /// Reference luma.
+    pub reference: &'f LumaPlane<'a>,
+    /// Distorted luma.
+    pub distorted: &'f LumaPlane<'a>,
+    /// The previous frame's reference luma (`None` for the first frame of a run).
+    pub previous: Option<&'f LumaPlane<'a>>,
+    /// Both frames' chroma planes, when a feature reads them and the format has them.
+    pub chroma: Option<&'f ChromaPair<'a>>,
+}
+
+/// The CPU half of an instance: its scratch, sized for one geometry (libvmaf's `init`).
+pub trait CpuExtractor: Send {
+    /// libvmaf's `extract`: writes the instance's [`Instance::outputs`] for one frame pair
+    /// into `out` (exactly that many values).
+    ///
+    /// Errors: planes of another geometry.
+    fn extract(&mut self, frame: &HostFrame, out: &mut [f64]) -> Result<(), FeatureError>;
+}
+
+/// One frame pair as the CUDA half reads it: descriptors of planes in device memory.
+#[derive(Clone, Copy)]
+pub struct DevFrame<'a> {
+    /// Reference luma.
+    pub reference: DevPlane,
+    /// Distorted luma.
+    pub distorted: DevPlane,
+    /// The previous frame's reference luma, valid until this frame's kernels finish.
+    pub previous: Option<DevPlane>,
+    /// Both frames' chroma, unpacked (when a feature reads it and the format has it).
+    pub chroma: Option<&'a ChromaDev>,
+}
+
+/// The CUDA half of an instance: kernels and device scratch for one geometry.
+///
+/// Kernels write `result_words()` 64-bit words per frame into device memory the backend owns
+/// and reads back; [`CudaExtractor::read`] turns them into values on the host.
+pub trait CudaExtractor: Send {
+    /// Result words per frame.
+    fn result_words(&self) -> usize;
+    /// Whether the backend gives it a stream of its own, beside the compute stream (metrics
+    /// whose kernels leave most of the GPU idle: latency-bound recursions and reductions).
+    fn side_stream(&self) -> bool {
+        false
+    }
+    /// Enqueues one frame's kernels on `stream`, writing `out` (`result_words()` words).
+    ///
+    /// Errors: [`CudaError`] from a launch or copy.
+    fn enqueue(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        frame: &DevFrame,
+        out: &mut CudaViewMut<u64>,
+    ) -> Result<(), CudaError>;
+    /// The instance's outputs from the read-back `words`; `chroma`: whether this frame's
+    /// chroma was given to [`CudaExtractor::enqueue`]. Writes `outputs().len()` values.
+    fn read(&self, words: &[u64], chroma: bool, out: &mut [f64]);
+}
+
+/// A `features` property list: registered features asked for besides the models' own.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct FeatureSet {
+    names: Vec<&'static str>,
+}
+
+/// Why a `features` list was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown feature '{name}' in the features list (known: {known})")]
+pub struct FeatureListError {
+    /// The entry that is not a registered feature.
+    pub name: String,
+    /// Comma-separated registered names.
+    pub known: String,
+}
+
+impl FeatureSet {
+    /// Parses a comma-separated list (`"psnr,float_ssim"`) of [`REGISTRY`] names; spaces
+    /// around names and empty entries are ignored, names are case-sensitive, repeats are
+    /// allowed.
+    ///
+    /// Errors: [`FeatureListError`] naming the first unknown entry.
+    pub fn parse(list: &str) -> Result<Self, FeatureListError> {
+        let mut set = Self::default();
+        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let f = find(entry).ok_or_else(|| FeatureListError {
+                name: entry.to_owned(),
+                known: REGISTRY
+                    .iter()
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+            set.insert(f);
+        }
+        Ok(set)
+    }
+
+    /// Adds `f`.
+    pub fn insert(&mut self, f: &'static dyn Feature) {
+        if !self.names.contains(&f.name()) {
+            self.names.push(f.name());
+        }
+    }
+
+    /// Whether the feature named `name` is in the set.
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.contains(&name)
+    }
+
+    /// Whether nothing beyond the models' features is asked for.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Whether a feature of the set reads chroma ([`Feature::reads_chroma`]).
+    pub fn reads_chroma(&self) -> bool {
+        self.iter().any(|f| f.reads_chroma())
+    }
+
+    /// The features in the set, in [`REGISTRY`] order.
+    pub fn iter(&self) -> impl Iterator<Item = &'static dyn Feature> + '_ {
+        REGISTRY
+            .iter()
+            .copied()
+            .filter(|f| self.names.contains(&f.name()))
+    }
+}
+
+impl fmt::Display for FeatureSet {
+    /// The canonical comma-separated list in registry order (`psnr,float_ssim`), empty for
+    /// the empty set.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<_> = self.iter().map(|x| x.name()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+impl fmt::Debug for FeatureSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FeatureSet({self})")
+    }
+}
+
+/// The layout of VMAF v0's own features, ADM, motion and VIF, with the options `vif` and
+/// `adm` (what `vmaf_v0.6.1` reads; `vmaf_v0.6.1neg` sets both gain limits to 1).
+///
+/// Errors: none in practice (three instances are within every limit of [`Layout::new`]).
+pub fn vmaf_layout(vif: vif::VifConfig, adm: adm::AdmConfig) -> Result<Arc<Layout>, LayoutError> {
+    let instances: Vec<Arc<dyn Instance>> = vec![
+        Arc::new(adm::AdmInstance { cfg: adm }),
+        Arc::new(motion::MotionInstance),
+        Arc::new(vif::VifInstance { cfg: vif }),
+    ];
+    Layout::new(instances)
+}
+
+/// `_egl_<limit>` for an enhancement gain limit other than libvmaf's default 100 (libvmaf's
+/// option suffix for `vif_enhn_gain_limit` / `adm_enhn_gain_limit`), else empty.
+pub(crate) fn gain_suffix(limit: f64) -> String {
+    if limit == 100.0 {
+        String::new()
+    } else {
+        format!("_egl_{limit}")
+    }
+}
+
+/// The `i` in `{prefix}{i}_score` for `i` in `0..n`.
+pub(crate) fn indexed(name: &str, prefix: &str, n: usize) -> Option<usize> {
+    let rest = name.strip_prefix(prefix)?.strip_suffix("_score")?;
+    let i: usize = rest.parse().ok()?;
+    (i < n).then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_display() {
+        let s = FeatureSet::parse(" float_ssim, psnr,,psnr ").unwrap();
+        assert!(s.contains("psnr") && s.contains("float_ssim") && !s.contains("float_ms_ssim"));
+        assert_eq!(s.to_string(), "psnr,float_ssim");
+        assert!(FeatureSet::parse("").unwrap().is_empty());
+        let e = FeatureSet::parse("psnr,ssim").unwrap_err();
+        assert_eq!(e.name, "ssim");
+    }
+
+    #[test]
+    fn registry_names_are_unique() {
+        for (i, f) in REGISTRY.iter().enumerate() {
+            assert_eq!(find(f.name()).map(registry_index), Some(i));
+        }
+    }
+}

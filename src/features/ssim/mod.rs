@@ -1,0 +1,280 @@
+//! libvmaf's float SSIM and MS-SSIM, the `float_ssim` and `float_ms_ssim` extractors (luma,
+//! default options: no dB conversion, no l/c/s outputs).
+//!
+//! Sources: Netflix/vmaf v3.2.0, libvmaf/src/feature/float_ssim.c, float_ms_ssim.c, ssim.c,
+//! ms_ssim.c and iqa/. This file holds the two registry entries and what both halves share
+//! (window, filters, constants, the combination of scales); `cpu.rs` is the CPU half
+//! ([`cpu::Ssim`]), `cuda.rs` the CUDA host half ([`cuda::SsimGpu`]) of `kernels/ssim.cu`.
+
+pub mod cpu;
+pub mod cuda;
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, CudaViewMut};
+
+use super::{
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options, Section,
+};
+use crate::cuda::{CudaError, GpuDevice};
+use crate::video::frame::FeatureError;
+
+/// The 11-tap Gaussian window (sigma 1.5), by distance from the centre (0..=5).
+const GAUSS: [f32; 6] = [0.266012, 0.213006, 0.109361, 0.036001, 0.007599, 0.001028];
+/// Window length: the smallest side SSIM accepts at any scale.
+pub const GAUSS_LEN: usize = 11;
+
+/// MS-SSIM's 9x9 low-pass filter, `LPF[|dy|][|dx|]` (symmetric in both directions).
+const LPF: [[f32; 5]; 5] = [
+    [0.363505, 0.160885, -0.047149, -0.010146, 0.016114],
+    [0.160885, 0.071207, -0.020867, -0.004490, 0.007132],
+    [-0.047149, -0.020867, 0.006115, 0.001316, -0.002090],
+    [-0.010146, -0.004490, 0.001316, 0.000283, -0.000450],
+    [0.016114, 0.007132, -0.002090, -0.000450, 0.000714],
+];
+
+/// Number of MS-SSIM scales.
+pub const MS_SSIM_SCALES: usize = 5;
+/// Exponents of luminance, contrast and structure at each scale (Wang et al.).
+const MS_ALPHA: [f32; 5] = [0.0, 0.0, 0.0, 0.0, 0.1333];
+const MS_BETA: [f32; 5] = [0.0448, 0.2856, 0.3001, 0.2363, 0.1333];
+
+/// Smallest frame `float_ms_ssim` accepts: libvmaf refuses a frame when any of its five
+/// scales (the size halved, rounding down, four times) is narrower or lower than the
+/// 11-sample Gaussian window, i.e. below 176x176.
+pub const MS_SSIM_MIN_SIZE: usize = GAUSS_LEN << (MS_SSIM_SCALES - 1);
+
+/// Whether `float_ms_ssim` accepts a `width` x `height` frame (libvmaf's check in
+/// `compute_ms_ssim`).
+pub fn ms_ssim_fits(width: usize, height: usize) -> bool {
+    (0..MS_SSIM_SCALES).all(|i| (width >> i) >= GAUSS_LEN && (height >> i) >= GAUSS_LEN)
+}
+
+/// `float_ssim`'s down-scaling factor for a `width` x `height` frame (1: none; see
+/// [`cpu::Ssim::float_ssim`]), or the error `float_ssim` gives for that geometry:
+/// [`FeatureError::FrameTooSmall`] when a side is below 11 samples, before or after the
+/// down-scaling. The GPU path (`crate::cuda::ssim`) checks with it too.
+pub fn float_ssim_scale(width: usize, height: usize) -> Result<usize, FeatureError> {
+    if width < GAUSS_LEN || height < GAUSS_LEN {
+        return Err(FeatureError::FrameTooSmall {
+            feature: "float_ssim",
+            width,
+            height,
+            min_width: GAUSS_LEN,
+            min_height: GAUSS_LEN,
+        });
+    }
+    let scale = cpu::auto_scale(width, height);
+    if scale > 1 && (decimated(width, scale) < GAUSS_LEN || decimated(height, scale) < GAUSS_LEN) {
+        return Err(FeatureError::FrameTooSmall {
+            feature: "float_ssim",
+            width,
+            height,
+            min_width: GAUSS_LEN * scale,
+            min_height: GAUSS_LEN * scale,
+        });
+    }
+    Ok(scale)
+}
+
+/// SSIM's constants `(C1, C2, C3)` in `f32` as IQA computes them for an 8-bit range:
+/// `C1 = (0.01 * 255)^2`, `C2 = (0.03 * 255)^2`, `C3 = C2 / 2`.
+pub fn ssim_constants() -> (f32, f32, f32) {
+    let k1 = 0.01f32 * 255.0;
+    let k2 = 0.03f32 * 255.0;
+    let c1 = k1 * k1;
+    let c2 = k2 * k2;
+    (c1, c2, c2 / 2.0)
+}
+
+/// The weight of each tap of `float_ssim`'s `scale x scale` box filter: `1 / scale^2` in `f32`.
+pub fn box_tap(scale: usize) -> f32 {
+    1.0f32 / (scale * scale) as f32
+}
+
+/// MS-SSIM from the per-scale means `[l, c, s]` (each the `f32` mean over that scale's valid
+/// region, scale 0 first): the product over scales of `l^alpha * c^beta * s^beta` in `f64`
+/// with Wang's exponents (IQA's `iqa_ms_ssim` with default arguments).
+pub fn ms_ssim_combine(means: &[[f32; 3]; MS_SSIM_SCALES]) -> f64 {
+    let mut msssim = 1.0f64;
+    for (i, &[l, c, s]) in means.iter().enumerate() {
+        let term = f64::from(l).powf(f64::from(MS_ALPHA[i]))
+            * f64::from(c).powf(f64::from(MS_BETA[i]))
+            * f64::from(s).powf(f64::from(MS_BETA[i]));
+        msssim *= term;
+    }
+    msssim
+}
+
+/// The error `float_ms_ssim` gives for a frame below [`MS_SSIM_MIN_SIZE`].
+pub fn ms_ssim_too_small(width: usize, height: usize) -> FeatureError {
+    FeatureError::FrameTooSmall {
+        feature: "float_ms_ssim",
+        width,
+        height,
+        min_width: MS_SSIM_MIN_SIZE,
+        min_height: MS_SSIM_MIN_SIZE,
+    }
+}
+
+/// Size after IQA's decimation by `factor`: `n / factor + (n & 1)` (MS-SSIM's halving and
+/// `float_ssim`'s down-scaling).
+pub fn decimated(n: usize, factor: usize) -> usize {
+    n / factor + (n & 1)
+}
+
+/// The registry entry of `float_ssim` (`ms == false`) or `float_ms_ssim` (`ms == true`).
+#[derive(Debug)]
+pub struct SsimFeature {
+    ms: bool,
+}
+
+/// `float_ssim`, as [`super::REGISTRY`] lists it.
+pub static FLOAT_SSIM: SsimFeature = SsimFeature { ms: false };
+/// `float_ms_ssim`, as [`super::REGISTRY`] lists it.
+pub static FLOAT_MS_SSIM: SsimFeature = SsimFeature { ms: true };
+
+impl SsimFeature {
+    fn name(ms: bool) -> &'static str {
+        if ms {
+            "float_ms_ssim"
+        } else {
+            "float_ssim"
+        }
+    }
+}
+
+impl Feature for SsimFeature {
+    fn name(&self) -> &'static str {
+        Self::name(self.ms)
+    }
+
+    fn section(&self) -> Section {
+        Section::Trailing
+    }
+
+    fn configure(&self, options: &Options, _chroma: bool) -> Result<Arc<dyn Instance>, String> {
+        options.only(&[])?;
+        Ok(Arc::new(SsimInstance { ms: self.ms }))
+    }
+}
+
+/// `float_ssim` or `float_ms_ssim`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SsimInstance {
+    /// MS-SSIM rather than SSIM.
+    pub ms: bool,
+}
+
+impl Instance for SsimInstance {
+    fn feature(&self) -> &'static dyn Feature {
+        if self.ms {
+            &FLOAT_MS_SSIM
+        } else {
+            &FLOAT_SSIM
+        }
+    }
+
+    fn key(&self) -> String {
+        String::new()
+    }
+
+    fn outputs(&self) -> Vec<String> {
+        vec![SsimFeature::name(self.ms).to_owned()]
+    }
+
+    /// MS-SSIM: 176x176 (libvmaf's limit, [`MS_SSIM_MIN_SIZE`]); SSIM: its 11x11 window.
+    fn min_size(&self) -> (usize, usize) {
+        if self.ms {
+            (MS_SSIM_MIN_SIZE, MS_SSIM_MIN_SIZE)
+        } else {
+            (GAUSS_LEN, GAUSS_LEN)
+        }
+    }
+
+    /// MS-SSIM needs 176x176 (libvmaf's limit, [`ms_ssim_fits`]); SSIM its 11x11 window.
+    fn check(&self, g: &Geometry) -> Result<(), FeatureError> {
+        FeatureError::check_new(SsimFeature::name(self.ms), g.triple(), (1, 1))?;
+        if self.ms {
+            if !ms_ssim_fits(g.width, g.height) {
+                return Err(ms_ssim_too_small(g.width, g.height));
+            }
+        } else {
+            float_ssim_scale(g.width, g.height)?;
+        }
+        Ok(())
+    }
+
+    fn cpu(&self, g: &Geometry) -> Result<Box<dyn CpuExtractor>, FeatureError> {
+        self.check(g)?;
+        Ok(Box::new(SsimCpu {
+            ssim: cpu::Ssim::new(),
+            ms: self.ms,
+        }))
+    }
+
+    fn cuda(
+        &self,
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        g: &Geometry,
+    ) -> Result<Box<dyn CudaExtractor>, CudaError> {
+        self.check(g)?;
+        let gpu = cuda::SsimGpu::new(dev, stream, g.width, g.height, g.bpc, !self.ms, self.ms)?;
+        Ok(Box::new(SsimCuda {
+            gpu: Box::new(gpu),
+            ms: self.ms,
+        }))
+    }
+}
+
+struct SsimCpu {
+    ssim: cpu::Ssim,
+    ms: bool,
+}
+
+impl CpuExtractor for SsimCpu {
+    fn extract(&mut self, f: &HostFrame, out: &mut [f64]) -> Result<(), FeatureError> {
+        let v = if self.ms {
+            self.ssim.float_ms_ssim(f.reference, f.distorted)?
+        } else {
+            self.ssim.float_ssim(f.reference, f.distorted)?
+        };
+        if let Some(o) = out.first_mut() {
+            *o = v;
+        }
+        Ok(())
+    }
+}
+
+/// The CUDA half, on a stream of its own (its kernels are conversion-bound filters).
+struct SsimCuda {
+    gpu: Box<cuda::SsimGpu>,
+    ms: bool,
+}
+
+impl CudaExtractor for SsimCuda {
+    fn result_words(&self) -> usize {
+        cuda::SsimGpu::RESULT_WORDS
+    }
+
+    fn side_stream(&self) -> bool {
+        true
+    }
+
+    fn enqueue(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        f: &DevFrame,
+        out: &mut CudaViewMut<u64>,
+    ) -> Result<(), CudaError> {
+        self.gpu.enqueue(stream, f.reference, f.distorted, out)
+    }
+
+    fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {
+        let (ssim, ms) = self.gpu.scores(words);
+        if let Some(o) = out.first_mut() {
+            *o = if self.ms { ms } else { ssim };
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Integer VIF (visual information fidelity) at four scales, libvmaf's `vif` extractor
+//! (`integer_vif_scale0..3`), bit-exact with Netflix/vmaf v3.2.0,
+//! libvmaf/src/feature/integer_vif.c.
+//!
+//! - `cpu.rs`: the CPU half ([`cpu::Vif`]), the reference;
+//! - `cuda.rs`: the CUDA host half ([`cuda::VifGpu`]) of `kernels/vif.cu`.
+
+pub mod cpu;
+pub mod cuda;
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, CudaViewMut};
+
+use super::{
+    gain_suffix, indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame,
+    Instance, Options, Section,
+};
+use crate::cuda::{CudaError, GpuDevice};
+use crate::video::frame::FeatureError;
+
+/// Name reported in [`FeatureError`]s.
+const FEATURE: &str = "vif";
+
+/// Smallest plane width, in samples, that [`cpu::Vif`] accepts.
+///
+/// The planes are halved (rounding down) three times, so scale 3 is `width / 8` wide and
+/// is filtered with a 3-tap kernel; mirroring one sample at each border needs at least two
+/// samples there, hence `width / 8 >= 2`. The wider kernels of the finer scales (17 taps at
+/// scale 0 needs `>= 9`, 9 taps at scale 1 needs `width / 2 >= 5`, 5 taps at scale 2 needs
+/// `width / 4 >= 3`) are then satisfied too.
+pub const MIN_WIDTH: usize = 16;
+/// Smallest plane height, in rows, that [`cpu::Vif`] accepts (same reasoning as [`MIN_WIDTH`]).
+pub const MIN_HEIGHT: usize = 16;
+
+/// libvmaf's `DEFAULT_VIF_ENHN_GAIN_LIMIT`.
+const DEFAULT_ENHN_GAIN_LIMIT: f64 = 100.0;
+
+/// Options of libvmaf's integer VIF that VMAF models set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VifConfig {
+    /// libvmaf option `vif_enhn_gain_limit` (alias `egl`): upper bound of the gain `g` that
+    /// the distorted signal may show over the reference. libvmaf accepts `1.0..=100.0`;
+    /// `1.0` disables enhancement gain (used by `vmaf_v0.6.1neg`), the default is `100.0`.
+    /// Values are used as given (no clamping); `NaN` behaves like "no limit".
+    pub enhn_gain_limit: f64,
+}
+
+impl Default for VifConfig {
+    /// `enhn_gain_limit = 100.0` (libvmaf `DEFAULT_VIF_ENHN_GAIN_LIMIT`).
+    fn default() -> Self {
+        Self {
+            enhn_gain_limit: DEFAULT_ENHN_GAIN_LIMIT,
+        }
+    }
+}
+
+/// Per-frame output of [`cpu::Vif::compute`]; index `i` is scale `i` (0 = full resolution,
+/// 3 = one eighth).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct VifScores {
+    /// Numerator per scale (libvmaf `integer_vif_num_scale{i}`), a sum over the scale's
+    /// pixels of information terms in bits; computed in `f64` and rounded to `f32` as
+    /// libvmaf stores it, widened back to `f64` here. Non-negative for valid input.
+    pub num: [f64; 4],
+    /// Denominator per scale (libvmaf `integer_vif_den_scale{i}`), rounded to `f32` like
+    /// `num`. Every pixel contributes at least 1, so it is at least the scale's pixel count and
+    /// never 0.
+    pub den: [f64; 4],
+    /// `integer_vif_scale{i}` (`VMAF_integer_feature_vif_scale{i}_score`): the `f32`
+    /// quotient `num / den` exactly as libvmaf computes it (a `float` division, no special
+    /// case since `den > 0`), widened to `f64`. Typically in `0.0..=1.0`; above 1 when the
+    /// distorted frame enhances the reference (bounded through `enhn_gain_limit`).
+    pub scale: [f64; 4],
+}
+
+/// The registry entry of VIF.
+#[derive(Debug)]
+pub struct VifFeature;
+
+/// [`VifFeature`], as [`super::REGISTRY`] lists it.
+pub static VIF: VifFeature = VifFeature;
+
+impl Feature for VifFeature {
+    fn name(&self) -> &'static str {
+        FEATURE
+    }
+
+    fn section(&self) -> Section {
+        Section::Core
+    }
+
+    fn accepts(&self, key: &str) -> bool {
+        key.starts_with("vif_")
+    }
+
+    fn model_output(&self, model_name: &str) -> Option<String> {
+        indexed(model_name, "VMAF_integer_feature_vif_scale", 4)
+            .map(|i| format!("integer_vif_scale{i}"))
+    }
+
+    fn configure(&self, options: &Options, _chroma: bool) -> Result<Arc<dyn Instance>, String> {
+        options.only(&["vif_enhn_gain_limit"])?;
+        let enhn_gain_limit =
+            options.number("vif_enhn_gain_limit", DEFAULT_ENHN_GAIN_LIMIT, 1.0..=100.0)?;
+        Ok(Arc::new(VifInstance {
+            cfg: VifConfig { enhn_gain_limit },
+        }))
+    }
+}
+
+/// VIF with one option set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VifInstance {
+    /// The options.
+    pub cfg: VifConfig,
+}
+
+impl Instance for VifInstance {
+    fn feature(&self) -> &'static dyn Feature {
+        &VIF
+    }
+
+    fn key(&self) -> String {
+        gain_suffix(self.cfg.enhn_gain_limit)
+    }
+
+    fn outputs(&self) -> Vec<String> {
+        let suffix = self.key();
+        (0..4)
+            .map(|i| format!("integer_vif_scale{i}{suffix}"))
+            .collect()
+    }
+
+    fn min_size(&self) -> (usize, usize) {
+        (MIN_WIDTH, MIN_HEIGHT)
+    }
+
+    fn cpu(&self, g: &Geometry) -> Result<Box<dyn CpuExtractor>, FeatureError> {
+        Ok(Box::new(VifCpu {
+            vif: cpu::Vif::new(g.width, g.height, g.bpc)?,
+            cfg: self.cfg,
+        }))
+    }
+
+    fn cuda(
+        &self,
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        g: &Geometry,
+    ) -> Result<Box<dyn CudaExtractor>, CudaError> {
+        self.check(g)?;
+        Ok(Box::new(VifCuda {
+            gpu: cuda::VifGpu::new(dev, stream, g.width, g.height, g.bpc)?,
+            cfg: self.cfg,
+        }))
+    }
+}
+
+struct VifCpu {
+    vif: cpu::Vif,
+    cfg: VifConfig,
+}
+
+impl CpuExtractor for VifCpu {
+    fn extract(&mut self, f: &HostFrame, out: &mut [f64]) -> Result<(), FeatureError> {
+        let s = self.vif.compute(f.reference, f.distorted, &self.cfg)?;
+        out.iter_mut().zip(s.scale).for_each(|(o, v)| *o = v);
+        Ok(())
+    }
+}
+
+struct VifCuda {
+    gpu: cuda::VifGpu,
+    cfg: VifConfig,
+}
+
+impl CudaExtractor for VifCuda {
+    fn result_words(&self) -> usize {
+        cuda::VifGpu::RESULT_WORDS
+    }
+
+    fn enqueue(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        f: &DevFrame,
+        out: &mut CudaViewMut<u64>,
+    ) -> Result<(), CudaError> {
+        self.gpu
+            .enqueue(stream, f.reference, f.distorted, &self.cfg, out)
+    }
+
+    fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {
+        let s = self.gpu.scores(words, &self.cfg);
+        out.iter_mut().zip(s.scale).for_each(|(o, v)| *o = v);
+    }
+}
