@@ -48,7 +48,9 @@ impl Layout {
     ///
     /// Errors: [`LayoutError`] beyond [`RAW_CAPACITY`] values or [`MAX_OPTION_SETS`] sets.
     pub fn new(instances: Vec<Arc<dyn Instance>>) -> Result<Arc<Self>, LayoutError> {
-        let mut keyed: Vec<((u8, usize, usize), Arc<dyn Instance>)> = Vec::new();
+        // (log group, registry index, option set) of each instance.
+        type Keyed = ((u8, usize, usize), Arc<dyn Instance>);
+        let mut keyed: Vec<Keyed> = Vec::new();
         let mut sets: Vec<(&'static str, usize)> = Vec::new();
         for inst in instances {
             let f = inst.feature();

@@ -1,0 +1,274 @@
+//! Pads, caps and negotiation: what each sink pad carries ([`PadVideo`]), what the two pads
+//! together allow ([`FrameFormat`]: chroma, colour), the size checks at caps time, and the
+//! layout of the formats' samples and components.
+
+use super::*;
+
+/// Largest width and height accepted (16K video is 15360x8640): bounds the memory the
+/// extractors allocate for one geometry, so absurd caps are refused instead of exhausting it.
+pub(super) const MAX_DIMENSION: u32 = 16384;
+
+/// Geometry of a pad's negotiated video: luma size, bit depth, where luma samples lie.
+#[derive(Debug, Clone)]
+pub(super) struct PadVideo {
+    pub(super) info: gst_video::VideoInfo,
+    pub(super) depth: u32,
+}
+
+impl PadVideo {
+    pub(super) fn from_caps(caps: &gst::CapsRef) -> Result<Self, String> {
+        let info = gst_video::VideoInfo::from_caps(caps)
+            .map_err(|e| format!("caps {caps} are not raw video: {e}"))?;
+        if !FORMATS.contains(&info.format()) {
+            return Err(format!(
+                "format {} is not supported",
+                info.format().to_str()
+            ));
+        }
+        let depth = info.format_info().depth()[0];
+        Ok(Self { info, depth })
+    }
+
+    pub(super) fn size(&self) -> (u32, u32) {
+        (self.info.width(), self.info.height())
+    }
+}
+
+/// Bytes of one sample of an advertised format: 1 up to 8 bits, else a 2-byte word.
+pub(super) fn sample_bytes(finfo: &gst_video::VideoFormatInfo) -> usize {
+    if finfo.bits() > 8 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Byte offset of component `c`'s first sample within a pixel of its plane.
+///
+/// Not `finfo.poffset()[c]`: GStreamer's format table states it in bytes for 8-bit formats
+/// (NV12's Cr: 1) but GStreamer 1.22 gives P010_10LE's and P012_LE's Cr a `poffset` of 1 too,
+/// although their samples are 2 bytes wide (later versions say 2). Read as bytes, that 1 makes
+/// Cr's samples straddle the Cb and Cr words, off by tens of dB. What every version of the
+/// table gets right is the *order* of the components in an interleaved plane (NV21 puts Cr
+/// first), and every sample of an advertised format is `bytes` wide with no gaps (2-byte words
+/// for more than 8 bits), so the component's offset is its rank among the plane's components
+/// in `poffset` order times the sample width. For planar formats the rank is 0.
+pub(super) fn component_offset(finfo: &gst_video::VideoFormatInfo, c: usize) -> usize {
+    let plane = finfo.plane()[c];
+    let key = |k: usize| (finfo.poffset()[k], k);
+    let rank = (0..finfo.n_components() as usize)
+        .filter(|&k| k != c && finfo.plane()[k] == plane && key(k) < key(c))
+        .count();
+    rank * sample_bytes(finfo)
+}
+
+/// What the backends need to know of the frames' format besides the luma geometry.
+#[derive(Debug, Clone)]
+pub(super) struct FrameFormat {
+    /// Chroma plane size when both pads' formats have chroma of one size.
+    pub(super) chroma: Option<(usize, usize)>,
+    /// Each pad's format name and chroma size (`None`: no chroma).
+    pub(super) pads: [(String, Option<(usize, usize)>); 2],
+    /// SSIMULACRA2's YUV -> RGB conversion, from the reference pad's colorimetry.
+    pub(super) colour: YuvToRgb,
+}
+
+impl FrameFormat {
+    pub(super) fn of(reference: &PadVideo, distorted: &PadVideo) -> Self {
+        let chroma_of = |v: &PadVideo| {
+            let f = v.info.format_info();
+            (f.n_components() >= 3).then(|| {
+                (
+                    f.scale_width(1, v.info.width()) as usize,
+                    f.scale_height(1, v.info.height()) as usize,
+                )
+            })
+        };
+        let (rc, dc) = (chroma_of(reference), chroma_of(distorted));
+        let name = |v: &PadVideo| v.info.format().to_str().to_string();
+        Self {
+            chroma: rc.filter(|_| rc == dc),
+            pads: [(name(reference), rc), (name(distorted), dc)],
+            colour: yuv_to_rgb(&reference.info),
+        }
+    }
+
+    /// Why the metrics of `features` that read chroma cannot compare these pads' frames:
+    /// chroma of different sizes (`psnr_cb`/`psnr_cr`, SSIMULACRA2), or colour against grey
+    /// (SSIMULACRA2; PSNR then reports `psnr_y` only).
+    pub(super) fn chroma_mismatch(&self, features: &FeatureSet) -> Option<String> {
+        let [(rf, rc), (df, dc)] = &self.pads;
+        let show = |c: &Option<(usize, usize)>| {
+            c.map_or("no chroma".to_owned(), |(w, h)| format!("chroma {w}x{h}"))
+        };
+        let which = || {
+            format!(
+                "reference is {rf} ({}), distorted is {df} ({})",
+                show(rc),
+                show(dc)
+            )
+        };
+        match (rc, dc) {
+            (Some(a), Some(b)) if a != b && features.reads_chroma() => Some(format!(
+                "{} compare chroma planes of one size, but the pads differ in chroma \
+                 subsampling: {}",
+                features
+                    .iter()
+                    .filter(|f| f.reads_chroma())
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                which()
+            )),
+            // PSNR then reports psnr_y only; a colour metric cannot score grey against colour.
+            (Some(_), None) | (None, Some(_)) if features.contains("ssimulacra2") => Some(format!(
+                "ssimulacra2 compares colour with colour or grey with grey: {}",
+                which()
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// SSIMULACRA2's YUV -> RGB conversion for frames of `info`'s colorimetry (see
+/// [`crate::engine::colour`]): its matrix and range, sRGB transfer for `srgb` and BT.709's
+/// otherwise; BT.709 limited range where the caps leave them unknown.
+pub(super) fn yuv_to_rgb(info: &gst_video::VideoInfo) -> YuvToRgb {
+    use crate::engine::colour::{Matrix, Transfer};
+    use gst_video::{VideoColorMatrix as M, VideoColorRange as R, VideoTransferFunction as T};
+    let c = info.colorimetry();
+    let (matrix, known_matrix) = match c.matrix() {
+        M::Bt601 => (Matrix::Bt601, true),
+        M::Bt709 => (Matrix::Bt709, true),
+        M::Bt2020 => (Matrix::Bt2020, true),
+        M::Fcc => (Matrix::Fcc, true),
+        M::Smpte240m => (Matrix::Smpte240m, true),
+        _ => (Matrix::Bt709, false),
+    };
+    let (full_range, known_range) = match c.range() {
+        R::Range0_255 => (true, true),
+        R::Range16_235 => (false, true),
+        _ => (false, false),
+    };
+    YuvToRgb {
+        matrix,
+        full_range,
+        transfer: if c.transfer() == T::Srgb {
+            Transfer::Srgb
+        } else {
+            Transfer::Bt709
+        },
+        defaulted: !(known_matrix && known_range),
+    }
+}
+
+impl VmafCompare {
+    pub(super) fn other_pad(&self, pad: &gst_base::AggregatorPad) -> &'static str {
+        if pad == &self.reference_pad {
+            "distorted"
+        } else {
+            "reference"
+        }
+    }
+
+    /// A caps event on a sink pad: check the format and that both pads agree on the size.
+    pub(super) fn handle_caps(&self, pad: &gst_base::AggregatorPad, caps: &gst::CapsRef) -> bool {
+        let video = match PadVideo::from_caps(caps) {
+            Ok(v) => v,
+            Err(e) => {
+                gst::element_imp_error!(
+                    self,
+                    gst::CoreError::Negotiation,
+                    ("{} pad: {}", pad.name(), e)
+                );
+                return false;
+            }
+        };
+        let (w, h) = video.size();
+        let (vmaf_min, extra_mins) = lock(&self.prepared)
+            .as_ref()
+            .map(Prepared::minimums)
+            .unwrap_or_default();
+        if (w as usize) < vmaf_min.0 || (h as usize) < vmaf_min.1 {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                (
+                    "{} pad: {}x{} is smaller than the {}x{} minimum that VMAF's filters need",
+                    pad.name(),
+                    w,
+                    h,
+                    vmaf_min.0,
+                    vmaf_min.1
+                )
+            );
+            return false;
+        }
+        if let Some((name, (mw, mh))) = extra_mins
+            .into_iter()
+            .find(|(_, (mw, mh))| (w as usize) < *mw || (h as usize) < *mh)
+        {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                (
+                    "{} pad: {}x{} is smaller than the {}x{} minimum of {}",
+                    pad.name(),
+                    w,
+                    h,
+                    mw,
+                    mh,
+                    name
+                ),
+                [
+                    "libvmaf refuses such frames too (MS-SSIM's five scales each halve the frame \
+                     and must still hold its 11x11 window). Remove {} from features.",
+                    name
+                ]
+            );
+            return false;
+        }
+        if w > MAX_DIMENSION || h > MAX_DIMENSION {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                (
+                    "{} pad: {}x{} is larger than the {}x{} maximum",
+                    pad.name(),
+                    w,
+                    h,
+                    MAX_DIMENSION,
+                    MAX_DIMENSION
+                )
+            );
+            return false;
+        }
+        // Sizes are compared when frames are paired (`ensure_scorer`), not here: a pad may
+        // renegotiate before its first buffer (a source re-sending stale sticky caps on
+        // restart), and both pads may switch size mid-stream one after the other.
+        let mut state = lock(&self.state);
+        gst::debug!(
+            CAT,
+            imp = self,
+            "{} caps {} (other pad: {})",
+            pad.name(),
+            caps,
+            self.other_pad(pad)
+        );
+        if pad == &self.reference_pad {
+            state.reference = Some(video);
+        } else {
+            state.distorted = Some(video.clone());
+            let fps = video.info.fps();
+            if fps.numer() > 0 && fps.denom() > 0 {
+                // One frame is held back until the next arrives (motion2 needs it).
+                let frame = gst::ClockTime::SECOND
+                    .mul_div_floor(fps.denom() as u64, fps.numer() as u64)
+                    .unwrap_or(gst::ClockTime::ZERO);
+                drop(state);
+                self.monitor_caps(frame);
+            }
+        }
+        true
+    }
+}

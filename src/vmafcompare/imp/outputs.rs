@@ -1,0 +1,245 @@
+//! Outputs: each scored frame's buffer with its meta, the per-frame and summary messages, and
+//! the libvmaf-layout log (`results-location`).
+
+use super::*;
+
+impl VmafCompare {
+    /// Posts a scoring failure as an element error.
+    pub(super) fn engine_failed(&self, e: EngineError) -> gst::FlowError {
+        gst::element_imp_error!(self, gst::StreamError::Failed, ("Scoring failed: {}", e));
+        gst::FlowError::Error
+    }
+
+    /// Attaches meta, posts the frame message (and an alert when the window crosses the
+    /// threshold), logs, and pushes one completed frame; in a live pipeline the buffer goes
+    /// back to the scoring queue, which pushes it in order.
+    pub(super) fn emit(
+        &self,
+        scored: Scored<Tag>,
+        post: bool,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let Scored { tag, scores, .. } = scored;
+        let mut buffer = tag.buffer;
+        let live = self.live_queue();
+        let mut attached = None;
+        if let Some(scores) = scores {
+            let mut msg = Self::frame_message(&scores, &buffer, tag.running_time);
+            let alert = self.monitor_frame(&mut msg);
+            let structure = msg.to_structure();
+            if live.is_none() {
+                let buf = buffer.make_mut();
+                match gst::meta::CustomMeta::add(buf, META_NAME) {
+                    Ok(mut meta) => {
+                        let s = meta.mut_structure();
+                        for (name, value) in structure.iter() {
+                            s.set_value(name, value.clone());
+                        }
+                    }
+                    Err(e) => gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}"),
+                }
+            }
+            self.write_log(&scores)?;
+            let obj = self.obj();
+            if post {
+                let m = gst::message::Element::builder(structure.clone())
+                    .src(&*obj)
+                    .build();
+                let _ = obj.post_message(m);
+            }
+            if let Some(alert) = alert {
+                let m = gst::message::Element::builder(gst::Structure::from(&alert))
+                    .src(&*obj)
+                    .build();
+                let _ = obj.post_message(m);
+            }
+            attached = Some(structure);
+        }
+        if let Some(queue) = live {
+            queue.complete(buffer, attached);
+            return Ok(gst::FlowSuccess::Ok);
+        }
+        self.finish_output(buffer)
+    }
+
+    /// Pushes one output buffer: a GAP without a picture (the aggregator's form of a GAP
+    /// event) leaves as a GAP event, in order: downstream elements cannot map an empty video
+    /// buffer.
+    pub(super) fn finish_output(
+        &self,
+        buffer: gst::Buffer,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        if is_gap(&buffer) && buffer.size() == 0 {
+            if let Some(pts) = buffer.pts() {
+                let gap = gst::event::Gap::builder(pts)
+                    .duration(buffer.duration())
+                    .build();
+                let _ = self.obj().src_pad().push_event(gap);
+            }
+            return Ok(gst::FlowSuccess::Ok);
+        }
+        self.obj().finish_buffer(buffer)
+    }
+
+    pub(super) fn frame_message(
+        scores: &FrameScores,
+        buffer: &gst::Buffer,
+        rt: Option<gst::ClockTime>,
+    ) -> FrameMessage {
+        FrameMessage {
+            index: scores.index,
+            pts: buffer.pts(),
+            running_time: rt,
+            duration: buffer.duration(),
+            vmaf: scores.vmaf(),
+            metrics: scores.iter().map(|(n, v)| (n.to_owned(), v)).collect(),
+            skipped: 0,
+            window: None,
+        }
+    }
+
+    pub(super) fn write_log(&self, scores: &FrameScores) -> Result<(), gst::FlowError> {
+        let mut state = lock(&self.state);
+        let (w, h) = state.geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
+        if let Some(log) = state.log.as_mut() {
+            if let Err(e) = log.write_frame(scores, w, h) {
+                state.log = None;
+                drop(state);
+                gst::element_imp_error!(self, gst::ResourceError::Write, ("{}", e));
+                return Err(gst::FlowError::Error);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn emit_all(
+        &self,
+        items: Vec<Scored<Tag>>,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let post = lock(&self.settings).frame_message;
+        let mut ret = Ok(gst::FlowSuccess::Ok);
+        for item in items {
+            ret = self.emit(item, post);
+            if ret.is_err() {
+                break;
+            }
+        }
+        ret
+    }
+
+    pub(super) fn post_summary(&self) {
+        let settings = lock(&self.settings).clone();
+        let mut state = lock(&self.state);
+        let (frames, metrics, backend) = match state.scorer.as_ref() {
+            Some(s) => (
+                s.pool().count(),
+                s.pool()
+                    .pooled()
+                    .into_iter()
+                    .map(|(n, p)| {
+                        (
+                            n.to_owned(),
+                            PooledMetric {
+                                min: p.min,
+                                max: p.max,
+                                mean: p.mean,
+                                harmonic_mean: p.harmonic_mean,
+                            },
+                        )
+                    })
+                    .collect(),
+                s.backend_name().to_owned(),
+            ),
+            None => (0, Vec::new(), "cpu".to_owned()),
+        };
+        let (skipped, late) = self.monitor_counts();
+        let joined =
+            |set: &BTreeSet<InputPath>| set.iter().map(|p| p.name()).collect::<Vec<_>>().join("+");
+        let summary = SummaryMessage {
+            frames,
+            unpaired_reference: state.unpaired_reference,
+            unpaired_distorted: state.unpaired_distorted,
+            backend,
+            model: settings.model.clone(),
+            reference_input: joined(&state.paths[0]),
+            distorted_input: joined(&state.paths[1]),
+            metrics,
+            skipped,
+            late,
+        };
+        let log_result = self.close_log(&mut state);
+        drop(state);
+        if let Err(e) = log_result {
+            gst::element_imp_error!(self, gst::ResourceError::Write, ("{}", e));
+        }
+        let unpaired = summary.unpaired_reference + summary.unpaired_distorted;
+        if unpaired > 0 {
+            gst::element_imp_warning!(
+                self,
+                gst::StreamError::Failed,
+                (
+                    "{} reference and {} distorted frames had no partner and were not scored",
+                    summary.unpaired_reference,
+                    summary.unpaired_distorted
+                ),
+                ["One input ended early or their timestamps do not line up; {} pairs were scored.", frames]
+            );
+        }
+        if let Some(vmaf) = summary.get("vmaf") {
+            gst::info!(
+                CAT,
+                imp = self,
+                "{} frames, VMAF mean {:.6} harmonic {:.6}",
+                frames,
+                vmaf.mean,
+                vmaf.harmonic_mean
+            );
+        }
+        let obj = self.obj();
+        let _ = obj.post_message(
+            gst::message::Element::builder(summary.to_structure())
+                .src(&*obj)
+                .build(),
+        );
+    }
+
+    /// Creates (truncating) the `results-location` log, if one is set.
+    pub(super) fn open_log(&self) -> Result<Option<LogWriter>, gst::ErrorMessage> {
+        let settings = lock(&self.settings).clone();
+        let Some(location) = settings.results_location.as_deref() else {
+            return Ok(None);
+        };
+        let format = match settings.results_format {
+            ResultsFormat::Json => LogFormat::Json,
+            ResultsFormat::Xml => LogFormat::Xml,
+            ResultsFormat::Csv => LogFormat::Csv,
+        };
+        LogWriter::create(&PathBuf::from(location), format)
+            .map(Some)
+            .map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    ("{}", e),
+                    ["Check that the directory exists and is writable (results-location)."]
+                )
+            })
+    }
+
+    pub(super) fn close_log(&self, state: &mut State) -> Result<(), crate::engine::log::LogError> {
+        let Some(log) = state.log.take() else {
+            return Ok(());
+        };
+        let (w, h) = state.geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
+        let frames = state.scorer.as_ref().map_or(0, |s| s.frames_pushed());
+        let fps = state
+            .started
+            .map(|t| frames as f64 / t.elapsed().as_secs_f64().max(1e-9))
+            .unwrap_or(0.0);
+        match state.scorer.as_ref() {
+            Some(s) => log.finish(s.pool(), fps, w, h),
+            None => {
+                let empty = crate::engine::Pool::new(Vec::<String>::new().into());
+                log.finish(&empty, fps, w, h)
+            }
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Properties and settings: the [`Settings`] behind the element's mutex, their defaults and
+//! ranges, and the `ObjectImpl` that installs the properties (`gst-inspect-1.0` text) and
+//! reads and writes them. The live-monitoring properties are in [`super::monitor`].
+
+use super::*;
+
+pub(super) const DEFAULT_SUBSAMPLE: u32 = 1;
+
+pub(super) const DEFAULT_DEVICE_ID: u32 = 0;
+
+pub(super) const MAX_SUBSAMPLE: u32 = 1_000_000;
+
+/// `threads`: 0, one CPU scoring thread per core.
+pub(super) const DEFAULT_THREADS: u32 = 0;
+
+/// Largest `threads` accepted.
+pub(super) const MAX_THREADS: u32 = 1024;
+
+#[derive(Debug, Clone)]
+pub(super) struct Settings {
+    pub(super) model: String,
+    /// The `features` property as set (parsed at NULL->READY).
+    pub(super) features: String,
+    pub(super) backend: VmafBackend,
+    pub(super) subsample: u32,
+    pub(super) results_location: Option<String>,
+    pub(super) results_format: ResultsFormat,
+    pub(super) frame_message: bool,
+    pub(super) device_id: u32,
+    /// CPU scoring threads (0: one per core).
+    pub(super) threads: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            model: DEFAULT_MODEL.to_owned(),
+            features: String::new(),
+            backend: VmafBackend::Auto,
+            subsample: DEFAULT_SUBSAMPLE,
+            results_location: None,
+            results_format: ResultsFormat::Json,
+            frame_message: true,
+            device_id: DEFAULT_DEVICE_ID,
+            threads: DEFAULT_THREADS,
+        }
+    }
+}
+
+impl ObjectImpl for VmafCompare {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPS: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            let mut props = vec![
+                glib::ParamSpecString::builder("model")
+                    .nick("Model")
+                    .blurb(
+                        "VMAF model(s), comma-separated, scored on the same features in one pass: \
+                         a built-in name (vmaf_v0.6.1, vmaf_v0.6.1neg, vmaf_4k_v0.6.1, \
+                         vmaf_b_v0.6.3 with its bootstrap interval) or the path of a libvmaf \
+                         JSON model, each optionally followed by libvmaf's options \
+                         ':enable_transform' (the phone model) and ':name=NAME'. The first \
+                         model's score is 'vmaf'; the others are named by name= or their \
+                         model name. Loaded at NULL->READY",
+                    )
+                    .default_value(Some(DEFAULT_MODEL))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("features")
+                    .nick("Features")
+                    .blurb(
+                        "Extra metrics beside VMAF, comma-separated: psnr (psnr_y, psnr_cb, \
+                         psnr_cr: libvmaf's integer PSNR), float_ssim, float_ms_ssim \
+                         (libvmaf's; frames of at least 176x176), ssimulacra2 (on RGB converted \
+                         with the reference caps' colorimetry, named in the log). Reported in \
+                         the frame message, the buffer meta, the summary and the log under \
+                         these names; computed by the selected backend (GPU or CPU). Metrics \
+                         that read chroma need the same chroma subsampling on both pads. \
+                         VMAF's own features (vif, adm, motion) may be named too; they are \
+                         computed once, with the models' options, when a model reads them. \
+                         Empty: the models' features only",
+                    )
+                    .default_value(Some(""))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("backend", VmafBackend::Auto)
+                    .nick("Backend")
+                    .blurb(
+                        "Where features are computed: auto (CUDA if usable, else CPU with a warning), \
+                         cpu, or cuda (error at NULL->READY if no GPU is usable)",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("subsample")
+                    .nick("Subsample")
+                    .blurb(
+                        "Score every N-th frame (1 = every frame), as libvmaf's --subsample; \
+                         motion is still computed on every frame",
+                    )
+                    .minimum(1)
+                    .maximum(MAX_SUBSAMPLE)
+                    .default_value(DEFAULT_SUBSAMPLE)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("results-location")
+                    .nick("Results location")
+                    .blurb(
+                        "File to write the per-frame and pooled log to, in libvmaf's layout \
+                         (see results-format); opened at READY->PAUSED. Unset: no file",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder_with_default("results-format", ResultsFormat::Json)
+                    .nick("Results format")
+                    .blurb("Format of the results-location log: json, xml or csv (libvmaf layouts)")
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("device-id")
+                    .nick("Device ID")
+                    .blurb("CUDA device ordinal used by the cuda (and auto) backend")
+                    .default_value(DEFAULT_DEVICE_ID)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("threads")
+                    .nick("CPU threads")
+                    .blurb(
+                        "Threads of the CPU backend (backend=cpu, or auto without a usable GPU): \
+                         0 = one per core (default), 1 = score in the streaming thread. Frames \
+                         are scored in parallel on the element's own pool, started at \
+                         NULL->READY (and again at READY->PAUSED when changed) and joined at \
+                         READY->NULL; the scores are the same for any value",
+                    )
+                    .maximum(MAX_THREADS)
+                    .default_value(DEFAULT_THREADS)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("frame-message")
+                    .nick("Frame message")
+                    .blurb(
+                        "Post a 'vmafcompare-frame' element message for every scored frame \
+                         (the summary 'vmafcompare-summary' is always posted at EOS)",
+                    )
+                    .default_value(true)
+                    .mutable_playing()
+                    .build(),
+            ];
+            props.extend(monitor::properties());
+            props
+        });
+        PROPS.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if self.monitor.set_property(pspec.name(), value) {
+            return;
+        }
+        let mut s = lock(&self.settings);
+        match pspec.name() {
+            "model" => {
+                s.model = value
+                    .get::<Option<String>>()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| DEFAULT_MODEL.to_owned())
+            }
+            "features" => {
+                s.features = value
+                    .get::<Option<String>>()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default()
+            }
+            "backend" => s.backend = value.get().unwrap_or_default(),
+            "subsample" => s.subsample = value.get::<u32>().unwrap_or(DEFAULT_SUBSAMPLE).max(1),
+            "results-location" => {
+                s.results_location = value
+                    .get::<Option<String>>()
+                    .ok()
+                    .flatten()
+                    .filter(|p| !p.is_empty())
+            }
+            "results-format" => s.results_format = value.get().unwrap_or_default(),
+            "frame-message" => s.frame_message = value.get().unwrap_or(true),
+            "device-id" => s.device_id = value.get().unwrap_or(DEFAULT_DEVICE_ID),
+            "threads" => s.threads = value.get().unwrap_or(DEFAULT_THREADS),
+            other => gst::warning!(CAT, imp = self, "unknown property {other}"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        if let Some(v) = self.monitor.property(pspec.name()) {
+            return v;
+        }
+        let s = lock(&self.settings);
+        match pspec.name() {
+            "model" => s.model.to_value(),
+            "features" => s.features.to_value(),
+            "backend" => s.backend.to_value(),
+            "subsample" => s.subsample.to_value(),
+            "results-location" => s.results_location.to_value(),
+            "results-format" => s.results_format.to_value(),
+            "frame-message" => s.frame_message.to_value(),
+            "device-id" => s.device_id.to_value(),
+            "threads" => s.threads.to_value(),
+            _ => glib::Value::from_type(pspec.value_type()),
+        }
+    }
+
+    fn constructed(&self) {
+        self.parent_constructed();
+        let obj = self.obj();
+        for pad in [&self.reference_pad, &self.distorted_pad] {
+            if let Err(e) = obj.add_pad(pad) {
+                gst::error!(CAT, imp = self, "cannot add pad {}: {e}", pad.name());
+            }
+        }
+    }
+}

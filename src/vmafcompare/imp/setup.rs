@@ -1,0 +1,447 @@
+//! Setting up at state changes and caps: loading the models and the features at NULL->READY
+//! ([`Prepared`]), the GPU and the pipeline's shared CUDA context (`gst.cuda.context`), the
+//! CPU pool, and the scorer and its backend for a geometry (with the GPU -> CPU fallback).
+
+use super::*;
+
+/// Loaded at NULL->READY, dropped at READY->NULL: the model and, for the CUDA backend, the
+/// device with its context and kernel modules.
+pub(super) struct Prepared {
+    /// The `model` list (the first one's score is `vmaf`).
+    pub(super) models: Arc<[NamedModel]>,
+    /// The `features` property, parsed.
+    pub(super) features: FeatureSet,
+    pub(super) gpu: Option<Arc<GpuDevice>>,
+    /// The CPU backend's threads (`threads` property), `None` for one thread (scoring in the
+    /// streaming or live scoring thread) and with `backend=cuda`; joined when dropped.
+    pub(super) cpu_pool: Option<Arc<CpuPool>>,
+}
+
+/// The smallest (width, height) VMAF's filters take, and each extra feature's by name.
+pub(super) type Minimums = ((usize, usize), Vec<(&'static str, (usize, usize))>);
+
+impl Prepared {
+    /// The smallest frame the models' features accept (VMAF's filters: the largest of their
+    /// minimums), and each extra feature's own minimum.
+    pub(super) fn minimums(&self) -> Minimums {
+        let mut vmaf = (1, 1);
+        for m in self.models.iter() {
+            for i in m.model.instances(false).unwrap_or_default() {
+                let (w, h) = i.min_size();
+                vmaf = (vmaf.0.max(w), vmaf.1.max(h));
+            }
+        }
+        let extras = self
+            .features
+            .iter()
+            .filter_map(|f| {
+                let i = f.configure(&crate::features::Options::new(), false).ok()?;
+                Some((f.name(), i.min_size()))
+            })
+            .collect();
+        (vmaf, extras)
+    }
+}
+
+/// Scoring threads for the `threads` property's value: 0 means one per core.
+pub(super) fn pool_threads(threads: u32) -> usize {
+    match threads as usize {
+        0 => cpu::threads_per_core(),
+        n => n,
+    }
+}
+
+impl VmafCompare {
+    /// NULL->READY: load the model and choose the backend.
+    pub(super) fn prepare(&self) -> Result<(), gst::StateChangeError> {
+        let settings = lock(&self.settings).clone();
+        let features = match FeatureSet::parse(&settings.features) {
+            Ok(f) => f,
+            Err(e) => {
+                gst::element_imp_error!(
+                    self,
+                    gst::LibraryError::Settings,
+                    ("Invalid features: {}", e)
+                );
+                return Err(gst::StateChangeError);
+            }
+        };
+        let models: Arc<[NamedModel]> = match NamedModel::load_list(&settings.model) {
+            Ok(m) => m.into(),
+            Err(e) => {
+                gst::element_imp_error!(
+                    self,
+                    gst::LibraryError::Settings,
+                    ("Cannot load VMAF model: {}", e)
+                );
+                return Err(gst::StateChangeError);
+            }
+        };
+        for m in models.iter() {
+            gst::debug!(
+                CAT,
+                imp = self,
+                "model {} loaded as '{}': {} features, {} support vectors, {} bootstrap members, transform {}",
+                m.model.origin,
+                m.name,
+                m.model.features.len(),
+                m.model.support_vectors(),
+                m.bootstrap.len(),
+                if m.model.transform.enabled { "on" } else { "off" }
+            );
+        }
+        if let Err(e) = ScorePlan::new(models.clone(), features.clone(), true) {
+            gst::element_imp_error!(
+                self,
+                gst::LibraryError::Settings,
+                ("Cannot score these models and features together: {}", e)
+            );
+            return Err(gst::StateChangeError);
+        }
+        if let Err(e) = ScorePlan::new(models.clone(), features.clone(), true) {
+            gst::element_imp_error!(
+                self,
+                gst::LibraryError::Settings,
+                ("Cannot score these models and features together: {}", e)
+            );
+            return Err(gst::StateChangeError);
+        }
+        let gpu = match settings.backend {
+            VmafBackend::Cpu => None,
+            backend => match GpuDevice::open(settings.device_id as usize) {
+                Ok(dev) => {
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "CUDA device {}: {}",
+                        settings.device_id,
+                        dev.name()
+                    );
+                    Some(Arc::new(dev))
+                }
+                Err(e) if backend == VmafBackend::Cuda => {
+                    gst::element_imp_error!(
+                        self,
+                        gst::LibraryError::Init,
+                        ("backend=cuda: no usable GPU: {}", e),
+                        ["Use backend=cpu, or backend=auto to fall back to the CPU."]
+                    );
+                    return Err(gst::StateChangeError);
+                }
+                Err(e) => {
+                    gst::element_imp_warning!(
+                        self,
+                        gst::LibraryError::Init,
+                        ("No usable GPU ({}): scoring on the CPU", e),
+                        ["Set backend=cpu to silence this warning."]
+                    );
+                    None
+                }
+            },
+        };
+        if let Some(dev) = gpu.as_deref() {
+            self.share_cuda_context(dev);
+        }
+        let cpu_pool = match settings.backend {
+            VmafBackend::Cuda => None,
+            _ => match self.cpu_pool(settings.threads) {
+                Ok(pool) => pool,
+                Err(e) => {
+                    gst::element_imp_error!(
+                        self,
+                        gst::ResourceError::Failed,
+                        ("{}", e),
+                        ["Set a smaller threads value."]
+                    );
+                    return Err(gst::StateChangeError);
+                }
+            },
+        };
+        *lock(&self.prepared) = Some(Prepared {
+            models,
+            features,
+            gpu,
+            cpu_pool,
+        });
+        Ok(())
+    }
+
+    /// NULL->READY with a GPU: finds the pipeline's `gst.cuda.context` (neighbours' answers
+    /// to a context query, then the application or bin through a need-context message) or,
+    /// when there is none, offers one wrapping this element's primary context, so that CUDA
+    /// decoders and `cudaupload` allocate in the context the kernels run in (zero copy).
+    /// Without `libgstcuda-1.0` there is nothing to share and CUDA memory cannot reach us.
+    pub(super) fn share_cuda_context(&self, dev: &GpuDevice) {
+        let Some(lib) = gst_cuda::library() else {
+            gst::debug!(
+                CAT,
+                imp = self,
+                "GStreamer CUDA library not available ({}): system memory and DMABuf only",
+                gst_cuda::load_error().unwrap_or("unknown reason")
+            );
+            return;
+        };
+        if !lib.load_driver() {
+            gst::debug!(CAT, imp = self, "gst_cuda_load_library failed");
+            return;
+        }
+        if lock(&self.cuda_context).is_some() {
+            return;
+        }
+        let obj = self.obj();
+        let element = obj.upcast_ref::<gst::Element>().clone();
+        let device_id = dev.ordinal() as i32;
+        let pads = [
+            obj.src_pad().upcast_ref::<gst::Pad>().clone(),
+            self.reference_pad.clone().upcast(),
+            self.distorted_pad.clone().upcast(),
+        ];
+        for pad in pads {
+            let mut q = gst::query::Context::new(CONTEXT_TYPE);
+            if pad.peer_query(&mut q) {
+                if let Some(c) = q.context_owned() {
+                    let mut slot = None;
+                    lib.handle_set_context(&element, &c, device_id, &mut slot);
+                    if slot.is_some() {
+                        gst::debug!(CAT, imp = self, "CUDA context from {}'s peer", pad.name());
+                        *lock(&self.cuda_context) = slot;
+                        return;
+                    }
+                }
+            }
+        }
+        // The application or a bin may answer synchronously through set_context().
+        let _ = obj.post_message(
+            gst::message::NeedContext::builder(CONTEXT_TYPE)
+                .src(&*obj)
+                .build(),
+        );
+        if lock(&self.cuda_context).is_some() {
+            gst::debug!(CAT, imp = self, "CUDA context from the application or bin");
+            return;
+        }
+        let ctx = dev.context();
+        let Some(wrapped) = lib.wrap_context(ctx.cu_ctx() as usize, ctx.cu_device(), ctx.clone())
+        else {
+            gst::warning!(CAT, imp = self, "cannot wrap the CUDA context for sharing");
+            return;
+        };
+        let Some(context) = lib.new_context(&wrapped) else {
+            return;
+        };
+        *lock(&self.cuda_context) = Some(wrapped);
+        gst::debug!(
+            CAT,
+            imp = self,
+            "sharing the element's CUDA context (device {device_id})"
+        );
+        let _ = obj.post_message(
+            gst::message::HaveContext::builder(context)
+                .src(&*obj)
+                .build(),
+        );
+    }
+
+    /// Answers a `gst.cuda.context` query with the shared context.
+    pub(super) fn answer_context_query(&self, query: &mut gst::QueryRef) -> bool {
+        let gst::QueryViewMut::Context(q) = query.view_mut() else {
+            return false;
+        };
+        if q.context_type() != CONTEXT_TYPE {
+            return false;
+        }
+        let (Some(lib), Some(ctx)) = (gst_cuda::library(), lock(&self.cuda_context).clone()) else {
+            return false;
+        };
+        let element = self.obj().upcast_ref::<gst::Element>().clone();
+        lib.handle_context_query(&element, query, &ctx)
+    }
+
+    /// Makes (or remakes, after a size change) the scorer for the negotiated geometry.
+    /// Returns frames completed by a geometry switch.
+    pub(super) fn ensure_scorer(
+        &self,
+        state: &mut State,
+    ) -> Result<Vec<Scored<Tag>>, gst::FlowError> {
+        let (Some(r), Some(d)) = (state.reference.as_ref(), state.distorted.as_ref()) else {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("buffers arrived before caps")
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let (w, h) = d.size();
+        if r.size() != (w, h) {
+            let (rw, rh) = r.size();
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("reference is {}x{} but distorted is {}x{}: both pads must carry the same width and height", rw, rh, w, h),
+                ["Scale one stream (e.g. videoscale) so both have the same size."]
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        }
+        let bpc = r.depth.max(d.depth);
+        if state.geometry == Some((w, h, bpc)) && state.scorer.is_some() {
+            return Ok(Vec::new());
+        }
+        let Some((models, features, gpu)) = lock(&self.prepared)
+            .as_ref()
+            .map(|p| (p.models.clone(), p.features.clone(), p.gpu.clone()))
+        else {
+            gst::element_imp_error!(self, gst::CoreError::StateChange, ("no model loaded"));
+            return Err(gst::FlowError::Error);
+        };
+        let has_chroma = |v: &PadVideo| v.info.format_info().n_components() >= 3;
+        let plan = match state.scorer.as_ref() {
+            Some(s) => s.plan().clone(),
+            None => match ScorePlan::new(models, features, has_chroma(r) && has_chroma(d)) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    gst::element_imp_error!(self, gst::LibraryError::Settings, ("{}", e));
+                    return Err(gst::FlowError::Error);
+                }
+            },
+        };
+        let frame = FrameFormat::of(r, d);
+        if let Some(why) = frame.chroma_mismatch(&plan.features) {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("{}", why),
+                [
+                    "Convert one stream to the other's format (videoconvert), or leave psnr and \
+                     ssimulacra2 out of features."
+                ]
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        }
+        if plan.layout().has("ssimulacra2") {
+            if let Some(log) = state.log.as_mut() {
+                log.note("ssimulacra2_yuv_to_rgb", frame.colour.to_string());
+            }
+        }
+        let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame)?;
+        state.geometry = Some((w, h, bpc));
+        let done = match state.scorer.as_mut() {
+            Some(s) => s
+                .replace_backend(backend)
+                .map_err(|e| self.engine_failed(e))?,
+            None => {
+                let subsample = lock(&self.settings).subsample;
+                state.scorer = Some(Scorer::with_plan(backend, plan, subsample));
+                Vec::new()
+            }
+        };
+        Ok(done)
+    }
+
+    /// The backend for one geometry: the GPU when the element holds one (with
+    /// `backend=auto`, a GPU failure falls back to the CPU with a warning), else the CPU.
+    pub(super) fn make_backend(
+        &self,
+        gpu: Option<&GpuDevice>,
+        plan: &ScorePlan,
+        (w, h, bpc): (u32, u32, u32),
+        frame: &FrameFormat,
+    ) -> Result<Box<dyn Backend>, gst::FlowError> {
+        let geometry = Geometry {
+            chroma: frame.chroma.filter(|_| plan.chroma),
+            colour: frame.colour,
+            ..Geometry::luma(w as usize, h as usize, bpc)
+        };
+        if plan.layout().has("ssimulacra2") {
+            gst::info!(
+                CAT,
+                imp = self,
+                "ssimulacra2: YUV -> RGB with {}",
+                frame.colour
+            );
+        }
+        if let Some(dev) = gpu {
+            match CudaBackend::new(dev, plan.layout(), geometry) {
+                Ok(b) => {
+                    gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the GPU");
+                    return Ok(Box::new(b));
+                }
+                Err(e) if lock(&self.settings).backend == VmafBackend::Cuda => {
+                    gst::element_imp_error!(
+                        self,
+                        gst::ResourceError::Failed,
+                        ("CUDA backend: {}", e)
+                    );
+                    return Err(gst::FlowError::Error);
+                }
+                Err(e) => gst::element_imp_warning!(
+                    self,
+                    gst::ResourceError::Failed,
+                    ("CUDA backend failed ({}): scoring on the CPU", e)
+                ),
+            }
+        }
+        match self.cpu_backend(plan, geometry) {
+            Ok(b) => {
+                gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
+                Ok(Box::new(b))
+            }
+            Err(e) => {
+                gst::element_imp_error!(self, gst::StreamError::Format, ("{}", e));
+                Err(gst::FlowError::NotNegotiated)
+            }
+        }
+    }
+
+    /// The CPU backend computing everything `plan` asks for, on the element's pool when
+    /// it has one.
+    pub(super) fn cpu_backend(
+        &self,
+        plan: &ScorePlan,
+        geometry: Geometry,
+    ) -> Result<CpuBackend, crate::engine::FeatureError> {
+        let pool = lock(&self.prepared)
+            .as_ref()
+            .and_then(|p| p.cpu_pool.clone());
+        let b = CpuBackend::new(plan.layout(), geometry)?;
+        Ok(match pool {
+            Some(pool) => b.with_pool(pool),
+            None => b,
+        })
+    }
+
+    /// The CPU scoring pool for the `threads` property: `None` for one thread.
+    ///
+    /// Errors: the system refused a thread.
+    pub(super) fn cpu_pool(&self, threads: u32) -> Result<Option<Arc<CpuPool>>, cpu::PoolError> {
+        let n = pool_threads(threads);
+        if n <= 1 {
+            return Ok(None);
+        }
+        let pool = CpuPool::new(n)?;
+        gst::debug!(CAT, imp = self, "{n} CPU scoring threads");
+        Ok(Some(Arc::new(pool)))
+    }
+
+    /// READY->PAUSED: a `threads` value changed in READY takes effect (the pool of
+    /// NULL->READY is replaced).
+    pub(super) fn refresh_cpu_pool(&self) -> Result<(), gst::ErrorMessage> {
+        let (threads, backend) = {
+            let s = lock(&self.settings);
+            (s.threads, s.backend)
+        };
+        let want = pool_threads(threads);
+        let have = lock(&self.prepared)
+            .as_ref()
+            .map(|p| p.cpu_pool.as_ref().map_or(1, |p| p.threads()));
+        if backend == VmafBackend::Cuda || have.is_none_or(|h| h == want) {
+            return Ok(());
+        }
+        let pool = self
+            .cpu_pool(threads)
+            .map_err(|e| gst::error_msg!(gst::ResourceError::Failed, ["{}", e]))?;
+        if let Some(p) = lock(&self.prepared).as_mut() {
+            p.cpu_pool = pool;
+        }
+        Ok(())
+    }
+}
