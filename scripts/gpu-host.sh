@@ -4,6 +4,8 @@
 # script exits non-zero when one fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The binaries may travel compressed (the carry limit is 64 MiB): gpu-stage.sh PACK=1.
+[[ -d .gpu/bin || ! -f .gpu/bin.tar.xz ]] || tar -xJf .gpu/bin.tar.xz -C .gpu
 tar -xzf .gpu/gst-runtime.tar.gz -C /opt && source .gpu/gst-env.sh
 export LD_LIBRARY_PATH=$PWD/.gpu/lib:$LD_LIBRARY_PATH
 export VMAF_REFERENCE_DIR=$PWD/.gpu/ref VMAF_GPU_CLIPS=$PWD/.gpu/clips VMAFCOMPARE_REQUIRE_GPU=1

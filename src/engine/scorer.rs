@@ -177,13 +177,21 @@ impl ScorePlan {
         chroma: bool,
     ) -> Result<Self, PlanError> {
         let mut instances: Vec<Arc<dyn Instance>> = Vec::new();
+        // An instance already there with the same feature and options computes it; one that
+        // can absorb it computes both (Instance::absorb); else it is added.
         let mut add = |inst: Arc<dyn Instance>| -> String {
             let key = inst.key();
             let known = instances
                 .iter()
                 .any(|i| i.feature().name() == inst.feature().name() && i.key() == key);
             if !known {
-                instances.push(inst);
+                match instances
+                    .iter_mut()
+                    .find_map(|i| i.absorb(&*inst).map(|m| (i, m)))
+                {
+                    Some((slot, merged)) => *slot = merged,
+                    None => instances.push(inst),
+                }
             }
             key
         };
@@ -746,5 +754,60 @@ impl<T> Scorer<T> {
             values.extend(m.predict(&features[..m.model.features.len()]));
         }
         values
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The log order the registry gives is libvmaf's (and the one before the registry):
+    /// PSNR, the first option set's ADM, motion SAD and VIF, the further sets, the other
+    /// metrics, motion2/motion3, the scores of models 2.. and the first model's last; and
+    /// float_ssim with float_ms_ssim are one instance.
+    #[test]
+    fn log_order_with_two_models_and_every_metric() {
+        let models: Arc<[NamedModel]> = NamedModel::load_list("vmaf_v0.6.1,vmaf_v0.6.1neg")
+            .unwrap()
+            .into();
+        let features = FeatureSet::parse("ssimulacra2,float_ms_ssim,psnr,float_ssim").unwrap();
+        let plan = ScorePlan::new(models, features, true).unwrap();
+        let adm = |s: &str| {
+            ["integer_adm2", "integer_aim", "integer_adm3"]
+                .iter()
+                .map(|b| format!("{b}{s}"))
+                .chain((0..4).map(|i| format!("integer_adm_scale{i}{s}")))
+                .collect::<Vec<_>>()
+        };
+        let vif = |s: &str| {
+            (0..4)
+                .map(|i| format!("integer_vif_scale{i}{s}"))
+                .collect::<Vec<_>>()
+        };
+        let mut want: Vec<String> = vec!["psnr_y".into(), "psnr_cb".into(), "psnr_cr".into()];
+        want.extend(adm(""));
+        want.push("VMAF_integer_feature_motion_sad_score".into());
+        want.extend(vif(""));
+        want.extend(adm("_egl_1"));
+        want.extend(vif("_egl_1"));
+        for n in [
+            "float_ssim",
+            "float_ms_ssim",
+            "ssimulacra2",
+            "integer_motion2",
+            "integer_motion3",
+            "vmaf_v0.6.1neg",
+            "vmaf",
+        ] {
+            want.push(n.into());
+        }
+        assert_eq!(plan.names(), want);
+        let ssim = plan
+            .layout()
+            .instances()
+            .iter()
+            .filter(|i| i.outputs().iter().any(|o| o.starts_with("float_")))
+            .count();
+        assert_eq!(ssim, 1, "float_ssim and float_ms_ssim share one instance");
     }
 }

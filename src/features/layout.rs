@@ -133,9 +133,12 @@ impl Layout {
         v
     }
 
-    /// Whether an instance of the feature named `name` is in the layout.
+    /// Whether the feature named `name` is computed (by an instance of its own, or by one
+    /// that absorbed it, see [`Instance::absorb`]).
     pub fn has(&self, name: &str) -> bool {
-        self.instances.iter().any(|i| i.feature().name() == name)
+        self.instances
+            .iter()
+            .any(|i| i.feature().name() == name || i.outputs().iter().any(|o| o == name))
     }
 
     /// Checks `geometry` against every instance.

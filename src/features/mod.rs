@@ -163,6 +163,13 @@ pub trait Instance: Send + Sync + fmt::Debug {
     /// libvmaf's option suffix of the output names (`""`, `"_egl_1"`); two instances of one
     /// feature with equal keys compute the same values.
     fn key(&self) -> String;
+    /// One instance computing both this one's outputs and `other`'s, when the two share
+    /// their work (`float_ssim` and `float_ms_ssim` share their kernels); `None` (the
+    /// default) when they are computed apart.
+    fn absorb(&self, other: &dyn Instance) -> Option<Arc<dyn Instance>> {
+        let _ = other;
+        None
+    }
     /// What it reads besides the luma planes.
     fn needs(&self) -> Needs {
         Needs::default()

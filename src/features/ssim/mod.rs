@@ -155,23 +155,33 @@ impl Feature for SsimFeature {
 
     fn configure(&self, options: &Options, _chroma: bool) -> Result<Arc<dyn Instance>, String> {
         options.only(&[])?;
-        Ok(Arc::new(SsimInstance { ms: self.ms }))
+        Ok(Arc::new(SsimInstance::new(self.ms)))
     }
 }
 
-/// `float_ssim` or `float_ms_ssim`.
+/// `float_ssim`, `float_ms_ssim` or both: asked for together they are one instance, as the
+/// two share their kernels (the float conversion and the Gaussian statistics of scale 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SsimInstance {
-    /// MS-SSIM rather than SSIM.
+    /// Computes `float_ssim`.
+    pub ssim: bool,
+    /// Computes `float_ms_ssim`.
     pub ms: bool,
 }
 
+impl SsimInstance {
+    fn new(ms: bool) -> Self {
+        Self { ssim: !ms, ms }
+    }
+}
+
 impl Instance for SsimInstance {
+    /// `float_ssim` when it computes it (also for both), else `float_ms_ssim`.
     fn feature(&self) -> &'static dyn Feature {
-        if self.ms {
-            &FLOAT_MS_SSIM
-        } else {
+        if self.ssim {
             &FLOAT_SSIM
+        } else {
+            &FLOAT_MS_SSIM
         }
     }
 
@@ -179,8 +189,24 @@ impl Instance for SsimInstance {
         String::new()
     }
 
+    fn absorb(&self, other: &dyn Instance) -> Option<Arc<dyn Instance>> {
+        let name = other.feature().name();
+        let ms = name == FLOAT_MS_SSIM.name();
+        if !ms && name != FLOAT_SSIM.name() {
+            return None;
+        }
+        Some(Arc::new(Self {
+            ssim: self.ssim || !ms,
+            ms: self.ms || ms,
+        }))
+    }
+
     fn outputs(&self) -> Vec<String> {
-        vec![SsimFeature::name(self.ms).to_owned()]
+        [(self.ssim, false), (self.ms, true)]
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, ms)| SsimFeature::name(ms).to_owned())
+            .collect()
     }
 
     /// MS-SSIM: 176x176 (libvmaf's limit, [`MS_SSIM_MIN_SIZE`]); SSIM: its 11x11 window.
@@ -194,12 +220,11 @@ impl Instance for SsimInstance {
 
     /// MS-SSIM needs 176x176 (libvmaf's limit, [`ms_ssim_fits`]); SSIM its 11x11 window.
     fn check(&self, g: &Geometry) -> Result<(), FeatureError> {
-        FeatureError::check_new(SsimFeature::name(self.ms), g.triple(), (1, 1))?;
-        if self.ms {
-            if !ms_ssim_fits(g.width, g.height) {
-                return Err(ms_ssim_too_small(g.width, g.height));
-            }
-        } else {
+        FeatureError::check_new(self.feature().name(), g.triple(), (1, 1))?;
+        if self.ms && !ms_ssim_fits(g.width, g.height) {
+            return Err(ms_ssim_too_small(g.width, g.height));
+        }
+        if self.ssim {
             float_ssim_scale(g.width, g.height)?;
         }
         Ok(())
@@ -209,7 +234,7 @@ impl Instance for SsimInstance {
         self.check(g)?;
         Ok(Box::new(SsimCpu {
             ssim: cpu::Ssim::new(),
-            ms: self.ms,
+            which: *self,
         }))
     }
 
@@ -220,28 +245,34 @@ impl Instance for SsimInstance {
         g: &Geometry,
     ) -> Result<Box<dyn CudaExtractor>, CudaError> {
         self.check(g)?;
-        let gpu = cuda::SsimGpu::new(dev, stream, g.width, g.height, g.bpc, !self.ms, self.ms)?;
+        let gpu = cuda::SsimGpu::new(dev, stream, g.width, g.height, g.bpc, self.ssim, self.ms)?;
         Ok(Box::new(SsimCuda {
             gpu: Box::new(gpu),
-            ms: self.ms,
+            which: *self,
         }))
     }
 }
 
 struct SsimCpu {
     ssim: cpu::Ssim,
-    ms: bool,
+    which: SsimInstance,
 }
 
 impl CpuExtractor for SsimCpu {
+    /// `float_ssim` then `float_ms_ssim`, each when computed.
     fn extract(&mut self, f: &HostFrame, out: &mut [f64]) -> Result<(), FeatureError> {
-        let v = if self.ms {
-            self.ssim.float_ms_ssim(f.reference, f.distorted)?
-        } else {
-            self.ssim.float_ssim(f.reference, f.distorted)?
-        };
-        if let Some(o) = out.first_mut() {
-            *o = v;
+        let mut slots = out.iter_mut();
+        if self.which.ssim {
+            let v = self.ssim.float_ssim(f.reference, f.distorted)?;
+            if let Some(o) = slots.next() {
+                *o = v;
+            }
+        }
+        if self.which.ms {
+            let v = self.ssim.float_ms_ssim(f.reference, f.distorted)?;
+            if let Some(o) = slots.next() {
+                *o = v;
+            }
         }
         Ok(())
     }
@@ -250,7 +281,7 @@ impl CpuExtractor for SsimCpu {
 /// The CUDA half, on a stream of its own (its kernels are conversion-bound filters).
 struct SsimCuda {
     gpu: Box<cuda::SsimGpu>,
-    ms: bool,
+    which: SsimInstance,
 }
 
 impl CudaExtractor for SsimCuda {
@@ -273,8 +304,8 @@ impl CudaExtractor for SsimCuda {
 
     fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {
         let (ssim, ms) = self.gpu.scores(words);
-        if let Some(o) = out.first_mut() {
-            *o = if self.ms { ms } else { ssim };
-        }
+        let values = [(self.which.ssim, ssim), (self.which.ms, ms)];
+        let computed = values.into_iter().filter(|(on, _)| *on).map(|(_, v)| v);
+        out.iter_mut().zip(computed).for_each(|(o, v)| *o = v);
     }
 }
