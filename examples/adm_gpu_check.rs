@@ -1,5 +1,5 @@
 //! Checks the GPU integer ADM (`crate::cuda::adm::AdmGpu`) against the CPU reference
-//! (`crate::cpu::adm::Adm`) bit for bit, and times it at 1920x1080.
+//! (`crate::features::adm::cpu::Adm`) bit for bit, and times it at 1920x1080.
 //!
 //! ```text
 //! adm_gpu_check <adm.ptx> [data-dir] [--small]

@@ -1,11 +1,11 @@
 // Integer ADM (Additive Distortion Measure / Detail Loss Metric) on the GPU.
 //
-// Bit-exact to the CPU reference src/cpu/adm.rs, itself bit-exact to Netflix/vmaf v3.2.0,
+// Bit-exact to the CPU reference src/features/adm/cpu/, itself bit-exact to Netflix/vmaf v3.2.0,
 // libvmaf/src/feature/integer_adm.c. Every value computed here is an integer (or an exact
 // comparison of doubles in the decouple angle test), and the only reductions are wrapping
 // 64-bit integer sums, so the order of work does not change any bit. The floating-point
 // finish (cube roots, normalisation, the sums over bands and scales) runs on the host in the
-// CPU's order (src/cuda/adm.rs).
+// CPU's order (src/features/adm/cuda.rs).
 //
 // Per frame and scale s (0..3) the host enqueues:
 //   adm_dwt_s0 / _s1 / _s23      one level of the Daubechies-2 DWT of reference and distorted
@@ -29,7 +29,7 @@
 // of the scale's type apart: the host passes S at scale 0 and S / 2 at scales 1..3 (S = scale-0
 // band size rounded up to even), so one buffer of 2S bytes per band serves every scale.
 //
-// Parameter table (int64, ADM_PARAMS per scale, filled once by the host; see src/cuda/adm.rs):
+// Parameter table (int64, ADM_PARAMS per scale, filled once by the host; see src/features/adm/cuda.rs):
 #define P_W 0          // band width at this scale (DWT output)
 #define P_H 1          // band height
 #define P_IN_W 2       // DWT input width

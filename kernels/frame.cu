@@ -2,13 +2,13 @@
 // interleaved as NV12/P010's UV plane; 1- or 2-byte samples, shifted and masked as the luma's
 // `Plane`) unpacked into packed right-aligned 16-bit planes at the scoring depth, which the
 // extra metrics (PSNR's Cb/Cr, SSIMULACRA2's RGB conversion) read. Host side:
-// src/cuda/backend.rs (`ChromaGpu`).
+// src/cuda/chroma.rs (`ChromaGpu`).
 #include "common.cuh"
 
 namespace {
 
 // One component as it lies in device memory: sample x of row y is at
-// `ptr + y * pitch + offset + x * step`. Host side: `DevComponent` in src/cuda/backend.rs
+// `ptr + y * pitch + offset + x * step`. Host side: `DevComponent` in src/cuda/chroma.rs
 // (same layout, 40 bytes).
 struct Component {
     const uint8_t *ptr;

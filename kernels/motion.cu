@@ -4,7 +4,7 @@
 // uint32_t row accumulator), then over rows in 64 bits.
 //
 // Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_motion.c
-// (motion_score_pipeline_8/16); host side and oracle: src/cuda/motion.rs, src/cpu/motion.rs.
+// (motion_score_pipeline_8/16); host side and oracle: src/features/motion/{cuda,cpu}.rs.
 
 #include "common.cuh"
 

@@ -5,7 +5,7 @@
 // additions. The host turns each sum into dB (crate::cpu::psnr::psnr_from_sse).
 //
 // Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_psnr.c; host side and oracle:
-// src/cuda/psnr.rs, src/cpu/psnr.rs.
+// src/features/psnr/{cuda,cpu}.rs.
 
 #include "common.cuh"
 
@@ -14,7 +14,7 @@ using namespace vmafcmp;
 namespace psnr_detail {
 
 // The planes of one frame pair: [0] luma, [1] Cb, [2] Cr; `width[i]` x `height[i]` samples.
-// Host side: `PsnrPlanes` in src/cuda/psnr.rs (same layout, 216 bytes).
+// Host side: `PsnrPlanes` in src/features/psnr/cuda.rs (same layout, 216 bytes).
 struct PsnrPlanes {
     Plane reference[3];
     Plane distorted[3];

@@ -1,7 +1,7 @@
 // Float SSIM and MS-SSIM (libvmaf's float_ssim and float_ms_ssim, IQA's code) on the luma
 // plane. The filters (the 11-tap Gaussian window, MS-SSIM's 9x9 low-pass, float_ssim's box)
 // run in the CPU path's tap order, each tap a single-precision FMA into a float sum. libvmaf
-// (and src/cpu/ssim.rs) rounds each product to float and adds in double; widening every product
+// (and src/features/ssim/cpu.rs) rounds each product to float and adds in double; widening every product
 // to double bound these kernels (16 conversions per clock per SM, about 100 us per 1080p
 // frame). The scores stay within 3.1e-6 of that arithmetic: measured with the CPU path switched
 // to these FMA sums, on src01 (<= 1.2e-7), flat frames, bars, noise, a checkerboard and a
@@ -13,7 +13,7 @@
 // fixed tree and writes the sums to scratch, and `ssim_reduce` adds the blocks' sums in a
 // fixed order, so the result has the same bits on every run (no float atomics).
 //
-// Pipeline per frame (host side: src/cuda/ssim.rs):
+// Pipeline per frame (host side: src/features/ssim/cuda.rs):
 //   ssim_decimate  MS-SSIM's 9x9 low-pass + halving (one launch per scale 1..4), and
 //                  float_ssim's box down-scaling (in the scale-1 launch);
 //   ssim_stats     the five Gaussian-window statistics and the SSIM terms of every scale
@@ -21,7 +21,7 @@
 //   ssim_reduce    the frame sums of each scale.
 //
 // Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/float_ssim.c, float_ms_ssim.c, ssim.c,
-// ms_ssim.c, iqa/ (ssim_tools.c, convolve.c, decimate.c); oracle: src/cpu/ssim.rs.
+// ms_ssim.c, iqa/ (ssim_tools.c, convolve.c, decimate.c); oracle: src/features/ssim/cpu.rs.
 
 #include "common.cuh"
 
@@ -47,7 +47,7 @@ constexpr int LPF_LEN = 9;
 
 // Where an image comes from: the input plane (`img == nullptr`; samples scaled by `scale`,
 // 2^-(bpc - 8), to floats on an 8-bit scale) or a packed float image of the pyramid.
-// Host side: `Src` in src/cuda/ssim.rs (48 bytes).
+// Host side: `Src` in src/features/ssim/cuda.rs (48 bytes).
 struct Src {
     Plane plane;
     const float *img;
@@ -99,7 +99,7 @@ struct DecJob {
 static_assert(sizeof(DecJob) == 152, "DecJob layout");
 
 constexpr int MAX_DEC_JOBS = 2;
-// Host side: `DecJobs` in src/cuda/ssim.rs (312 bytes).
+// Host side: `DecJobs` in src/features/ssim/cuda.rs (312 bytes).
 struct DecJobs {
     DecJob job[MAX_DEC_JOBS];
     int32_t count;
@@ -128,7 +128,7 @@ struct SsimEval {
 static_assert(sizeof(SsimEval) == 112, "SsimEval layout");
 
 constexpr int MAX_EVALS = 6;
-// Host side: `SsimJobs` in src/cuda/ssim.rs (688 bytes).
+// Host side: `SsimJobs` in src/features/ssim/cuda.rs (688 bytes).
 struct SsimJobs {
     SsimEval eval[MAX_EVALS];
     int32_t count;
@@ -137,7 +137,7 @@ struct SsimJobs {
 static_assert(sizeof(SsimJobs) == 688, "SsimJobs layout");
 
 // Per output slot of ssim_reduce: the range of block sums it adds (blocks == 0: zeros).
-// Host side: `Slots` in src/cuda/ssim.rs (48 bytes).
+// Host side: `Slots` in src/features/ssim/cuda.rs (48 bytes).
 struct Slots {
     int32_t first_block[MAX_EVALS];
     int32_t blocks[MAX_EVALS];
@@ -151,7 +151,7 @@ static_assert(sizeof(Slots) == 48, "Slots layout");
 __device__ __forceinline__ float tap(float acc, float x, float k) { return fmaf(x, k, acc); }
 
 // Sums of the four SSIM terms of one pixel (IQA's ssim map with libvmaf's defaults), from the
-// filtered means, squares and cross product, exactly as src/cpu/ssim.rs's ssim_scale.
+// filtered means, squares and cross product, exactly as src/features/ssim/cpu.rs's ssim_scale.
 __device__ __forceinline__ void ssim_pixel(float m1, float m2, float sq1, float sq2, float x12,
                                            float c1, float c2, float c3, double (&acc)[4]) {
     const float var1 = fmaxf(__fsub_rn(sq1, __fmul_rn(m1, m1)), 0.0f);

@@ -8,9 +8,9 @@
 // rounding intrinsics (__fadd_rn, __fmul_rn, ...) where the crate rounds each operation and
 // with fmaf where it calls mul_add, so that nvcc contracts nothing the CPU does not: the XYB
 // planes and the blurred planes are then the crate's bit for bit. The YUV -> linear RGB
-// conversion is src/engine/colour.rs, with glibc's powf (see powf_glibc).
+// conversion is src/video/colour.rs, with glibc's powf (see powf_glibc).
 //
-// Pipeline per frame pair (host side: src/cuda/ssimulacra2.rs), for `n` scales of sizes
+// Pipeline per frame pair (host side: src/features/ssimulacra2/cuda.rs), for `n` scales of sizes
 // w_k x h_k (w_0 x h_0 the frame, w_{k+1} = ceil(w_k / 2)):
 //   s2_lut          once per caps, for samples of up to 10 bits: the YUV -> linear RGB tables;
 //   s2_xyb          every scale at once: scale 0 YUV -> linear RGB -> XYB planes, scale k >= 1
@@ -188,8 +188,8 @@ __device__ __forceinline__ void xyb_positive(float r, float g, float b, float &o
 
 }  // namespace s2
 
-// The YUV -> linear RGB constants of src/engine/colour.rs (`YuvToRgb`) for one caps; host
-// side `ConvParams` in src/cuda/ssimulacra2.rs (same layout, 32 bytes).
+// The YUV -> linear RGB constants of src/video/colour.rs (`YuvToRgb`) for one caps; host
+// side `ConvParams` in src/features/ssimulacra2/cuda.rs (same layout, 32 bytes).
 struct S2Conv {
     float kr;     // matrix Kr
     float kb;     // matrix Kb

@@ -4,11 +4,11 @@
 // The statistic kernels add four 64-bit integer sums per scale (num_log, den_log,
 // num_non_log, den_non_log, in that order) to `acc[0..4)`; integer sums do not depend on the
 // order of the additions, and the host combines them into libvmaf's float numerator and
-// denominator exactly as the CPU does (src/cuda/vif.rs). The per-pixel gain uses double
+// denominator exactly as the CPU does (src/features/vif/cuda.rs). The per-pixel gain uses double
 // precision with explicitly rounded operations (no fused multiply-add), as libvmaf's C does.
 //
 // Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_vif.c (vif_statistic_8/16,
-// vif_subsample_rd_8/16, log2_32/log2_64); oracle: src/cpu/vif.rs.
+// vif_subsample_rd_8/16, log2_32/log2_64); oracle: src/features/vif/cpu/.
 
 #include "common.cuh"
 
