@@ -261,7 +261,7 @@ fn every_value_is_bit_identical_for_any_thread_count() {
 /// Threads of this process whose name starts with `prefix` (names are cut to 15 bytes), from
 /// /proc/self/task (the test harness's own threads come and go, so only the pool's are
 /// counted).
-fn threads_named(prefix: &str) -> usize {
+fn threads_named_now(prefix: &str) -> usize {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
@@ -269,13 +269,28 @@ fn threads_named(prefix: &str) -> usize {
         .count()
 }
 
+/// [`threads_named_now`], read again for up to 2 s while it is above `expected`: a joined
+/// thread's /proc/self/task entry can outlive `pthread_join` by a moment (the kernel wakes the
+/// joiner when it clears the thread id, before the task is reaped), which made a CI run read
+/// 1 right after the pool was joined.
+fn threads_named_settled(prefix: &str, expected: usize) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let n = threads_named_now(prefix);
+        if n <= expected || std::time::Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn a_dropped_pool_leaves_no_thread() {
     let _g = serial();
-    assert_eq!(threads_named("vmafcompare-cpu"), 0);
+    assert_eq!(threads_named_settled("vmafcompare-cpu", 0), 0);
     let pool = Arc::new(CpuPool::new(5).unwrap());
     assert_eq!(pool.threads(), 5);
-    assert_eq!(threads_named("vmafcompare-cpu"), 5);
+    assert_eq!(threads_named_settled("vmafcompare-cpu", 5), 5);
     let clip = &clips()[0];
     let mut backend = CpuBackend::vmaf(
         clip.w,
@@ -299,7 +314,7 @@ fn a_dropped_pool_leaves_no_thread() {
     // Dropped with frames in flight: the threads finish them and exit.
     drop(backend);
     drop(pool);
-    assert_eq!(threads_named("vmafcompare-cpu"), 0);
+    assert_eq!(threads_named_settled("vmafcompare-cpu", 0), 0);
     let zero = CpuPool::new(0).unwrap();
     assert_eq!(zero.threads(), gstvmafcompare::cpu::threads_per_core());
 }
@@ -319,12 +334,16 @@ fn element_threads_live_from_ready_to_null() {
         .contains("0 = one per core"));
     assert_eq!(e.property::<u32>("threads"), 0, "default: one per core");
     e.set_property("threads", 3u32);
-    assert_eq!(threads_named("vmafcompare-cpu"), 0);
+    assert_eq!(threads_named_settled("vmafcompare-cpu", 0), 0);
     for _ in 0..3 {
         e.set_state(gst::State::Ready).unwrap();
-        assert_eq!(threads_named("vmafcompare-cpu"), 3);
+        assert_eq!(threads_named_settled("vmafcompare-cpu", 3), 3);
         e.set_state(gst::State::Null).unwrap();
-        assert_eq!(threads_named("vmafcompare-cpu"), 0, "joined at NULL");
+        assert_eq!(
+            threads_named_settled("vmafcompare-cpu", 0),
+            0,
+            "joined at NULL"
+        );
     }
     // Changed in READY: the new count takes effect at READY->PAUSED.
     e.set_property("threads", 3u32);
@@ -336,13 +355,13 @@ fn element_threads_live_from_ready_to_null() {
         res.is_ok() && state == gst::State::Paused,
         "{res:?} {state:?}"
     );
-    assert_eq!(threads_named("vmafcompare-cpu"), 2);
+    assert_eq!(threads_named_settled("vmafcompare-cpu", 2), 2);
     e.set_state(gst::State::Null).unwrap();
-    assert_eq!(threads_named("vmafcompare-cpu"), 0);
+    assert_eq!(threads_named_settled("vmafcompare-cpu", 0), 0);
     // threads=1: today's behaviour, no pool at all.
     e.set_property("threads", 1u32);
     e.set_state(gst::State::Ready).unwrap();
-    assert_eq!(threads_named("vmafcompare-cpu"), 0);
+    assert_eq!(threads_named_settled("vmafcompare-cpu", 0), 0);
     e.set_state(gst::State::Null).unwrap();
 }
 
@@ -376,6 +395,6 @@ fn element_scores_are_the_same_with_a_pool() {
         let three = run(3);
         assert_eq!(one, three, "{}x{} {}", p.width, p.height, p.format);
         // The pipelines went PLAYING -> NULL: no pool thread is left.
-        assert_eq!(threads_named("vmafcompare-cpu"), 0);
+        assert_eq!(threads_named_settled("vmafcompare-cpu", 0), 0);
     }
 }

@@ -5,7 +5,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use gstvmafcompare::engine::{
-    Backend, EngineError, LumaInput, LumaPlane, Model, RawFeatures, Scorer,
+    Backend, EngineError, FeatureSet, LumaInput, LumaPlane, Model, NamedModel, RawFeatures,
+    ScorePlan, Scorer,
 };
 use gstvmafcompare::features::vmaf_layout;
 
@@ -239,4 +240,54 @@ fn skip_completes_the_frame_before_the_gap_and_restarts_motion() {
     assert_eq!(m(3, 13), sad(4), "and motion3 the next frame's SAD");
     assert_eq!(m(4, 12), sad(4).min(sad(5)));
     assert_eq!(s.pool().count(), 6, "pooling continues over the gap");
+}
+
+/// The log order the registry gives is libvmaf's (and the one before the registry):
+/// PSNR, the first option set's ADM, motion SAD and VIF, the further sets, the other
+/// metrics, motion2/motion3, the scores of models 2.. and the first model's last; and
+/// float_ssim with float_ms_ssim are one instance.
+#[test]
+fn log_order_with_two_models_and_every_metric() {
+    let models: Arc<[NamedModel]> = NamedModel::load_list("vmaf_v0.6.1,vmaf_v0.6.1neg")
+        .unwrap()
+        .into();
+    let features = FeatureSet::parse("ssimulacra2,float_ms_ssim,psnr,float_ssim").unwrap();
+    let plan = ScorePlan::new(models, features, true).unwrap();
+    let adm = |s: &str| {
+        ["integer_adm2", "integer_aim", "integer_adm3"]
+            .iter()
+            .map(|b| format!("{b}{s}"))
+            .chain((0..4).map(|i| format!("integer_adm_scale{i}{s}")))
+            .collect::<Vec<_>>()
+    };
+    let vif = |s: &str| {
+        (0..4)
+            .map(|i| format!("integer_vif_scale{i}{s}"))
+            .collect::<Vec<_>>()
+    };
+    let mut want: Vec<String> = vec!["psnr_y".into(), "psnr_cb".into(), "psnr_cr".into()];
+    want.extend(adm(""));
+    want.push("VMAF_integer_feature_motion_sad_score".into());
+    want.extend(vif(""));
+    want.extend(adm("_egl_1"));
+    want.extend(vif("_egl_1"));
+    for n in [
+        "float_ssim",
+        "float_ms_ssim",
+        "ssimulacra2",
+        "integer_motion2",
+        "integer_motion3",
+        "vmaf_v0.6.1neg",
+        "vmaf",
+    ] {
+        want.push(n.into());
+    }
+    assert_eq!(plan.names(), want);
+    let ssim = plan
+        .layout()
+        .instances()
+        .iter()
+        .filter(|i| i.outputs().iter().any(|o| o.starts_with("float_")))
+        .count();
+    assert_eq!(ssim, 1, "float_ssim and float_ms_ssim share one instance");
 }

@@ -121,8 +121,8 @@ impl VmafCompare {
                     s.map_or("none (no chroma)".to_owned(), |(w, h)| format!("{w}x{h}"))
                 };
                 return Err(PairError::Map(format!(
-                    "psnr_cb/psnr_cr need chroma planes of one size on both pads: reference \
-                     chroma is {}, distorted chroma is {}",
+                    "the features that read chroma need chroma planes of one size on both \
+                     pads: reference chroma is {}, distorted chroma is {}",
                     show(rs),
                     show(ds)
                 )));
