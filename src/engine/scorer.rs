@@ -161,8 +161,9 @@ pub struct ScorePlan {
     layout: Arc<Layout>,
     /// Per model: the index in [`ScorePlan::names`] of each of its features, in model order.
     model_inputs: Vec<Vec<usize>>,
-    /// Per instance of the layout: the index in `names` of each late output.
-    late: Vec<Vec<usize>>,
+    /// Per instance of the layout: how many late outputs it has (they follow the raw values
+    /// in `names`, instance after instance).
+    late: Vec<usize>,
     names: Vec<String>,
 }
 
@@ -230,7 +231,7 @@ impl ScorePlan {
         let mut late = Vec::with_capacity(layout.instances().len());
         for inst in layout.instances() {
             let outs = inst.late_outputs();
-            late.push((names.len()..names.len() + outs.len()).collect());
+            late.push(outs.len());
             names.extend(outs);
         }
         let model_inputs = resolved
@@ -734,7 +735,7 @@ impl<T> Scorer<T> {
         let mut values = Vec::with_capacity(self.names.len());
         values.extend_from_slice(raw.values());
         for (i, inst) in layout.instances().iter().enumerate() {
-            let n = plan.late.get(i).map_or(0, Vec::len);
+            let n = plan.late.get(i).copied().unwrap_or(0);
             if n == 0 {
                 continue;
             }

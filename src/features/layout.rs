@@ -121,18 +121,6 @@ impl Layout {
         self.instances.iter().any(|i| i.needs().chroma)
     }
 
-    /// The registered names of the instances that read chroma.
-    pub fn chroma_readers(&self) -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = Vec::new();
-        for i in &self.instances {
-            let n = i.feature().name();
-            if i.needs().chroma && !v.contains(&n) {
-                v.push(n);
-            }
-        }
-        v
-    }
-
     /// Whether the feature named `name` is computed (by an instance of its own, or by one
     /// that absorbed it, see [`Instance::absorb`]).
     pub fn has(&self, name: &str) -> bool {

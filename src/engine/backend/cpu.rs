@@ -25,17 +25,8 @@ use crate::video::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
 /// What every frame of one backend is scored with: the geometry and the layout's instances.
 #[derive(Debug, Clone)]
 pub(crate) struct FramePlan {
-    pub(crate) width: usize,
-    pub(crate) height: usize,
-    pub(crate) bpc: u32,
-    geometry: Geometry,
+    pub(crate) geometry: Geometry,
     layout: Arc<Layout>,
-}
-
-impl FramePlan {
-    pub(crate) fn geometry(&self) -> (usize, usize, u32) {
-        (self.width, self.height, self.bpc)
-    }
 }
 
 /// Every instance's CPU half (scratch sized for one geometry): one set per thread scoring a
@@ -70,7 +61,7 @@ impl Extractors {
         full: bool,
         split: bool,
     ) -> Result<RawFeatures, EngineError> {
-        let geometry = plan.geometry();
+        let geometry = plan.geometry.triple();
         FeatureError::check_plane("vmaf", geometry, reference)?;
         FeatureError::check_plane("vmaf", geometry, distorted)?;
         let frame = HostFrame {
@@ -130,15 +121,12 @@ impl CpuBackend {
     pub fn new(layout: &Arc<Layout>, geometry: Geometry) -> Result<Self, FeatureError> {
         layout.check(&geometry)?;
         let plan = FramePlan {
-            width: geometry.width,
-            height: geometry.height,
-            bpc: geometry.bpc,
             geometry,
             layout: layout.clone(),
         };
         Ok(Self {
             ex: Some(Extractors::new(&plan)?),
-            prev_ref: vec![0; plan.width * plan.height],
+            prev_ref: vec![0; plan.geometry.width * plan.geometry.height],
             plan: Arc::new(plan),
             has_prev: false,
             scratch_ref: Vec::new(),
@@ -295,12 +283,12 @@ fn host_plane<'s>(
     input: &'s LumaInput<'_>,
     scratch: &'s mut Vec<u16>,
 ) -> Result<LumaPlane<'s>, EngineError> {
-    let wrong = |size| FeatureError::wrong_size("vmaf", plan.geometry(), size);
+    let wrong = |size| FeatureError::wrong_size("vmaf", plan.geometry.triple(), size);
     match input {
         LumaInput::Packed(p) => Ok(*p),
         LumaInput::Host(h) => {
             h.to_packed(scratch);
-            LumaPlane::packed(scratch, h.width, h.height, plan.bpc)
+            LumaPlane::packed(scratch, h.width, h.height, plan.geometry.bpc)
                 .ok_or_else(|| wrong((h.width, h.height)).into())
         }
         LumaInput::Device(_) => Err(device_refused()),
@@ -346,7 +334,12 @@ impl CpuBackend {
             None => self.ex.insert(Extractors::new(plan)?),
         };
         let prev = if self.has_prev {
-            LumaPlane::packed(&self.prev_ref, plan.width, plan.height, plan.bpc)
+            LumaPlane::packed(
+                &self.prev_ref,
+                plan.geometry.width,
+                plan.geometry.height,
+                plan.geometry.bpc,
+            )
         } else {
             None
         };
@@ -359,8 +352,8 @@ impl CpuBackend {
             full,
             false,
         )?;
-        for y in 0..plan.height {
-            let dst = &mut self.prev_ref[y * plan.width..(y + 1) * plan.width];
+        for y in 0..plan.geometry.height {
+            let dst = &mut self.prev_ref[y * plan.geometry.width..(y + 1) * plan.geometry.width];
             dst.copy_from_slice(reference.row(y));
         }
         self.has_prev = true;

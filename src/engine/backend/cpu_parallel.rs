@@ -53,14 +53,14 @@ impl Owned {
     /// A packed copy of a luma input: packed planes copied, host rows converted. The size is
     /// checked against `plan` here, so a wrong frame fails at submission.
     fn luma(plan: &FramePlan, input: &LumaInput<'_>, free: &FreeList) -> Result<Self, EngineError> {
-        let geometry = plan.geometry();
+        let geometry = plan.geometry.triple();
         match input {
             LumaInput::Packed(p) => {
                 FeatureError::check_plane("vmaf", geometry, p)?;
                 Ok(Self::copy(p, free))
             }
             LumaInput::Host(h) => {
-                if (h.width, h.height) != (plan.width, plan.height) {
+                if (h.width, h.height) != (plan.geometry.width, plan.geometry.height) {
                     return Err(
                         FeatureError::wrong_size("vmaf", geometry, (h.width, h.height)).into(),
                     );
@@ -71,7 +71,7 @@ impl Owned {
                     data,
                     width: h.width,
                     height: h.height,
-                    bpc: plan.bpc,
+                    bpc: plan.geometry.bpc,
                     free: free.clone(),
                 })
             }

@@ -20,8 +20,7 @@ use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::fault::{Counted, Handle};
 use crate::cuda::plane::DevPlane;
 use crate::cuda::staging::{in_bands, stage_rows};
-use crate::engine::model::Model;
-use crate::engine::scorer::{Backend, EngineError, ScorePlan};
+use crate::engine::scorer::{Backend, EngineError};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
 use crate::features::{vmaf_layout, DevFrame, Geometry, Layout, RawFeatures};
@@ -165,25 +164,6 @@ impl CudaBackend {
             deferred: None,
             bytes_copied: 0,
         })
-    }
-
-    /// The features of one model (each with the model's options), luma only, for `width` x
-    /// `height` planes of `bpc` bits.
-    ///
-    /// Errors: as [`CudaBackend::new`]; [`CudaError::Driver`] naming the plan error for a
-    /// model whose options its features refuse.
-    pub fn for_model(
-        dev: &GpuDevice,
-        model: &Model,
-        width: usize,
-        height: usize,
-        bpc: u32,
-    ) -> Result<Self, CudaError> {
-        let plan = ScorePlan::single(model).map_err(|e| CudaError::Driver {
-            call: "ScorePlan::single",
-            code: e.to_string(),
-        })?;
-        Self::new(dev, plan.layout(), Geometry::luma(width, height, bpc))
     }
 
     /// VMAF v0's features (ADM, motion, VIF) with the options `vif` and `adm`, luma only.
