@@ -101,3 +101,16 @@ motion_total(const uint32_t *__restrict__ row_sums, int32_t h, unsigned long lon
         out[0] = t;
     }
 }
+
+// Copies the plane `src` (`w * h` samples, see Plane) into `dst` as packed 16-bit samples,
+// the values every kernel reads from it: the reference history of the five-frame (HFR) motion,
+// read two frames later as a plane of 2-byte samples with no shifts. Grid: ceil(w / 32) x
+// ceil(h / 8) blocks of 32 x 8 threads.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+motion_keep(const Plane src, int32_t w, int32_t h, uint16_t *__restrict__ dst) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < w && y < h) {
+        dst[(int64_t)y * w + x] = (uint16_t)sample(src, x, y);
+    }
+}

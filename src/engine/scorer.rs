@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::engine::model::Model;
 use crate::engine::model_set::NamedModel;
 use crate::engine::pool::Pool;
-use crate::features::{FeatureSet, Instance, Layout, LayoutError};
+use crate::features::{FeatureSet, Instance, Layout, LayoutError, Window, MAX_AHEAD, MAX_BEHIND};
 pub use crate::features::{RawFeatures, MAX_OPTION_SETS};
 use crate::video::frame::{ChromaInput, ChromaPair, FeatureError, LumaInput, LumaPlane};
 
@@ -347,6 +347,8 @@ struct Queued<T> {
     full: bool,
     /// First frame of a run (stream start, or after [`Scorer::skip`]): no motion history.
     first: bool,
+    /// Position in its run (0: `first`).
+    position: u64,
     /// Unpaired tags that arrived after this frame and leave right after it.
     trailing: Vec<T>,
 }
@@ -358,6 +360,8 @@ struct Pending<T> {
     raw: RawFeatures,
     full: bool,
     first: bool,
+    /// Position in its run (0: `first`).
+    position: u64,
     trailing: Vec<T>,
 }
 
@@ -369,7 +373,17 @@ pub struct Scorer<T> {
     names: Arc<[String]>,
     next_index: u64,
     queue: VecDeque<Queued<T>>,
-    pending: Option<Pending<T>>,
+    /// Frames with features, waiting for the next frames' (at most `ahead` of them, fewer
+    /// only at the end of a run).
+    pending: VecDeque<Pending<T>>,
+    /// The raw values of the last completed frames of the current run, newest last (at most
+    /// `behind`).
+    history: VecDeque<RawFeatures>,
+    /// Frames after / before one that the plan's late outputs read ([`Instance::window`]).
+    ahead: usize,
+    behind: usize,
+    /// The run position of the next pushed frame.
+    next_position: u64,
     pool: Pool,
     /// The next pushed frame starts a new run (set by [`Scorer::skip`]).
     restart: bool,
@@ -397,6 +411,14 @@ impl<T> Scorer<T> {
     /// [`Scorer::new`].
     pub fn with_plan(backend: Box<dyn Backend>, plan: ScorePlan, subsample: u32) -> Self {
         let names: Arc<[String]> = plan.names().into();
+        let (behind, ahead) = plan
+            .layout()
+            .instances()
+            .iter()
+            .filter(|i| !i.late_outputs().is_empty())
+            .map(|i| i.window())
+            .fold((0, 1), |(b, a), (wb, wa)| (b.max(wb), a.max(wa)));
+        let (behind, ahead) = (behind.min(MAX_BEHIND), ahead.clamp(1, MAX_AHEAD));
         Self {
             backend,
             plan,
@@ -405,7 +427,11 @@ impl<T> Scorer<T> {
             names,
             next_index: 0,
             queue: VecDeque::new(),
-            pending: None,
+            pending: VecDeque::with_capacity(ahead + 1),
+            history: VecDeque::with_capacity(behind + 1),
+            ahead,
+            behind,
+            next_position: 0,
             restart: false,
         }
     }
@@ -511,11 +537,14 @@ impl<T> Scorer<T> {
         submit(self.backend.as_mut(), full)?;
         self.next_index += 1;
         let first = index == 0 || std::mem::take(&mut self.restart);
+        let position = if first { 0 } else { self.next_position };
+        self.next_position = position + 1;
         self.queue.push_back(Queued {
             index,
             tag,
             full,
             first,
+            position,
             trailing: Vec::new(),
         });
         let mut done = Vec::new();
@@ -538,20 +567,28 @@ impl<T> Scorer<T> {
         Ok(done)
     }
 
-    /// A collected frame's features: completes the pending frame and takes its place.
+    /// A collected frame's features: joins the pending frames, completing the oldest once
+    /// the frames its late outputs read are in.
     fn accept(&mut self, raw: RawFeatures, done: &mut Vec<Scored<T>>) {
         let Some(q) = self.queue.pop_front() else {
             return;
         };
-        done.extend(self.take_pending(Some(&raw)));
-        self.pending = Some(Pending {
+        if q.first {
+            // A new run: the frames of the last one have nothing more to wait for.
+            done.extend(self.take_pending());
+        }
+        self.pending.push_back(Pending {
             index: q.index,
             tag: q.tag,
             raw,
             full: q.full,
             first: q.first,
+            position: q.position,
             trailing: q.trailing,
         });
+        while self.pending.len() > self.ahead {
+            done.extend(self.complete_front());
+        }
     }
 
     /// Frames submitted to the backend whose features are not collected yet (a backend
@@ -589,7 +626,7 @@ impl<T> Scorer<T> {
             q.trailing.push(tag);
             return None;
         }
-        match self.pending.as_mut() {
+        match self.pending.back_mut() {
             Some(p) => {
                 p.trailing.push(tag);
                 None
@@ -629,7 +666,7 @@ impl<T> Scorer<T> {
     /// kept; call [`Scorer::reset`] to start a new stream.
     pub fn finish(&mut self) -> Result<Vec<Scored<T>>, EngineError> {
         let mut done = self.settle()?;
-        done.extend(self.take_pending(None));
+        done.extend(self.take_pending());
         Ok(done)
     }
 
@@ -662,7 +699,7 @@ impl<T> Scorer<T> {
     /// flight leave unscored, in order, and the new backend starts without motion history.
     /// Returns those frames and how many of them lost their scores.
     pub fn fail_over(&mut self, backend: Box<dyn Backend>) -> (Vec<Scored<T>>, usize) {
-        let mut done = self.take_pending(None);
+        let mut done = self.take_pending();
         let lost = self.queue.len();
         for q in self.queue.drain(..) {
             done.push(Scored {
@@ -680,14 +717,34 @@ impl<T> Scorer<T> {
         (done, lost)
     }
 
-    fn take_pending(&mut self, next: Option<&RawFeatures>) -> Vec<Scored<T>> {
-        let Some(mut p) = self.pending.take() else {
+    /// Completes every pending frame (the end of a run).
+    fn take_pending(&mut self) -> Vec<Scored<T>> {
+        let mut out = Vec::new();
+        while !self.pending.is_empty() {
+            out.extend(self.complete_front());
+        }
+        out
+    }
+
+    /// Completes the oldest pending frame from the frames around it, then its trailing tags.
+    fn complete_front(&mut self) -> Vec<Scored<T>> {
+        let Some(mut p) = self.pending.pop_front() else {
             return Vec::new();
         };
+        if p.first {
+            self.history.clear();
+        }
         let trailing = std::mem::take(&mut p.trailing);
         let index = p.index;
         let mut out = Vec::with_capacity(1 + trailing.len());
-        out.push(self.complete(p, next));
+        let raw = p.raw.clone();
+        out.push(self.complete(p));
+        if self.behind > 0 {
+            if self.history.len() == self.behind {
+                self.history.pop_front();
+            }
+            self.history.push_back(raw);
+        }
         out.extend(trailing.into_iter().map(|tag| Scored {
             index,
             tag,
@@ -699,16 +756,18 @@ impl<T> Scorer<T> {
     /// Drops any pending frame and restarts indices, motion history and pooling.
     pub fn reset(&mut self) {
         self.queue.clear();
-        self.pending = None;
+        self.pending.clear();
+        self.history.clear();
+        self.next_position = 0;
         self.next_index = 0;
         self.restart = false;
         self.pool = Pool::new(self.names.clone());
         self.backend.reset();
     }
 
-    fn complete(&mut self, p: Pending<T>, next: Option<&RawFeatures>) -> Scored<T> {
+    fn complete(&mut self, p: Pending<T>) -> Scored<T> {
         let scores = p.full.then(|| {
-            let values = self.values(&p.raw, next, p.first);
+            let values = self.values(&p.raw, p.position);
             let scores = FrameScores {
                 index: p.index,
                 names: self.names.clone(),
@@ -727,13 +786,20 @@ impl<T> Scorer<T> {
 
 impl<T> Scorer<T> {
     /// One frame's values in [`ScorePlan::names`] order: its raw values, each instance's
-    /// late outputs from this frame and the next one's (libvmaf's `flush`), and the models'
-    /// scores.
-    fn values(&self, raw: &RawFeatures, next: Option<&RawFeatures>, first: bool) -> Vec<f64> {
+    /// late outputs from the frames around it in its run (libvmaf's `flush`: the completed
+    /// frames in `history`, the frames still pending after it), and the models' scores.
+    fn values(&self, raw: &RawFeatures, position: u64) -> Vec<f64> {
         let plan = &self.plan;
         let layout = plan.layout();
         let mut values = Vec::with_capacity(self.names.len());
         values.extend_from_slice(raw.values());
+        // The pending frames after this one in the same run.
+        let ahead_n = self
+            .pending
+            .iter()
+            .take(self.ahead)
+            .take_while(|p| !p.first)
+            .count();
         for (i, inst) in layout.instances().iter().enumerate() {
             let n = plan.late.get(i).copied().unwrap_or(0);
             if n == 0 {
@@ -741,8 +807,27 @@ impl<T> Scorer<T> {
             }
             let start = values.len();
             values.resize(start + n, 0.0);
-            let next_raw = next.map(|r| r.of(i));
-            inst.finish(raw.of(i), next_raw, first, &mut values[start..]);
+            let mut behind: [&[f64]; MAX_BEHIND] = [&[]; MAX_BEHIND];
+            let mut nb = 0;
+            let in_run = usize::try_from(position).unwrap_or(usize::MAX);
+            for (slot, r) in behind
+                .iter_mut()
+                .zip(self.history.iter().rev().take(in_run))
+            {
+                *slot = r.of(i);
+                nb += 1;
+            }
+            let mut ahead: [&[f64]; MAX_AHEAD] = [&[]; MAX_AHEAD];
+            for (slot, p) in ahead.iter_mut().zip(self.pending.iter().take(ahead_n)) {
+                *slot = p.raw.of(i);
+            }
+            let window = Window {
+                position,
+                current: raw.of(i),
+                behind: &behind[..nb],
+                ahead: &ahead[..ahead_n.min(MAX_AHEAD)],
+            };
+            inst.finish(&window, &mut values[start..]);
         }
         let order = (1..plan.models.len()).chain(std::iter::once(0));
         for k in order {

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaViewMut};
 
 pub use layout::{Layout, LayoutError, RawFeatures, MAX_OPTION_SETS, RAW_CAPACITY};
-pub use options::{OptionValue, Options};
+pub use options::{fmt_g, suffix, OptionValue, Options, SuffixPart};
 
 use crate::cuda::{ChromaDev, CudaError, DevPlane, GpuDevice};
 use crate::video::colour::YuvToRgb;
@@ -177,16 +177,21 @@ pub trait Instance: Send + Sync + fmt::Debug {
     /// Names of the values the extractors produce per frame, libvmaf's, suffixed by
     /// [`Instance::key`]; each also an output of the log.
     fn outputs(&self) -> Vec<String>;
-    /// Names of the values [`Instance::finish`] derives once the next frame is in
+    /// Names of the values [`Instance::finish`] derives once the neighbouring frames are in
     /// (`integer_motion2`, ...); empty for most features.
     fn late_outputs(&self) -> Vec<String> {
         Vec::new()
     }
-    /// libvmaf's `flush`: the late outputs of a frame from its values `raw` and the next
-    /// frame's `next` (`None` at the end of a run), `first` for the first frame of a run.
-    /// Writes `late_outputs().len()` values into `out`.
-    fn finish(&self, raw: &[f64], next: Option<&[f64]>, first: bool, out: &mut [f64]) {
-        let _ = (raw, next, first, out);
+    /// How many frames before and after a frame [`Instance::finish`] reads (at most
+    /// [`MAX_BEHIND`] and [`MAX_AHEAD`]): `(0, 1)` by default, libvmaf's three-frame motion;
+    /// `(2, 2)` for the five-frame HFR motion with its moving average.
+    fn window(&self) -> (usize, usize) {
+        (0, 1)
+    }
+    /// libvmaf's `flush`: the late outputs of a frame from the values of the frames around it
+    /// in its run ([`Window`]). Writes `late_outputs().len()` values into `out`.
+    fn finish(&self, window: &Window, out: &mut [f64]) {
+        let _ = (window, out);
     }
     /// The smallest luma plane (width, height) it accepts.
     fn min_size(&self) -> (usize, usize) {
@@ -225,8 +230,47 @@ pub struct HostFrame<'f, 'a> {
     pub distorted: &'f LumaPlane<'a>,
     /// The previous frame's reference luma (`None` for the first frame of a run).
     pub previous: Option<&'f LumaPlane<'a>>,
+    /// The reference luma two frames back (`None` for the first two frames of a run): the
+    /// five-frame HFR motion.
+    pub previous2: Option<&'f LumaPlane<'a>>,
     /// Both frames' chroma planes, when a feature reads them and the format has them.
     pub chroma: Option<&'f ChromaPair<'a>>,
+}
+
+/// Most frames before one that [`Instance::finish`] reads ([`Instance::window`]).
+pub const MAX_BEHIND: usize = 2;
+/// Most frames after one that [`Instance::finish`] reads ([`Instance::window`]).
+pub const MAX_AHEAD: usize = 2;
+
+/// One instance's values around a frame, for [`Instance::finish`]: the frame's own, and those
+/// of the frames before and after it in the same run (a run starts at the first frame of a
+/// stream and after frames a live pipeline left out). Every frame of a run is in, whether
+/// subsampled or not.
+#[derive(Debug, Clone, Copy)]
+pub struct Window<'a> {
+    /// The frame's position in its run (0: the first frame).
+    pub position: u64,
+    /// This frame's values ([`Instance::outputs`] order).
+    pub current: &'a [f64],
+    /// The frames before it, nearest first; at most [`Instance::window`]'s first number, fewer
+    /// near the start of the run.
+    pub behind: &'a [&'a [f64]],
+    /// The frames after it, nearest first; at most [`Instance::window`]'s second number, fewer
+    /// at the end of the run (the end of the stream, or a gap).
+    pub ahead: &'a [&'a [f64]],
+}
+
+impl Window<'_> {
+    /// Output `k` of the frame `offset` frames away (negative: before), `None` outside the
+    /// window or the run.
+    pub fn value(&self, offset: i64, k: usize) -> Option<f64> {
+        let frame = match offset {
+            0 => Some(self.current),
+            o if o < 0 => self.behind.get((-o - 1) as usize).copied(),
+            o => self.ahead.get((o - 1) as usize).copied(),
+        };
+        frame.and_then(|f| f.get(k).copied())
+    }
 }
 
 /// The CPU half of an instance: its scratch, sized for one geometry (libvmaf's `init`).
@@ -368,7 +412,7 @@ impl fmt::Debug for FeatureSet {
 pub fn vmaf_layout(vif: vif::VifConfig, adm: adm::AdmConfig) -> Result<Arc<Layout>, LayoutError> {
     let instances: Vec<Arc<dyn Instance>> = vec![
         Arc::new(adm::AdmInstance { cfg: adm }),
-        Arc::new(motion::MotionInstance),
+        Arc::new(motion::MotionInstance::default()),
         Arc::new(vif::VifInstance { cfg: vif }),
     ];
     Layout::new(instances)

@@ -55,6 +55,7 @@ impl Extractors {
         &mut self,
         plan: &FramePlan,
         prev: Option<&LumaPlane>,
+        prev2: Option<&LumaPlane>,
         reference: &LumaPlane,
         distorted: &LumaPlane,
         chroma: Option<&ChromaPair>,
@@ -68,6 +69,7 @@ impl Extractors {
             reference,
             distorted,
             previous: prev,
+            previous2: prev2,
             chroma,
         };
         let mut raw = RawFeatures::new(&plan.layout);
@@ -102,8 +104,11 @@ pub struct CpuBackend {
     /// The calling thread's extractors (`None` once given to the pool, made again if
     /// [`CpuBackend::extract`] is called then).
     ex: Option<Extractors>,
+    /// The previous reference and the one before it (the five-frame motion), packed.
     prev_ref: Vec<u16>,
-    has_prev: bool,
+    prev2_ref: Vec<u16>,
+    /// References kept since the run started (capped at 2).
+    kept: u8,
     /// Packed copies of host rows in another layout (8-bit, P010, shifted depth).
     scratch_ref: Vec<u16>,
     scratch_dis: Vec<u16>,
@@ -128,7 +133,8 @@ impl CpuBackend {
             ex: Some(Extractors::new(&plan)?),
             prev_ref: vec![0; plan.geometry.width * plan.geometry.height],
             plan: Arc::new(plan),
-            has_prev: false,
+            prev2_ref: Vec::new(),
+            kept: 0,
             scratch_ref: Vec::new(),
             scratch_dis: Vec::new(),
             done: VecDeque::with_capacity(2),
@@ -268,7 +274,7 @@ impl Backend for CpuBackend {
     }
 
     fn reset(&mut self) {
-        self.has_prev = false;
+        self.kept = 0;
         self.done.clear();
         if let Some(p) = self.parallel.as_mut() {
             p.reset();
@@ -333,30 +339,30 @@ impl CpuBackend {
             Some(ex) => ex,
             None => self.ex.insert(Extractors::new(plan)?),
         };
-        let prev = if self.has_prev {
-            LumaPlane::packed(
-                &self.prev_ref,
-                plan.geometry.width,
-                plan.geometry.height,
-                plan.geometry.bpc,
-            )
-        } else {
-            None
-        };
+        let (w, h, bpc) = plan.geometry.triple();
+        let prev = (self.kept >= 1)
+            .then(|| LumaPlane::packed(&self.prev_ref, w, h, bpc))
+            .flatten();
+        let prev2 = (self.kept >= 2)
+            .then(|| LumaPlane::packed(&self.prev2_ref, w, h, bpc))
+            .flatten();
         let raw = ex.extract(
             plan,
             prev.as_ref(),
+            prev2.as_ref(),
             reference,
             distorted,
             chroma,
             full,
             false,
         )?;
-        for y in 0..plan.geometry.height {
-            let dst = &mut self.prev_ref[y * plan.geometry.width..(y + 1) * plan.geometry.width];
-            dst.copy_from_slice(reference.row(y));
+        // The previous reference becomes the one two back; this one the previous.
+        std::mem::swap(&mut self.prev_ref, &mut self.prev2_ref);
+        self.prev_ref.resize(w * h, 0);
+        for y in 0..h {
+            self.prev_ref[y * w..(y + 1) * w].copy_from_slice(&reference.row(y)[..w]);
         }
-        self.has_prev = true;
+        self.kept = (self.kept + 1).min(2);
         Ok(raw)
     }
 }

@@ -136,6 +136,7 @@ struct Job {
     plan: Arc<FramePlan>,
     reference: Arc<Owned>,
     prev: Option<Arc<Owned>>,
+    prev2: Option<Arc<Owned>>,
     distorted: Owned,
     chroma: Option<Chroma<Owned>>,
     full: bool,
@@ -153,6 +154,7 @@ impl Job {
         let r = self.reference.view()?;
         let d = self.distorted.view()?;
         let prev = self.prev.as_ref().map(|p| p.view()).transpose()?;
+        let prev2 = self.prev2.as_ref().map(|p| p.view()).transpose()?;
         let chroma = match &self.chroma {
             Some(c) => Some(ChromaPair {
                 reference: [c.reference[0].view()?, c.reference[1].view()?],
@@ -163,6 +165,7 @@ impl Job {
         let raw = ex.extract(
             &self.plan,
             prev.as_ref(),
+            prev2.as_ref(),
             &r,
             &d,
             chroma.as_ref(),
@@ -180,8 +183,10 @@ pub(crate) struct Parallel {
     idle: Arc<Mutex<Vec<Extractors>>>,
     free: FreeList,
     flights: VecDeque<Arc<Flight>>,
-    /// The last submitted reference (the next frame's motion reads it).
+    /// The last submitted reference (the next frame's motion reads it) and the one before it
+    /// (the five-frame motion).
     prev: Option<Arc<Owned>>,
+    prev2: Option<Arc<Owned>>,
 }
 
 impl Parallel {
@@ -192,6 +197,7 @@ impl Parallel {
             free: Arc::default(),
             flights: VecDeque::new(),
             prev: None,
+            prev2: None,
         }
     }
 
@@ -221,9 +227,11 @@ impl Parallel {
             reference: c.reference.each_ref().map(|p| Owned::copy(p, &self.free)),
             distorted: c.distorted.each_ref().map(|p| Owned::copy(p, &self.free)),
         });
+        let prev = self.prev.replace(reference.clone());
         let job = Job {
             plan: plan.clone(),
-            prev: self.prev.replace(reference.clone()),
+            prev2: std::mem::replace(&mut self.prev2, prev.clone()),
+            prev,
             reference,
             distorted,
             chroma,
@@ -270,5 +278,6 @@ impl Parallel {
     pub(crate) fn reset(&mut self) {
         self.flights.clear();
         self.prev = None;
+        self.prev2 = None;
     }
 }

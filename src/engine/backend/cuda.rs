@@ -448,8 +448,9 @@ impl CudaBackend {
         {
             let slot = &mut self.slots[s];
             for c in &mut self.on_compute {
-                let runs = if c.previous { has_motion } else { full };
-                if runs {
+                // Instances reading earlier frames see every frame, the first of a run too
+                // (the five-frame motion keeps it); they write results from the second on.
+                if c.previous || full {
                     let n = c.ex.result_words();
                     let mut out = slot.dev_out.slice_mut(c.at..c.at + n);
                     c.ex.enqueue(&self.compute, &frame, &mut out)?;

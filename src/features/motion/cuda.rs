@@ -6,13 +6,14 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
+use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
 use super::MOTION_MAX_VAL;
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};
 use crate::cuda::plane::DevPlane;
+use crate::video::frame::SampleLayout;
 
 /// Output tile of `motion_rows` (columns x rows).
 const TILE: (usize, usize) = (64, 16);
@@ -22,6 +23,7 @@ const BLOCK: (u32, u32, u32) = (32, 8, 1);
 pub struct MotionGpu {
     rows: CudaFunction,
     total: CudaFunction,
+    keep: CudaFunction,
     /// Per-row sums modulo 2^32 (libvmaf's `uint32_t` row accumulator), `height` words.
     row_sums: DeviceAlloc<u32>,
     width: usize,
@@ -48,10 +50,12 @@ impl MotionGpu {
         let m = dev.modules().get("motion")?;
         let rows = function(m, "motion_rows", "cuModuleGetFunction(motion_rows)")?;
         let total = function(m, "motion_total", "cuModuleGetFunction(motion_total)")?;
+        let keep = function(m, "motion_keep", "cuModuleGetFunction(motion_keep)")?;
         let row_sums = alloc_zeroed::<u32>(stream, height, "cuMemAlloc(motion row sums)")?;
         Ok(Self {
             rows,
             total,
+            keep,
             row_sums,
             width,
             height,
@@ -132,5 +136,113 @@ impl MotionGpu {
         let pixels = (self.width as u32).wrapping_mul(self.height as u32);
         let s = sad as f64 / 256.0 / f64::from(pixels);
         s.min(MOTION_MAX_VAL)
+    }
+
+    /// The plane size (width, height).
+    pub fn size(&self) -> (usize, usize) {
+        (self.width, self.height)
+    }
+
+    /// Enqueues on `stream` a copy of `src` (`width * height`, see [`DevPlane`]) into `dst`
+    /// (`width * height` packed 16-bit samples holding the values the kernels read).
+    ///
+    /// Errors: [`CudaError::Driver`] for a failed launch.
+    fn keep(
+        &self,
+        stream: &Arc<CudaStream>,
+        src: DevPlane,
+        dst: &mut DeviceAlloc<u16>,
+    ) -> Result<(), CudaError> {
+        let mut p_src = src;
+        let mut w = self.width as i32;
+        let mut h = self.height as i32;
+        let mut p_dst = dst.device_ptr_mut(stream).0;
+        let grid = (
+            self.width.div_ceil(32) as u32,
+            self.height.div_ceil(8) as u32,
+            1,
+        );
+        // SAFETY: parameters match motion_keep(Plane, i32, i32, u16*); `src` holds w * h
+        // samples (the caller's contract) and `dst` w * h words; both outlive the kernel.
+        unsafe {
+            launch(
+                stream,
+                &self.keep,
+                grid,
+                BLOCK,
+                &mut [
+                    param(&mut p_src),
+                    param(&mut w),
+                    param(&mut h),
+                    param(&mut p_dst),
+                ],
+                "cuLaunchKernel(motion_keep)",
+            )
+        }
+    }
+}
+
+/// The last two reference planes of a run, in device memory of the five-frame motion's own
+/// (a reference plane of the backend is held for one frame only): two planes of
+/// `width * height` packed 16-bit samples, allocated once.
+pub struct History {
+    ring: [DeviceAlloc<u16>; 2],
+    /// The ring plane written next (it holds the reference two frames back).
+    next: usize,
+    /// References kept since the run started (capped at 2).
+    kept: u8,
+    width: usize,
+}
+
+impl History {
+    /// Allocates the two planes on `stream`.
+    ///
+    /// Errors: [`CudaError::OutOfMemory`].
+    pub fn new(stream: &Arc<CudaStream>, width: usize, height: usize) -> Result<Self, CudaError> {
+        let n = width * height;
+        Ok(Self {
+            ring: [
+                alloc_zeroed::<u16>(stream, n, "cuMemAlloc(motion history)")?,
+                alloc_zeroed::<u16>(stream, n, "cuMemAlloc(motion history)")?,
+            ],
+            next: 0,
+            kept: 0,
+            width,
+        })
+    }
+
+    /// Starts a new run: no reference is two frames back.
+    pub fn restart(&mut self) {
+        self.kept = 0;
+        self.next = 0;
+    }
+
+    /// The reference two frames back, once two are kept.
+    pub fn two_back(&self, stream: &Arc<CudaStream>) -> Option<DevPlane> {
+        if self.kept < 2 {
+            return None;
+        }
+        let ptr = self.ring[self.next].device_ptr(stream).0;
+        Some(DevPlane::new(
+            ptr,
+            self.width * 2,
+            SampleLayout::RIGHT_ALIGNED_U16,
+        ))
+    }
+
+    /// Enqueues the copy of `reference` into the ring (after the kernels that read the plane
+    /// it replaces, on the same stream).
+    ///
+    /// Errors: as [`MotionGpu::keep`].
+    pub fn keep(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        gpu: &MotionGpu,
+        reference: DevPlane,
+    ) -> Result<(), CudaError> {
+        gpu.keep(stream, reference, &mut self.ring[self.next])?;
+        self.next ^= 1;
+        self.kept = (self.kept + 1).min(2);
+        Ok(())
     }
 }
