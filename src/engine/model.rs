@@ -21,6 +21,41 @@ pub const BUILTIN_MODELS: &[(&str, &str)] = &[
     ("vmaf_4k_v0.6.1", include_str!("models/vmaf_4k_v0.6.1.json")),
     // A bootstrap collection: model "0" and 20 bootstrap members (see `NamedModel`).
     ("vmaf_b_v0.6.3", include_str!("models/vmaf_b_v0.6.3.json")),
+    // VMAF v1 (libvmaf 3.2.0, model/vmaf_v1.0.16/ and model/vmaf_v1.0.16_hfr/): CAMBI,
+    // SpEED chroma, ADM with the Barten CSF, motion clipped at 18; `<v>d<h>h` is the viewing
+    // distance in display heights, `_2160` the 4K display, `_hfr_` the five-frame motion.
+    (
+        "vmaf_v1.0.16_3d0h",
+        include_str!("models/vmaf_v1.0.16_3d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_5d0h",
+        include_str!("models/vmaf_v1.0.16_5d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_1d5h_2160",
+        include_str!("models/vmaf_v1.0.16_1d5h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_3d0h_2160",
+        include_str!("models/vmaf_v1.0.16_3d0h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_3d0h",
+        include_str!("models/vmaf_v1.0.16_hfr_3d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_5d0h",
+        include_str!("models/vmaf_v1.0.16_hfr_5d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_1d5h_2160",
+        include_str!("models/vmaf_v1.0.16_hfr_1d5h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_3d0h_2160",
+        include_str!("models/vmaf_v1.0.16_hfr_3d0h_2160.json"),
+    ),
 ];
 
 /// The default model, as in libvmaf.
@@ -107,6 +142,23 @@ pub struct ScoreTransform {
     pub out_gte_in: bool,
 }
 
+/// libvmaf's chroma-from-luma correction of the VMAF v1 models: where the SpEED chroma
+/// feature is exactly 0 (no chroma difference at all, e.g. grey content), it is replaced by
+/// `c * (1 - adm3)` before the SVM, `c` being the model's `chroma_correction_parameter` (120).
+/// Both values pass through the model's normalisation as libvmaf does (denormalised from the
+/// normalised value, the corrected value normalised again).
+/// Source: Netflix/vmaf v3.2.0, libvmaf/src/predict.c (`post_process_feature_from_another`)
+/// and libvmaf/src/read_json_model.c.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ChromaCorrection {
+    /// `chroma_correction_parameter`.
+    parameter: f64,
+    /// Model feature index of the guiding feature (its name contains `adm3`).
+    guiding: usize,
+    /// Model feature index of the corrected feature (its name contains `speed_chroma`).
+    guided: usize,
+}
+
 /// A loaded VMAF nu-SVR model.
 #[derive(Debug, Clone)]
 pub struct Model {
@@ -125,6 +177,9 @@ pub struct Model {
     clip: Option<(f64, f64)>,
     /// Score transform.
     pub transform: ScoreTransform,
+    /// The v1 models' chroma correction (`chroma_correction_parameter`, see
+    /// [`ChromaCorrection`]).
+    chroma_correction: Option<ChromaCorrection>,
     gamma: f64,
     rho: f64,
     /// Dense support vectors, `features.len()` values each.
@@ -147,6 +202,8 @@ struct ModelDict {
     #[serde(default)]
     score_transform: Option<TransformJson>,
     feature_names: Vec<String>,
+    #[serde(default)]
+    chroma_correction_parameter: Option<f64>,
     #[serde(default)]
     feature_opts_dicts: Option<Vec<serde_json::Map<String, serde_json::Value>>>,
     #[serde(default)]
@@ -338,6 +395,38 @@ impl Model {
             },
         };
 
+        let chroma_correction = match d.chroma_correction_parameter {
+            None => None,
+            Some(c) if !c.is_finite() => {
+                return Err(invalid(
+                    "chroma_correction_parameter must be a finite number".into(),
+                ))
+            }
+            // libvmaf skips the correction for a zero parameter.
+            Some(c) if c == 0.0 => None,
+            Some(parameter) => {
+                let only = |part: &str| -> Result<usize, ModelError> {
+                    let mut hits = d
+                        .feature_names
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, name)| name.contains(part));
+                    match (hits.next(), hits.next()) {
+                        (Some((i, _)), None) => Ok(i),
+                        _ => Err(invalid(format!(
+                            "chroma_correction_parameter needs exactly one feature whose name \
+                             contains '{part}'"
+                        ))),
+                    }
+                };
+                Some(ChromaCorrection {
+                    parameter,
+                    guiding: only("adm3")?,
+                    guided: only("speed_chroma")?,
+                })
+            }
+        };
+
         let svm = parse_libsvm(&d.model, n).map_err(invalid)?;
         let all_finite = feature_norm
             .iter()
@@ -356,6 +445,7 @@ impl Model {
             out_norm,
             clip,
             transform,
+            chroma_correction,
             gamma: svm.gamma,
             rho: svm.rho,
             sv: svm.sv,
@@ -384,6 +474,50 @@ impl Model {
             );
         }
         Ok(out)
+    }
+
+    /// Sets the option `option` of the model's feature `feature` (libvmaf's
+    /// `vmaf_model_feature_overload`, the `model` property's `FEATURE.OPTION=VALUE`): `value`
+    /// is read as `true`/`false`, a number, or else text.
+    ///
+    /// Errors: [`ModelError::Invalid`] when `feature` is not a feature the model reads, the
+    /// feature has no such option, or refuses the value.
+    pub fn overload(&mut self, feature: &str, option: &str, value: &str) -> Result<(), ModelError> {
+        let invalid = |reason: String| ModelError::Invalid {
+            origin: self.origin.clone(),
+            reason,
+        };
+        let Some(f) = self
+            .features
+            .iter()
+            .map(|i| i.feature)
+            .find(|f| f.name() == feature)
+        else {
+            let read: Vec<_> = self.features.iter().map(|i| i.feature.name()).collect();
+            return Err(invalid(format!(
+                "'{feature}.{option}': the model reads no feature '{feature}' (it reads: {})",
+                read.join(", ")
+            )));
+        };
+        if !f.accepts(option) {
+            return Err(invalid(format!(
+                "'{feature}.{option}': '{option}' is not an option of {feature}"
+            )));
+        }
+        let v = match value {
+            "true" => OptionValue::Bool(true),
+            "false" => OptionValue::Bool(false),
+            _ => match value.parse::<f64>() {
+                Ok(x) if x.is_finite() => OptionValue::Number(x),
+                _ => OptionValue::Text(value.to_owned()),
+            },
+        };
+        let mut options = self.options.clone();
+        options.set(option, v);
+        f.configure(&options_for(&options, f), true)
+            .map_err(|e| invalid(format!("'{feature}.{option}={value}': {e}")))?;
+        self.options = options;
+        Ok(())
     }
 
     /// The number the model sets for option `key` (e.g. `vif_enhn_gain_limit`), if any.
@@ -435,6 +569,9 @@ impl Model {
                 v
             };
         }
+        if let Some(c) = self.chroma_correction {
+            self.correct_chroma(c, &mut x[..n]);
+        }
         let x = &x[..n];
         let mut sum = 0.0f64;
         for (coef, sv) in self.sv_coef.iter().zip(self.sv.chunks_exact(n)) {
@@ -450,6 +587,29 @@ impl Model {
             (sum - self.out_norm.1) / self.out_norm.0
         } else {
             sum
+        }
+    }
+
+    /// [`ChromaCorrection`] on the normalised features `x`.
+    fn correct_chroma(&self, c: ChromaCorrection, x: &mut [f64]) {
+        let denormalise = |i: usize| -> f64 {
+            let v = x.get(i).copied().unwrap_or(0.0);
+            match self.feature_norm.get(i) {
+                Some(&(slope, intercept)) if self.linear_rescale => (v - intercept) / slope,
+                _ => v,
+            }
+        };
+        let (guiding, guided) = (denormalise(c.guiding), denormalise(c.guided));
+        if guided != 0.0 {
+            return;
+        }
+        let corrected = -c.parameter * guiding + c.parameter;
+        let normalised = match self.feature_norm.get(c.guided) {
+            Some(&(slope, intercept)) if self.linear_rescale => slope * corrected + intercept,
+            _ => corrected,
+        };
+        if let Some(slot) = x.get_mut(c.guided) {
+            *slot = normalised;
         }
     }
 

