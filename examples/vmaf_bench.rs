@@ -141,7 +141,13 @@ struct Args {
     /// Pairs scored by `--profile`.
     #[arg(long, default_value_t = 20)]
     frames: u64,
+    /// The element's `model` list for every run (e.g. `vmaf_v1.0.16_3d0h` for VMAF v1).
+    #[arg(long, default_value = "vmaf_v0.6.1")]
+    model: String,
 }
+
+/// `--model`, for every pipeline [`run`] builds.
+static MODEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// One table cell: a number, or why there is none.
 #[derive(Clone, Debug)]
@@ -546,6 +552,7 @@ fn run(spec: &RunSpec<'_>) -> Result<Outcome, BoxError> {
     let (rsrc, dsrc) = (appsrc(&f.caps), appsrc(&f.caps));
     let cmp = gst::ElementFactory::make("vmafcompare")
         .property_from_str("backend", spec.backend)
+        .property("model", MODEL.get().map_or("vmaf_v0.6.1", String::as_str))
         .property("features", spec.features)
         .property("device-id", spec.device)
         .property("frame-message", true)
@@ -1494,6 +1501,8 @@ fn bench() -> Result<bool, BoxError> {
     let args = Args::parse();
     gst::init()?;
     gstvmafcompare::plugin_register_static()?;
+    let _ = MODEL.set(args.model.clone());
+    println!("model: {}", args.model);
     if let Some(spec) = args.profile.as_deref() {
         return profile(&args, spec).map(|()| true);
     }

@@ -104,7 +104,7 @@ fn oracle(
     let log = temp_path(&format!("oracle_{pix_fmt}_{}.json", models.len()));
     let spec = models
         .iter()
-        .map(|(v, n)| format!("version={v}\\:name={n}"))
+        .map(|(v, n)| format!("version={}\\:name={n}", v.replace(':', "\\:")))
         .collect::<Vec<_>>()
         .join("|");
     let size = format!("{W}x{H}");
@@ -254,4 +254,33 @@ fn v0_beside_v1() {
         "vmaf_v0.6.1,vmaf_v1.0.16_3d0h:name=v1",
         &rename,
     );
+}
+
+/// The HFR motion (five-frame window, moving average, clipped at 18) and the v1 motion (clipped
+/// at 18) set on v0's model through `FEATURE.OPTION=VALUE` (libvmaf's feature overload, in
+/// both tools), on the 8- and 10-bit content: the SAD two frames apart, `motion2` / `motion3`
+/// from the frames around each, the scores.
+#[test]
+fn hfr_and_v1_motion_through_model_options() {
+    let hfr = "motion.motion_five_frame_window=true:motion.motion_moving_average=true:motion.motion_max_val=18";
+    for (pix_fmt, format) in [("yuv420p", "I420"), ("yuv420p10le", "I420_10LE")] {
+        let oracle_models = vec![
+            (format!("vmaf_v0.6.1:{hfr}"), "hfr".to_owned()),
+            (
+                "vmaf_v0.6.1:motion.motion_max_val=18".to_owned(),
+                "m18".to_owned(),
+            ),
+        ];
+        let rename = vec![
+            ("hfr".to_owned(), "vmaf".to_owned()),
+            ("m18".to_owned(), "m18".to_owned()),
+        ];
+        compare(
+            pix_fmt,
+            format,
+            &oracle_models,
+            &format!("vmaf_v0.6.1:{hfr},vmaf_v0.6.1:motion.motion_max_val=18:name=m18"),
+            &rename,
+        );
+    }
 }
