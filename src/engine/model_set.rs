@@ -318,6 +318,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn feature_options_of_a_model() {
+        let l = ModelSpec::parse_list(
+            "vmaf_v0.6.1:motion.motion_max_val=18:motion.motion_five_frame_window=true:name=x",
+        )
+        .unwrap();
+        assert_eq!(
+            l[0].overrides,
+            vec![
+                ("motion".into(), "motion_max_val".into(), "18".into()),
+                (
+                    "motion".into(),
+                    "motion_five_frame_window".into(),
+                    "true".into()
+                ),
+            ]
+        );
+        let m = NamedModel::load(&l[0], "x".into()).unwrap();
+        assert_eq!(m.model.option("motion_max_val"), Some(18.0));
+        // A feature the model does not read, an option its feature does not have, a bad value.
+        for bad in [
+            "vmaf_v0.6.1:psnr.x=1",
+            "vmaf_v0.6.1:motion.vif_enhn_gain_limit=1",
+            "vmaf_v0.6.1:motion.motion_max_val=-3",
+            "vmaf_v0.6.1:.x=1",
+        ] {
+            let spec = ModelSpec::parse_list(bad).and_then(|l| NamedModel::load(&l[0], "x".into()));
+            assert!(spec.is_err(), "{bad} was accepted");
+        }
+    }
+
+    #[test]
     fn parses_libvmaf_style_entries() {
         let l = ModelSpec::parse_list(
             "vmaf_v0.6.1, version=vmaf_v0.6.1:enable_transform:name=phone,/a/b.json",
