@@ -136,7 +136,9 @@ fn integer(
 }
 
 impl AdmConfig {
-    /// Reads the options (keys in [`KEYS`]; others are refused), with libvmaf's ranges.
+    /// Reads the options (`adm_csf_mode`, `adm_dlm_weight`, `adm_enhn_gain_limit`,
+    /// `adm_min_val`, `adm_noise_weight`, `adm_norm_view_dist`, `adm_ref_display_height`;
+    /// others are refused), with libvmaf's ranges.
     ///
     /// Errors: a text naming the option, for an unknown key, a value outside its range or of
     /// the wrong type, or a combination [`AdmConfig::validate`] refuses.
