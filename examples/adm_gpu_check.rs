@@ -208,7 +208,8 @@ fn run_case(
 ) -> Result<(usize, usize), String> {
     let (w, h, bpc) = (case.width, case.height, case.bpc);
     let mut cpu = Adm::new(w, h, bpc).map_err(|e| e.to_string())?;
-    let mut gpu = AdmGpu::new(module, stream, w, h, bpc).map_err(|e| e.to_string())?;
+    let mut gpu =
+        AdmGpu::new(module, stream, w, h, bpc, &AdmConfig::default()).map_err(|e| e.to_string())?;
     let mut d_ref = stream
         .alloc_zeros::<u16>(w * h)
         .map_err(|e| format!("{e:?}"))?;
@@ -232,6 +233,7 @@ fn run_case(
         for gain in [100.0, 1.0, 1.5] {
             let cfg = AdmConfig {
                 enhn_gain_limit: gain,
+                ..AdmConfig::default()
             };
             let want = cpu.compute(&pr, &pd, &cfg).map_err(|e| e.to_string())?;
             gpu.enqueue(
@@ -278,7 +280,8 @@ fn time_1080p(
 ) -> Result<f64, String> {
     let case = synthetic(1920, 1080, bpc, 7);
     let (r, d) = case.frames.first().ok_or("no frame")?;
-    let mut gpu = AdmGpu::new(module, stream, 1920, 1080, bpc).map_err(|e| e.to_string())?;
+    let mut gpu = AdmGpu::new(module, stream, 1920, 1080, bpc, &AdmConfig::default())
+        .map_err(|e| e.to_string())?;
     let d_ref = stream.clone_htod(r).map_err(|e| format!("{e:?}"))?;
     let d_dis = stream.clone_htod(d).map_err(|e| format!("{e:?}"))?;
     let mut d_out = stream

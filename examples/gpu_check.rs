@@ -232,6 +232,7 @@ fn compare(dev: &GpuDevice, case: &Case) -> Result<(usize, usize, String), Strin
     };
     let adm = AdmConfig {
         enhn_gain_limit: case.gain_limit,
+        ..AdmConfig::default()
     };
     let mut cpu =
         CpuBackend::vmaf(case.width, case.height, case.bpc, vif, adm).map_err(|e| e.to_string())?;

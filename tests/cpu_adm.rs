@@ -156,6 +156,7 @@ fn gain_limit_one_not_above_default() {
         p,
         &AdmConfig {
             enhn_gain_limit: 1.0,
+            ..AdmConfig::default()
         },
     );
     for (x, y) in a.iter().zip(&b) {

@@ -18,16 +18,13 @@ use cudarc::driver::{
 };
 
 use super::{
-    ceil_u32, den_finish, dwt_quant_step, finish_scores, AdmConfig, AdmScores, Region, MIN_HEIGHT,
-    MIN_WIDTH, NOISE_WEIGHT,
+    ceil_u32, den_finish, finish_scores, AdmConfig, AdmScores, Csf, CsfMode, Region, MIN_HEIGHT,
+    MIN_WIDTH,
 };
 use crate::cuda::context::{launch, param};
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
 use crate::cuda::plane::DevPlane;
-
-/// Scale-0 CSF factors in Q21/Q21/Q23 (`kernels/adm.cu` uses the same values).
-const S0_RFACTOR: [i64; 3] = [36453, 36453, 49417];
 
 /// Number of scales.
 const SCALES: usize = 4;
@@ -60,7 +57,7 @@ const TILE: (u32, u32) = (32, 8);
 /// Everything the host finish of one scale needs.
 #[derive(Debug, Clone, Copy, Default)]
 struct ScaleConsts {
-    /// CSF factors (`1 / dwt_quant_step`) of bands h, v, d.
+    /// CSF factors of bands h, v, d ([`Csf::rf`]).
     rf: [f32; 3],
     /// Area of the scored region, in coefficients.
     area: i64,
@@ -127,6 +124,9 @@ pub struct AdmGpu {
     band_len: usize,
     /// `f32` value of cos(1 degree)^2 as libvmaf computes it.
     cos_1deg_sq: f32,
+    /// The CSF options the parameter table was built for (`adm_csf_mode`,
+    /// `adm_norm_view_dist`, `adm_ref_display_height`).
+    csf_options: (CsfMode, f64, u32),
     consts: [ScaleConsts; SCALES],
     dwt_s0: CudaFunction,
     dwt_s1: CudaFunction,
@@ -161,13 +161,16 @@ impl AdmGpu {
     pub const RESULT_WORDS: usize = SCALES * WORDS_PER_SCALE;
 
     /// Loads the kernel handles from `module` (the PTX of `kernels/adm.cu`) and allocates all
-    /// scratch for `width` x `height` luma planes of `bpc` bits, on `stream`: per scale-0
+    /// scratch for `width` x `height` luma planes of `bpc` bits, on `stream`, with the CSF
+    /// weights of `cfg` (its `csf_mode`, `norm_view_dist` and `ref_display_height`; they enter
+    /// the kernels as per-scale constants of the parameter table, so every option set runs
+    /// the same kernels at the same speed). Per scale-0
     /// coefficient (`ceil(width/2) * ceil(height/2)` of them) 12 `i16` detail, restored and
     /// additive bands, 4 `i32` masking sums and about 5 bytes of approximation bands, 46 bytes
     /// in all (23.8 MB at 1920x1080, 95 MB at 3840x2160).
     ///
-    /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for a frame below 33x33 or a `bpc` outside
-    /// `8..=16`; `Driver` naming the kernel when the module lacks it; `OutOfMemory` / `Driver`
+    /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for a frame below 33x33, a `bpc` outside
+    /// `8..=16` or a `cfg` that [`AdmConfig::validate`] refuses; `Driver` naming the kernel when the module lacks it; `OutOfMemory` / `Driver`
     /// for a failed allocation or parameter upload.
     pub fn new(
         module: &Arc<CudaModule>,
@@ -175,7 +178,11 @@ impl AdmGpu {
         width: usize,
         height: usize,
         bpc: u32,
+        cfg: &AdmConfig,
     ) -> Result<Self, CudaError> {
+        let csf = cfg
+            .csf()
+            .ok_or_else(|| invalid("AdmGpu::new (unsupported ADM CSF options)"))?;
         if width < MIN_WIDTH || height < MIN_HEIGHT {
             return Err(invalid("AdmGpu::new (frame smaller than 33x33)"));
         }
@@ -204,7 +211,7 @@ impl AdmGpu {
             .zip(consts.iter_mut())
             .enumerate()
         {
-            Self::scale_params(s, dims[s], dims[s + 1], bpc, p, k);
+            Self::scale_params(s, dims[s], dims[s + 1], bpc, &csf, p, k);
         }
 
         let load = |name: &'static str| module.load_function(name).during(name);
@@ -233,6 +240,7 @@ impl AdmGpu {
             dims,
             band_len,
             cos_1deg_sq,
+            csf_options: (cfg.csf_mode, cfg.norm_view_dist, cfg.ref_display_height),
             consts,
             dwt_s0,
             dwt_s1,
@@ -261,15 +269,14 @@ impl AdmGpu {
         input: (usize, usize),
         band: (usize, usize),
         bpc: u32,
+        csf: &Csf,
         p: &mut [i64],
         k: &mut ScaleConsts,
     ) {
         let (w, h) = band;
         let ext = Region::extended(w, h);
         let reg = Region::scored(w, h);
-        let f1 = 1.0f32 / dwt_quant_step(s, 1);
-        let f2 = 1.0f32 / dwt_quant_step(s, 2);
-        let rf = [f1, f1, f2];
+        let rf = csf.rf.get(s).copied().unwrap_or_default();
         let log2w = (w as f64).log2();
         let (sub, sq, cub): ([u32; 3], [u32; 3], [u32; 3]) = if s == 0 {
             let c_hv = ceil_u32(log2w - 4.0);
@@ -279,11 +286,7 @@ impl AdmGpu {
             let c = ceil_u32(log2w);
             ([0; 3], [30; 3], [c; 3])
         };
-        let irf: [i64; 3] = if s == 0 {
-            S0_RFACTOR
-        } else {
-            rf.map(|r| (r as f64 * 4294967296.0) as u32 as i64)
-        };
+        let irf = csf.irf(s);
         let shift_inner = ceil_u32((h as f64).log2());
         let area = reg.area();
         let (den_sq, den_cub, den_row, den_div) = if s == 0 {
@@ -349,9 +352,12 @@ impl AdmGpu {
     /// geometry given to [`AdmGpu::new`]; see [`DevPlane`]'s contract). Writes the first
     /// [`AdmGpu::RESULT_WORDS`] words of `out` (integer sums; see [`AdmGpu::scores`]); the rest
     /// of `out` is untouched. No host allocation, no synchronisation: read `out` back after the
-    /// stream has passed this point.
+    /// stream has passed this point. `cfg` gives the enhancement gain limit; its CSF options
+    /// must be those given to [`AdmGpu::new`].
     ///
-    /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for an `out` shorter than `RESULT_WORDS`; `Driver` naming the kernel for a failed launch.
+    /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for an `out` shorter than `RESULT_WORDS`
+    /// or a `cfg` with other CSF options than `new`'s; `Driver` naming the kernel for a failed
+    /// launch.
     pub fn enqueue(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -360,6 +366,11 @@ impl AdmGpu {
         cfg: &AdmConfig,
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError> {
+        if (cfg.csf_mode, cfg.norm_view_dist, cfg.ref_display_height) != self.csf_options {
+            return Err(invalid(
+                "AdmGpu::enqueue (CSF options differ from those given to AdmGpu::new)",
+            ));
+        }
         let mut out = out
             .try_slice_mut(..Self::RESULT_WORDS)
             .ok_or_else(|| invalid("AdmGpu::enqueue (out shorter than RESULT_WORDS)"))?;
@@ -567,10 +578,11 @@ impl AdmGpu {
     }
 
     /// Host-side finish from the [`AdmGpu::RESULT_WORDS`] words read back from `out`:
-    /// bit-identical to `super::cpu::Adm::compute` for the same frame pair and `cfg`.
+    /// bit-identical to `super::cpu::Adm::compute` for the same frame pair and `cfg` (whose
+    /// noise weight, DLM weight and minimum apply here; its CSF options are `new`'s).
     ///
     /// Returns all-zero scores if `words` is shorter than `RESULT_WORDS`.
-    pub fn scores(&self, words: &[u64], _cfg: &AdmConfig) -> AdmScores {
+    pub fn scores(&self, words: &[u64], cfg: &AdmConfig) -> AdmScores {
         let Some(words) = words.get(..Self::RESULT_WORDS) else {
             return AdmScores::default();
         };
@@ -583,14 +595,14 @@ impl AdmGpu {
             let den_acc = [w[0], w[1], w[2]];
             let dlm_acc = [w[3] as i64, w[4] as i64, w[5] as i64];
             let aim_acc = [w[6] as i64, w[7] as i64, w[8] as i64];
-            let d = den_finish(den_acc, c.den_div, c.rf, c.area);
-            let n = cm_finish(dlm_acc, s, c, NOISE_WEIGHT);
+            let d = den_finish(den_acc, c.den_div, c.rf, c.area, cfg.noise_weight);
+            let n = cm_finish(dlm_acc, s, c, cfg.noise_weight);
             let a = cm_finish(aim_acc, s, c, 0.0);
             if let Some(slot) = per_scale.get_mut(s) {
                 *slot = (n, d, a);
             }
         }
 
-        finish_scores(self.width, self.height, per_scale)
+        finish_scores(self.width, self.height, per_scale, cfg)
     }
 }

@@ -2,20 +2,25 @@
 //! (`integer_adm2`, `integer_aim`, `integer_adm3`, `integer_adm_scale0..3`), bit-exact with
 //! Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_adm.c.
 //!
-//! This file holds what both halves share: options, constants, the scored regions and the
-//! floating-point finish. `cpu/` is the CPU half ([`cpu::Adm`], the reference); `cuda.rs` the
-//! CUDA host half ([`cuda::AdmGpu`]) of `kernels/adm.cu`.
+//! This file holds what both halves share: the scored regions and the floating-point finish.
+//! `config.rs` holds the options (VMAF v0's and v1's: [`AdmConfig`]) and the CSF weights they
+//! select; `cpu/` is the CPU half ([`cpu::Adm`], the reference); `cuda.rs` the CUDA host half
+//! ([`cuda::AdmGpu`]) of `kernels/adm.cu`.
 
+mod config;
 pub mod cpu;
 pub mod cuda;
+
+pub(crate) use config::Csf;
+pub use config::{AdmConfig, CsfMode};
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
 use super::{
-    gain_suffix, indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame,
-    Instance, Options, Section,
+    indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance,
+    Options, Section,
 };
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
@@ -33,40 +38,8 @@ pub const MIN_WIDTH: usize = 33;
 /// Smallest accepted plane height in rows (same reasoning as [`MIN_WIDTH`]).
 pub const MIN_HEIGHT: usize = 33;
 
-/// libvmaf's `DEFAULT_ADM_ENHN_GAIN_LIMIT`.
-const DEFAULT_ENHN_GAIN_LIMIT: f64 = 100.0;
-/// libvmaf's `DEFAULT_ADM_NOISE_WEIGHT`.
-pub(crate) const NOISE_WEIGHT: f64 = 0.03125;
-/// Default `adm_dlm_weight` (weight of DLM against AIM in `adm3`).
-pub(crate) const DLM_WEIGHT: f64 = 0.5;
-/// Default `adm_min_val` (lower clip of `adm3`).
-pub(crate) const MIN_VAL: f64 = 0.0;
 /// libvmaf's `ADM_BORDER_FACTOR`.
 pub(crate) const BORDER_FACTOR: f64 = 0.1;
-/// Default `adm_norm_view_dist`.
-pub(crate) const NORM_VIEW_DIST: f64 = 3.0;
-/// Default `adm_ref_display_height`.
-pub(crate) const REF_DISPLAY_HEIGHT: f64 = 1080.0;
-
-/// Options of libvmaf's integer ADM that VMAF models set (others fixed at libvmaf's defaults:
-/// Watson CSF, viewing distance 3.0 x 1080 rows, noise weight 0.03125, DLM weight 0.5,
-/// minimum value 0.0, scale 0 and AIM computed).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AdmConfig {
-    /// `adm_enhn_gain_limit`: how far the restored detail may exceed the reference detail
-    /// where the distorted image enhances it (>= 1.0; 1.0 disables enhancement gain).
-    /// libvmaf's default is 100.0; `vmaf_v0.6.1neg` uses 1.0.
-    pub enhn_gain_limit: f64,
-}
-
-impl Default for AdmConfig {
-    /// libvmaf's default, `DEFAULT_ADM_ENHN_GAIN_LIMIT` (100.0).
-    fn default() -> Self {
-        Self {
-            enhn_gain_limit: DEFAULT_ENHN_GAIN_LIMIT,
-        }
-    }
-}
 
 /// Per-frame output, each exactly the value libvmaf writes under the name in the comment.
 ///
@@ -80,7 +53,8 @@ pub struct AdmScores {
     /// `integer_aim`: sum of AIM numerators / sum of denominators (0.0 where libvmaf leaves it
     /// undefined, i.e. a zero denominator).
     pub aim: f64,
-    /// `integer_adm3`: `max(0.5 * adm2 + 0.5 * (1 - aim), 0)`.
+    /// `integer_adm3`: `max(w * adm2 + (1 - w) * (1 - aim), min)` with `w` =
+    /// [`AdmConfig::dlm_weight`] and `min` = [`AdmConfig::min_val`] (0.5 and 0 by default).
     pub adm3: f64,
     /// `integer_adm_scale0..3`: per-scale numerator / denominator.
     pub scale: [f64; 4],
@@ -143,39 +117,22 @@ impl Region {
     }
 }
 
-/// `dwt_quant_step` of the Watson model for the luma channel, evaluated in libvmaf's mixture of
-/// `f32` and `f64`.
-pub(crate) fn dwt_quant_step(lambda: usize, theta: usize) -> f32 {
-    const A: f32 = 0.495;
-    const K: f32 = 0.466;
-    const F0: f32 = 0.401;
-    const G: [f32; 4] = [1.501, 1.0, 0.534, 1.0];
-    const AMP: [[f32; 4]; 4] = [
-        [0.62171, 0.67234, 0.72709, 0.67234],
-        [0.34537, 0.41317, 0.49428, 0.41317],
-        [0.18004, 0.22727, 0.28688, 0.22727],
-        [0.091401, 0.11792, 0.15214, 0.11792],
-    ];
-    let g = G.get(theta).copied().unwrap_or(1.0);
-    let amp = AMP
-        .get(lambda)
-        .and_then(|r| r.get(theta))
-        .copied()
-        .unwrap_or(1.0);
-    let r = (NORM_VIEW_DIST * REF_DISPLAY_HEIGHT * std::f64::consts::PI / 180.0) as f32;
-    let temp = (2.0f64.powf((lambda + 1) as f64) * F0 as f64 * g as f64 / r as f64).log10() as f32;
-    (2.0 * A as f64 * 10.0f64.powf((K * temp * temp) as f64) / amp as f64) as f32
-}
-
 /// `(uint32_t)ceil(x)` for the non-negative log values used as shifts.
 #[inline]
 pub(crate) fn ceil_u32(x: f64) -> u32 {
     x.ceil().max(0.0) as u32
 }
 
-/// Final floating-point part of the denominator, in libvmaf's precision.
-pub(crate) fn den_finish(accum: [u64; 3], shift_csf: f64, rf: [f32; 3], area: i64) -> f32 {
-    let powf_add = ((area as f64 * NOISE_WEIGHT) as f32).powf(1.0f32 / 3.0);
+/// Final floating-point part of the denominator, in libvmaf's precision; `noise_weight` is
+/// [`AdmConfig::noise_weight`].
+pub(crate) fn den_finish(
+    accum: [u64; 3],
+    shift_csf: f64,
+    rf: [f32; 3],
+    area: i64,
+    noise_weight: f64,
+) -> f32 {
+    let powf_add = ((area as f64 * noise_weight) as f32).powf(1.0f32 / 3.0);
     let mut d = [0.0f32; 3];
     for ((out, &acc), &r) in d.iter_mut().zip(accum.iter()).zip(rf.iter()) {
         let csf = (acc as f64 / shift_csf) * (r as f64).powf(3.0);
@@ -186,12 +143,14 @@ pub(crate) fn den_finish(accum: [u64; 3], shift_csf: f64, rf: [f32; 3], area: i6
 
 /// Combines the four scales' (numerator, denominator, AIM numerator), as `f32`, into the
 /// scores (libvmaf's `integer_compute_adm` tail): sums in `f64` in scale order, the
-/// near-zero clamps, adm2 = num / den (1 when den is 0), aim, adm3 and the per-scale ratios.
-/// Shared by the CPU extractor and the GPU host finish so both stay bit-identical.
+/// near-zero clamps, adm2 = num / den (1 when den is 0), aim, adm3 (with `cfg`'s DLM weight
+/// and minimum) and the per-scale ratios. Shared by the CPU extractor and the GPU host finish
+/// so both stay bit-identical.
 pub(crate) fn finish_scores(
     width: usize,
     height: usize,
     per_scale: [(f32, f32, f32); 4],
+    cfg: &AdmConfig,
 ) -> AdmScores {
     let mut num = 0.0f64;
     let mut den = 0.0f64;
@@ -210,8 +169,8 @@ pub(crate) fn finish_scores(
         (num / den, aim_num / den)
     };
     let adm3 = f64::max(
-        adm2 * DLM_WEIGHT + (1.0 - aim) * (1.0 - DLM_WEIGHT),
-        MIN_VAL,
+        adm2 * cfg.dlm_weight + (1.0 - aim) * (1.0 - cfg.dlm_weight),
+        cfg.min_val,
     );
     let scale = per_scale.map(|(n, d, _)| n as f64 / d as f64);
     AdmScores {
@@ -255,11 +214,8 @@ impl Feature for AdmFeature {
     }
 
     fn configure(&self, options: &Options, _chroma: bool) -> Result<Arc<dyn Instance>, String> {
-        options.only(&["adm_enhn_gain_limit"])?;
-        let enhn_gain_limit =
-            options.number("adm_enhn_gain_limit", DEFAULT_ENHN_GAIN_LIMIT, 1.0..=100.0)?;
         Ok(Arc::new(AdmInstance {
-            cfg: AdmConfig { enhn_gain_limit },
+            cfg: AdmConfig::from_options(options)?,
         }))
     }
 }
@@ -277,7 +233,7 @@ impl Instance for AdmInstance {
     }
 
     fn key(&self) -> String {
-        gain_suffix(self.cfg.enhn_gain_limit)
+        self.cfg.key()
     }
 
     fn outputs(&self) -> Vec<String> {
@@ -309,7 +265,7 @@ impl Instance for AdmInstance {
         self.check(g)?;
         let module = dev.modules().get("adm")?;
         Ok(Box::new(AdmCuda {
-            gpu: cuda::AdmGpu::new(module, stream, g.width, g.height, g.bpc)?,
+            gpu: cuda::AdmGpu::new(module, stream, g.width, g.height, g.bpc, &self.cfg)?,
             cfg: self.cfg,
         }))
     }

@@ -312,6 +312,7 @@ pub(super) fn csf_den<const S0: bool>(
     reg: Region,
     scale: usize,
     rf: [f32; 3],
+    noise_weight: f64,
 ) -> f32 {
     let len = reg.right - reg.left;
     let rows = reg.bottom - reg.top;
@@ -358,25 +359,21 @@ pub(super) fn csf_den<const S0: bool>(
             .copied()
             .unwrap_or(23);
         let e = conv.wrapping_sub(shift_acc).wrapping_sub(shift_cub);
-        return den_finish(accum, 2.0f64.powf(e as f64), rf, area);
+        return den_finish(accum, 2.0f64.powf(e as f64), rf, area, noise_weight);
     }
     let shift = ((area as f64).log2() - 20.0).ceil().max(0.0) as i32;
-    den_finish(accum, 2.0f64.powf((18 - shift) as f64), rf, area)
-}
-
-/// Fixed-point CSF factor of band `t` (h, v, d = 0, 1, 2): Q21/Q21/Q23 constants at scale 0,
-/// `rf * 2^32` otherwise.
-#[inline]
-pub(super) fn i_rfactor<const S0: bool>(t: usize, rf: f32) -> i64 {
-    if S0 {
-        S0_RFACTOR.get(t).copied().unwrap_or(0) as i64
-    } else {
-        (rf as f64 * 4294967296.0) as u32 as i64
-    }
+    den_finish(
+        accum,
+        2.0f64.powf((18 - shift) as f64),
+        rf,
+        area,
+        noise_weight,
+    )
 }
 
 /// CSF weighting of one band over `reg` (`adm_csf` / `i4_adm_csf`): `dst = rf * src` and
-/// `flt = |dst| / 30`, each rounded as libvmaf does.
+/// `flt = |dst| / 30`, each rounded as libvmaf does. `irf`: band `t`'s fixed-point factor
+/// ([`Csf::irf`]: Q21/Q21/Q23 at scale 0, Q32 otherwise).
 #[allow(clippy::too_many_arguments)]
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
@@ -390,11 +387,11 @@ pub(super) fn csf<const S0: bool>(
     w: usize,
     reg: Region,
     t: usize,
-    rf: f32,
+    irf: i64,
 ) {
     let len = reg.right - reg.left;
     if S0 {
-        let irf = i_rfactor::<true>(t, rf) as i32;
+        let irf = irf as i32;
         let (add, shift) = if t == 2 {
             (65535i32, 17u32)
         } else {
@@ -414,7 +411,6 @@ pub(super) fn csf<const S0: bool>(
             }
         }
     } else {
-        let irf = i_rfactor::<false>(t, rf);
         for i in reg.top..reg.bottom {
             let r = i * w + reg.left..i * w + reg.left + len;
             let (Some(s), Some(d), Some(f)) =
@@ -475,7 +471,8 @@ pub(super) fn centre_term<const S0: bool>(x: i32) -> i32 {
 
 /// Contrast-masking numerator of one scale (`adm_cm` / `i4_adm_cm`): per band, the cube root of
 /// the sum over `reg` of cubed CSF-weighted `masked` coefficients reduced by the masking
-/// threshold from (`dst`, `flt`), plus the noise floor term `noise_weight * area`.
+/// threshold from (`dst`, `flt`), plus the noise floor term `noise_weight * area`. `irf`:
+/// the bands' fixed-point CSF factors ([`Csf::irf`]).
 /// Rows and columns outside the band read mirrored neighbours (-1 reads 1, `n` reads `n - 1`).
 #[allow(clippy::too_many_arguments)]
 #[multiversion::multiversion(targets(
@@ -492,7 +489,7 @@ pub(super) fn cm<const S0: bool>(
     h: usize,
     reg: Region,
     scale: usize,
-    rf: [f32; 3],
+    irf: [i64; 3],
     noise_weight: f64,
 ) -> f32 {
     let log2w = (w as f64).log2();
@@ -505,11 +502,6 @@ pub(super) fn cm<const S0: bool>(
         let c = ceil_u32(log2w);
         ([0; 3], [30; 3], [c; 3])
     };
-    let irf = [
-        i_rfactor::<S0>(0, rf[0]),
-        i_rfactor::<S0>(1, rf[1]),
-        i_rfactor::<S0>(2, rf[2]),
-    ];
     let shift_inner = ceil_u32((h as f64).log2());
     let add_inner = round_add(shift_inner) as i64;
     let len = reg.right - reg.left;

@@ -50,9 +50,6 @@ const I4_FIX_ONE_BY_30: i64 = 143_165_577;
 /// actually subtracts 2^31 before the shift.
 const I4_FLT_ROUND: i64 = i32::MIN as i64;
 
-/// Scale-0 CSF factors in Q21/Q21/Q23 for the default viewing distance and display height.
-const S0_RFACTOR: [i32; 3] = [36453, 36453, 49417];
-
 /// Integer ADM extractor for one frame geometry; holds all scratch memory.
 ///
 /// Source: Netflix/vmaf v3.2.0, `libvmaf/src/feature/integer_adm.c` (`integer_compute_adm`).
@@ -66,8 +63,6 @@ pub struct Adm {
     div_lookup: Vec<i32>,
     /// `f32` value of cos(1 degree)^2 as libvmaf computes it.
     cos_1deg_sq: f32,
-    /// CSF factors (`1 / dwt_quant_step`) for bands h/v and d, per scale.
-    rfactor: [[f32; 3]; 4],
     /// Vertical-pass rows (low and high), one sample of mirror padding left, two right.
     tmp_lo: Vec<i32>,
     tmp_hi: Vec<i32>,
@@ -136,12 +131,6 @@ impl Adm {
         }
         let c = (1.0f64 * std::f64::consts::PI / 180.0).cos();
         let cos_1deg_sq = (c * c) as f32;
-        let mut rfactor = [[0.0f32; 3]; 4];
-        for (lambda, rf) in rfactor.iter_mut().enumerate() {
-            let f1 = 1.0f32 / dwt_quant_step(lambda, 1);
-            let f2 = 1.0f32 / dwt_quant_step(lambda, 2);
-            *rf = [f1, f1, f2];
-        }
         let band = || vec![0i32; band_len];
         let hvd = || [band(), band(), band()];
         Ok(Self {
@@ -151,7 +140,6 @@ impl Adm {
             dims,
             div_lookup,
             cos_1deg_sq,
-            rfactor,
             tmp_lo: vec![0; width + 3],
             tmp_hi: vec![0; width + 3],
             band_a: [[band(), band()], [band(), band()]],
@@ -171,7 +159,8 @@ impl Adm {
     /// Both planes must have the width, height and `bpc` given to [`Adm::new`] (else
     /// [`FeatureError::WrongGeometry`]; also returned for a plane whose `data`/`stride` cannot
     /// hold its geometry). Samples are right-aligned `bpc`-bit values; 8-bit planes give the
-    /// results libvmaf gives for the same `uint8` video.
+    /// results libvmaf gives for the same `uint8` video. A `cfg` that
+    /// [`AdmConfig::validate`] refuses gives NaN scores.
     pub fn compute(
         &mut self,
         reference: &LumaPlane,
@@ -182,19 +171,30 @@ impl Adm {
             FeatureError::check_plane(FEATURE, (self.width, self.height, self.bpc), p)?;
         }
 
+        let Some(csf) = cfg.csf() else {
+            let nan = f64::NAN;
+            return Ok(AdmScores {
+                adm2: nan,
+                aim: nan,
+                adm3: nan,
+                scale: [nan; 4],
+                num: nan,
+                den: nan,
+            });
+        };
         let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); 4];
         for (scale, slot) in per_scale.iter_mut().enumerate() {
             self.dwt_scale(scale, reference, distorted);
             let (w, h) = self.dims[scale + 1];
             let (n, d, a) = if scale == 0 {
-                self.score_scale::<true>(scale, w, h, cfg.enhn_gain_limit)
+                self.score_scale::<true>(scale, w, h, cfg, &csf)
             } else {
-                self.score_scale::<false>(scale, w, h, cfg.enhn_gain_limit)
+                self.score_scale::<false>(scale, w, h, cfg, &csf)
             };
             *slot = (n, d, a);
         }
 
-        Ok(finish_scores(self.width, self.height, per_scale))
+        Ok(finish_scores(self.width, self.height, per_scale, cfg))
     }
 
     /// Runs the DWT of scale `scale` for reference and distorted.
@@ -269,8 +269,10 @@ impl Adm {
         scale: usize,
         w: usize,
         h: usize,
-        gain: f64,
+        cfg: &AdmConfig,
+        csf_w: &Csf,
     ) -> (f32, f32, f32) {
+        let gain = cfg.enhn_gain_limit;
         let n = w * h;
         let ext = Region::extended(w, h);
         let reg = Region::scored(w, h);
@@ -287,14 +289,15 @@ impl Adm {
                 decouple::<S0, false>(&ctx, r, d, &mut self.dec_r, &mut self.dec_a, w, ext);
             }
         }
-        let rf = self.rfactor[scale];
-        let den = csf_den::<S0>(&self.ref_hvd, w, reg, scale, rf);
+        let rf = csf_w.rf.get(scale).copied().unwrap_or_default();
+        let irf = csf_w.irf(scale);
+        let den = csf_den::<S0>(&self.ref_hvd, w, reg, scale, rf, cfg.noise_weight);
 
         let mut out = [0.0f32; 2];
         for (pass, o) in out.iter_mut().enumerate() {
             // pass 0: DLM (r masked by CSF(a)); pass 1: AIM (a masked by CSF(r)).
             let (masker, masked, nw) = if pass == 0 {
-                (&self.dec_a, &self.dec_r, NOISE_WEIGHT)
+                (&self.dec_a, &self.dec_r, cfg.noise_weight)
             } else {
                 (&self.dec_r, &self.dec_a, 0.0)
             };
@@ -306,7 +309,7 @@ impl Adm {
                     w,
                     ext,
                     t,
-                    rf[t],
+                    irf[t],
                 );
             }
             *o = cm::<S0>(
@@ -318,7 +321,7 @@ impl Adm {
                 h,
                 reg,
                 scale,
-                rf,
+                irf,
                 nw,
             );
         }
