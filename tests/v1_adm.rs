@@ -325,6 +325,7 @@ fn compare(ff: &str, w: usize, h: usize, bpc: u32, frames: usize) -> String {
                 reference: &rp,
                 distorted: &dp,
                 previous: None,
+                previous2: None,
                 chroma: None,
             };
             cpu.extract(&f, &mut out).unwrap();
