@@ -224,25 +224,25 @@ fn all_v1(pix_fmt: &str, gst_format: &str) {
 }
 
 #[test]
-#[ignore = "the v1 models need CAMBI and SpEED chroma and ADM's csf_mode 2 (issue 19, not computed yet)"]
+#[ignore = "the v1 models need CAMBI and SpEED chroma (issue 19, not computed yet)"]
 fn all_v1_models_8bit_420() {
     all_v1("yuv420p", "I420");
 }
 
 #[test]
-#[ignore = "the v1 models need CAMBI and SpEED chroma and ADM's csf_mode 2 (issue 19, not computed yet)"]
+#[ignore = "the v1 models need CAMBI and SpEED chroma (issue 19, not computed yet)"]
 fn all_v1_models_10bit_420() {
     all_v1("yuv420p10le", "I420_10LE");
 }
 
 #[test]
-#[ignore = "the v1 models need CAMBI and SpEED chroma and ADM's csf_mode 2 (issue 19, not computed yet)"]
+#[ignore = "the v1 models need CAMBI and SpEED chroma (issue 19, not computed yet)"]
 fn all_v1_models_8bit_444() {
     all_v1("yuv444p", "Y444");
 }
 
 #[test]
-#[ignore = "the v1 models need CAMBI and SpEED chroma and ADM's csf_mode 2 (issue 19, not computed yet)"]
+#[ignore = "the v1 models need CAMBI and SpEED chroma (issue 19, not computed yet)"]
 fn v0_beside_v1() {
     let oracle_models = vec![
         ("vmaf_v0.6.1".to_owned(), "v0".to_owned()),

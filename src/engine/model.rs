@@ -403,7 +403,7 @@ impl Model {
                 ))
             }
             // libvmaf skips the correction for a zero parameter.
-            Some(c) if c == 0.0 => None,
+            Some(0.0) => None,
             Some(parameter) => {
                 let only = |part: &str| -> Result<usize, ModelError> {
                     let mut hits = d
