@@ -26,11 +26,11 @@ pub mod linalg;
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, CudaViewMut};
+use cudarc::driver::CudaStream;
 
 use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Needs,
-    OptionValue, Options, Section,
+    CpuExtractor, CudaExtractor, Feature, Geometry, HostFrame, Instance, Needs, OptionValue,
+    Options, Section,
 };
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
