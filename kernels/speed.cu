@@ -8,12 +8,15 @@
 //   speed_decimate  a thread per decimated sample of every problem: the (rescaled) plane's
 //                   anti-aliasing Gaussian at (16 r, 16 c), vertical pass per column then
 //                   horizontal, mirrored edges -> plane[p];
-//   speed_stats     a block per problem: local-mean subtraction, the 25x25 covariance matrix
-//                   (float means, double centred products in the CPU's eight-lane order),
-//                   its eigenvalues (Householder tridiagonalisation in parallel, the QR
-//                   iteration on one thread), the QR solve of K X = Y (parallel products,
-//                   back substitution a thread per block column), each block's variance and
-//                   entropy -> ent[p], var[p], singular[p];
+//   speed_cov       a block per problem: local-mean subtraction, the 25x25 covariance matrix
+//                   (float means, double centred products in the CPU's eight-lane order) and
+//                   the independent term of the solve;
+//   speed_factor    two blocks per problem, side by side: the eigenvalues (Householder
+//                   tridiagonalisation in parallel, the QR iteration on one thread) and the
+//                   QR solve of K X = Y (parallel products, back substitution a thread per
+//                   block column);
+//   speed_entropy   a block per problem: whether K counts as inverted, each block's variance
+//                   and entropy;
 //   speed_score     one thread per chroma plane: the score over blocks -> out words.
 //
 // Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/speed.c, vif_tools.c; oracle: the CPU half.
@@ -345,34 +348,22 @@ speed_decimate(const __grid_constant__ DecimateParams prm, const uint32_t *__res
     plane[p * count + i] = out;
 }
 
-// Per problem (grid 4, 256 threads): local mean, covariance, eigenvalues, solve, entropies.
-// Scratch, per problem p: plane/tmp op_w * op_h floats; yterm, xsol, rhs N * blocks floats;
-// ent, var blocks floats; singular one int.
+// Per problem (grid 4, 256 threads): local-mean subtraction, the covariance matrix -> kmat[p]
+// (N x N), the independent term -> yterm[p] (N x blocks). Scratch per problem p: plane and tmp
+// op_w * op_h floats.
 extern "C" __global__ void __launch_bounds__(STATS_THREADS)
-speed_stats(const __grid_constant__ StatsParams prm, float *__restrict__ plane_all,
-            float *__restrict__ tmp_all, float *__restrict__ yterm_all,
-            float *__restrict__ xsol_all, float *__restrict__ rhs_all, float *__restrict__ ent_all,
-            float *__restrict__ var_all, int32_t *__restrict__ singular_all) {
-    __shared__ float k_mat[N * N];
-    __shared__ float work[N * N];
-    __shared__ float qm[N * N];
-    __shared__ float hm[N * N];
-    __shared__ float t1[N * N];
-    __shared__ float t2[N * N];
+speed_cov(const __grid_constant__ StatsParams prm, float *__restrict__ plane_all,
+          float *__restrict__ tmp_all, float *__restrict__ kmat_all,
+          float *__restrict__ yterm_all) {
     __shared__ float means[N];
-    __shared__ float d[N], sd[N], v[N], xv[N], eig[N];
-    __shared__ float sh_tau;
-    __shared__ int sh_singular;
-
     const int p = blockIdx.x;
     const int tid = threadIdx.x;
     const int w = prm.op_w, h = prm.op_h;
     const int nb = prm.blocks_x * prm.blocks_y;
     float *plane = plane_all + (size_t)p * w * h;
     float *tmp = tmp_all + (size_t)p * w * h;
+    float *k_mat = kmat_all + (size_t)p * N * N;
     float *yterm = yterm_all + (size_t)p * N * nb;
-    float *xsol = xsol_all + (size_t)p * N * nb;
-    float *rhs = rhs_all + (size_t)p * N * nb;
 
     // Local mean: vertical pass into tmp, then horizontal pass subtracted from the plane.
     const int radius = prm.local_taps / 2;
@@ -452,26 +443,6 @@ speed_stats(const __grid_constant__ StatsParams prm, float *__restrict__ plane_a
         k_mat[a * N + b] = cv;
         k_mat[b * N + a] = cv;
     }
-    __syncthreads();
-
-    // Eigenvalues.
-    for (int i = tid; i < N * N; i += blockDim.x) {
-        work[i] = k_mat[i];
-    }
-    __syncthreads();
-    tridiagonalize(work, d, sd, v, xv, &sh_tau, tid);
-    if (tid == 0) {
-        eigen_iterate(d, sd);
-        int singular = 0;
-        for (int i = 0; i < N; ++i) {
-            eig[i] = d[i];
-            if ((double)d[i] < EIGEN_EPS) {
-                singular = 1;
-            }
-        }
-        sh_singular = singular;
-    }
-    __syncthreads();
 
     // Independent term: yterm[e][block] = plane[5 by + e / 5][5 bx + e % 5].
     for (int i = tid; i < N * nb; i += blockDim.x) {
@@ -479,110 +450,179 @@ speed_stats(const __grid_constant__ StatsParams prm, float *__restrict__ plane_a
         const int by = blk / prm.blocks_x, bx = blk % prm.blocks_x;
         yterm[i] = plane[(by * BLK + e / BLK) * w + bx * BLK + e % BLK];
     }
+}
+
+// The covariance matrix's factorisations, two blocks per problem p (grid 8, 256 threads):
+// block 2p + 0 its eigenvalues -> eig[p] (Householder tridiagonalisation by the block, the QR
+// iteration on one thread); block 2p + 1 the QR solve of K X = Y -> xsol[p] (N x blocks, as if
+// K were regular) and ok[p] = 1 when no diagonal entry of R is below 1e-6. The two run side
+// by side; speed_entropy decides which result counts.
+extern "C" __global__ void __launch_bounds__(STATS_THREADS)
+speed_factor(const __grid_constant__ StatsParams prm, const float *__restrict__ kmat_all,
+             const float *__restrict__ yterm_all, float *__restrict__ rhs_all,
+             float *__restrict__ xsol_all, float *__restrict__ eig_all,
+             int32_t *__restrict__ ok_all) {
+    __shared__ float k_mat[N * N];
+    __shared__ float work[N * N];
+    __shared__ float qm[N * N];
+    __shared__ float hm[N * N];
+    __shared__ float t1[N * N];
+    __shared__ float t2[N * N];
+    __shared__ float d[N], sd[N], v[N], xv[N];
+    __shared__ float sh_tau;
+
+    const int p = blockIdx.x >> 1;
+    const int role = blockIdx.x & 1;
+    const int tid = threadIdx.x;
+    const int nb = prm.blocks_x * prm.blocks_y;
+    const float *yterm = yterm_all + (size_t)p * N * nb;
+    float *rhs = rhs_all + (size_t)p * N * nb;
+    float *xsol = xsol_all + (size_t)p * N * nb;
+    for (int i = tid; i < N * N; i += blockDim.x) {
+        k_mat[i] = kmat_all[(size_t)p * N * N + i];
+        work[i] = k_mat[i];
+    }
+    __syncthreads();
+
+    if (role == 0) {
+        tridiagonalize(work, d, sd, v, xv, &sh_tau, tid);
+        if (tid == 0) {
+            eigen_iterate(d, sd);
+            for (int i = 0; i < N; ++i) {
+                eig_all[(size_t)p * N + i] = d[i];
+            }
+        }
+        return;
+    }
 
     // QR decomposition of K (Householder reflections as libvmaf: on the minor, full
     // products): qm = product of reflections, t1 = R = qm * K.
-    const bool regular = !sh_singular;
-    if (regular) {
+    for (int i = tid; i < N * N; i += blockDim.x) {
+        work[i] = k_mat[i];
+        qm[i] = (i / N == i % N) ? 1.0f : 0.0f;
+    }
+    __syncthreads();
+    for (int k = 0; k < N - 1; ++k) {
         for (int i = tid; i < N * N; i += blockDim.x) {
-            work[i] = k_mat[i];
-            qm[i] = (i / N == i % N) ? 1.0f : 0.0f;
-        }
-        __syncthreads();
-        for (int k = 0; k < N - 1; ++k) {
-            for (int i = tid; i < N * N; i += blockDim.x) {
-                const int r = i / N, c = i % N;
-                if (r < k || c < k) {
-                    work[i] = (r == c) ? 1.0f : 0.0f;
-                }
+            const int r = i / N, c = i % N;
+            if (r < k || c < k) {
+                work[i] = (r == c) ? 1.0f : 0.0f;
             }
-            __syncthreads();
-            if (tid == 0) {
-                for (int i = 0; i < N; ++i) {
-                    v[i] = work[i * N + k];
-                }
-                float nrm = 0.0f;
-                for (int i = 0; i < N; ++i) {
-                    nrm = f_add(nrm, f_mul(v[i], v[i]));
-                }
-                nrm = f_sqrt(nrm);
-                v[k] = f_add(v[k], f_mul(sign_of(k_mat[k * N + k]), nrm));
-                float n2 = 0.0f;
-                for (int i = 0; i < N; ++i) {
-                    n2 = f_add(n2, f_mul(v[i], v[i]));
-                }
-                n2 = f_sqrt(n2);
-                for (int i = 0; i < N; ++i) {
-                    v[i] = f_div(v[i], n2);
-                }
-            }
-            __syncthreads();
-            for (int i = tid; i < N * N; i += blockDim.x) {
-                const int r = i / N, c = i % N;
-                float hv = f_mul(f_mul(-2.0f, v[r]), v[c]);
-                if (r == c) {
-                    hv = f_add(hv, 1.0f);
-                }
-                hm[i] = hv;
-            }
-            __syncthreads();
-            for (int i = tid; i < N * N; i += blockDim.x) {
-                const int r = i / N, c = i % N;
-                t1[i] = dot_col(hm, work, r, c);
-                t2[i] = dot_col(hm, qm, r, c);
-            }
-            __syncthreads();
-            for (int i = tid; i < N * N; i += blockDim.x) {
-                work[i] = t1[i];
-                qm[i] = t2[i];
-            }
-            __syncthreads();
-        }
-        for (int i = tid; i < N * N; i += blockDim.x) {
-            t1[i] = dot_col(qm, k_mat, i / N, i % N);
         }
         __syncthreads();
         if (tid == 0) {
             for (int i = 0; i < N; ++i) {
-                if ((double)fabsf(t1[i * N + i]) < EIGEN_EPS) {
-                    sh_singular = 1;
-                }
+                v[i] = work[i * N + k];
+            }
+            float nrm = 0.0f;
+            for (int i = 0; i < N; ++i) {
+                nrm = f_add(nrm, f_mul(v[i], v[i]));
+            }
+            nrm = f_sqrt(nrm);
+            v[k] = f_add(v[k], f_mul(sign_of(k_mat[k * N + k]), nrm));
+            float n2 = 0.0f;
+            for (int i = 0; i < N; ++i) {
+                n2 = f_add(n2, f_mul(v[i], v[i]));
+            }
+            n2 = f_sqrt(n2);
+            for (int i = 0; i < N; ++i) {
+                v[i] = f_div(v[i], n2);
             }
         }
-        // rhs = qm * yterm, each entry summed over k ascending.
-        for (int i = tid; i < N * nb; i += blockDim.x) {
-            const int r = i / nb, blk = i % nb;
-            float acc = 0.0f;
-            for (int k = 0; k < N; ++k) {
-                acc = f_add(acc, f_mul(qm[r * N + k], yterm[k * nb + blk]));
+        __syncthreads();
+        for (int i = tid; i < N * N; i += blockDim.x) {
+            const int r = i / N, c = i % N;
+            float hv = f_mul(f_mul(-2.0f, v[r]), v[c]);
+            if (r == c) {
+                hv = f_add(hv, 1.0f);
             }
-            rhs[i] = acc;
+            hm[i] = hv;
+        }
+        __syncthreads();
+        for (int i = tid; i < N * N; i += blockDim.x) {
+            const int r = i / N, c = i % N;
+            t1[i] = dot_col(hm, work, r, c);
+            t2[i] = dot_col(hm, qm, r, c);
+        }
+        __syncthreads();
+        for (int i = tid; i < N * N; i += blockDim.x) {
+            work[i] = t1[i];
+            qm[i] = t2[i];
         }
         __syncthreads();
     }
-    const bool solved = !sh_singular;
-    // Back substitution, a thread per block column (zeros when not solved).
-    for (int j = tid; j < nb; j += blockDim.x) {
-        for (int i = N - 1; i >= 0; --i) {
-            float val = 0.0f;
-            if (solved) {
-                float t = rhs[i * nb + j];
-                for (int k = i + 1; k < N; ++k) {
-                    t = f_sub(t, f_mul(xsol[k * nb + j], t1[i * N + k]));
-                }
-                val = f_div(t, t1[i * N + i]);
-            }
-            xsol[i * nb + j] = val;
-        }
+    for (int i = tid; i < N * N; i += blockDim.x) {
+        t1[i] = dot_col(qm, k_mat, i / N, i % N);
     }
     __syncthreads();
+    if (tid == 0) {
+        int ok = 1;
+        for (int i = 0; i < N; ++i) {
+            if ((double)fabsf(t1[i * N + i]) < EIGEN_EPS) {
+                ok = 0;
+            }
+        }
+        ok_all[p] = ok;
+    }
+    // rhs = qm * yterm, each entry summed over k ascending.
+    for (int i = tid; i < N * nb; i += blockDim.x) {
+        const int r = i / nb, blk = i % nb;
+        float acc = 0.0f;
+        for (int k = 0; k < N; ++k) {
+            acc = f_add(acc, f_mul(qm[r * N + k], yterm[k * nb + blk]));
+        }
+        rhs[i] = acc;
+    }
+    __syncthreads();
+    // Back substitution, a thread per block column.
+    for (int j = tid; j < nb; j += blockDim.x) {
+        for (int i = N - 1; i >= 0; --i) {
+            float t = rhs[i * nb + j];
+            for (int k = i + 1; k < N; ++k) {
+                t = f_sub(t, f_mul(xsol[k * nb + j], t1[i * N + k]));
+            }
+            xsol[i * nb + j] = f_div(t, t1[i * N + i]);
+        }
+    }
+}
 
+// Per problem (grid 4, 256 threads): whether K was inverted (no eigenvalue below 1e-6 and
+// R's diagonal clear of it; else the solution counts as 0), each block's variance and entropy
+// -> ent[p], var[p] (blocks each), singular[p].
+extern "C" __global__ void __launch_bounds__(STATS_THREADS)
+speed_entropy(const __grid_constant__ StatsParams prm, const float *__restrict__ yterm_all,
+              const float *__restrict__ xsol_all, const float *__restrict__ eig_all,
+              const int32_t *__restrict__ ok_all, float *__restrict__ ent_all,
+              float *__restrict__ var_all, int32_t *__restrict__ singular_all) {
+    __shared__ float eig[N];
+    __shared__ int sh_solved;
+    const int p = blockIdx.x;
+    const int tid = threadIdx.x;
+    const int nb = prm.blocks_x * prm.blocks_y;
+    const float *yterm = yterm_all + (size_t)p * N * nb;
+    const float *xsol = xsol_all + (size_t)p * N * nb;
+    if (tid < N) {
+        eig[tid] = eig_all[(size_t)p * N + tid];
+    }
+    __syncthreads();
+    if (tid == 0) {
+        bool regular = true;
+        for (int i = 0; i < N; ++i) {
+            if ((double)eig[i] < EIGEN_EPS) {
+                regular = false;
+            }
+        }
+        sh_solved = (regular && ok_all[p] != 0) ? 1 : 0;
+        singular_all[p] = sh_solved ? 0 : 1;
+    }
+    __syncthreads();
+    const bool solved = sh_solved != 0;
     // Variances and entropies per block.
     const double c2pie = log2(2.0 * 3.14159265358979323846 * 2.71828182845904523536);
     for (int j = tid; j < nb; j += blockDim.x) {
-        float s = f_div(f_mul(xsol[j], yterm[j]), (float)N);
+        float s = f_div(f_mul(solved ? xsol[j] : 0.0f, yterm[j]), (float)N);
         for (int e = 1; e < N; ++e) {
-            s = f_add(s, f_div(f_mul(xsol[e * nb + j], yterm[e * nb + j]), (float)N));
+            s = f_add(s, f_div(f_mul(solved ? xsol[e * nb + j] : 0.0f, yterm[e * nb + j]), (float)N));
         }
         float ent = 0.0f;
         for (int e = 0; e < N; ++e) {
@@ -592,9 +632,6 @@ speed_stats(const __grid_constant__ StatsParams prm, float *__restrict__ plane_a
         }
         ent_all[(size_t)p * nb + j] = ent;
         var_all[(size_t)p * nb + j] = s;
-    }
-    if (tid == 0) {
-        singular_all[p] = solved ? 0 : 1;
     }
 }
 

@@ -1,9 +1,10 @@
 //! Host side of `kernels/speed.cu`: SpEED chroma on the GPU.
 //!
-//! Three launches per frame on the extractor's side stream: `speed_decimate` (a thread per
-//! decimated sample of the four planes: Cb and Cr of both frames), `speed_stats` (a block per
-//! plane: local mean, covariance, eigenvalues, QR solve, entropies) and `speed_score` (the two
-//! chroma scores). The kernels do the CPU half's float and double operations in its order with
+//! Five launches per frame on the extractor's side stream: `speed_decimate` (a thread per
+//! decimated sample of the four planes: Cb and Cr of both frames), `speed_cov` (a block per
+//! plane: local mean, covariance matrix), `speed_factor` (two blocks per plane running side by
+//! side: eigenvalues; QR solve), `speed_entropy` (a block per plane: variances, entropies) and
+//! `speed_score` (the two chroma scores). The kernels do the CPU half's float and double operations in its order with
 //! explicit roundings (no FMA contraction), so the values are the CPU's except where CUDA's
 //! `log2` (within 1 ulp in double, then rounded to float) differs from glibc's; the GPU test
 //! allows 1e-5 per output.
@@ -51,7 +52,8 @@ struct DecimateParams {
 }
 const _: () = assert!(std::mem::size_of::<DecimateParams>() == 328);
 
-/// `speed_stats`' parameters (`struct StatsParams`, 80 bytes).
+/// The parameters of `speed_cov`, `speed_factor` and `speed_entropy` (`struct StatsParams`,
+/// 80 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 struct StatsParams {
@@ -80,13 +82,19 @@ const _: () = assert!(std::mem::size_of::<ScoreParams>() == 16);
 /// The SpEED chroma kernels and their scratch for one geometry and option set.
 pub struct SpeedGpu {
     decimate: CudaFunction,
-    stats: CudaFunction,
+    cov: CudaFunction,
+    factor: CudaFunction,
+    entropy: CudaFunction,
     score: CudaFunction,
     /// Rescaling tables: `[i1, i2, frac bits]` x scaled width, then x scaled height.
     taps: DeviceAlloc<u32>,
     /// Decimated planes and the local mean's pass: `4 * op_width * op_height` each.
     plane: DeviceAlloc<f32>,
     tmp: DeviceAlloc<f32>,
+    /// Covariance matrices `4 * 25 * 25`, eigenvalues `4 * 25`, solve flags 4.
+    kmat: DeviceAlloc<f32>,
+    eig: DeviceAlloc<f32>,
+    ok: DeviceAlloc<i32>,
     /// Independent term, solution, rotated right-hand side: `4 * 25 * blocks` each.
     yterm: DeviceAlloc<f32>,
     xsol: DeviceAlloc<f32>,
@@ -124,7 +132,9 @@ impl SpeedGpu {
     ) -> Result<Self, CudaError> {
         let m = dev.modules().get("speed")?;
         let decimate = function(m, "speed_decimate", "cuModuleGetFunction(speed_decimate)")?;
-        let stats = function(m, "speed_stats", "cuModuleGetFunction(speed_stats)")?;
+        let cov = function(m, "speed_cov", "cuModuleGetFunction(speed_cov)")?;
+        let factor = function(m, "speed_factor", "cuModuleGetFunction(speed_factor)")?;
+        let entropy = function(m, "speed_entropy", "cuModuleGetFunction(speed_entropy)")?;
         let score = function(m, "speed_score", "cuModuleGetFunction(speed_score)")?;
         let mut table = Vec::with_capacity(3 * (dims.scaled_width + dims.scaled_height));
         for t in [
@@ -141,6 +151,9 @@ impl SpeedGpu {
         let f32s = |n: usize, what| alloc_zeroed::<f32>(stream, n, what);
         let plane = f32s(area, "cuMemAlloc(speed decimated planes)")?;
         let tmp = f32s(area, "cuMemAlloc(speed local mean)")?;
+        let kmat = f32s(4 * N * N, "cuMemAlloc(speed covariance matrices)")?;
+        let eig = f32s(4 * N, "cuMemAlloc(speed eigenvalues)")?;
+        let ok = alloc_zeroed::<i32>(stream, 4, "cuMemAlloc(speed solve flags)")?;
         let yterm = f32s(4 * N * nb, "cuMemAlloc(speed independent term)")?;
         let xsol = f32s(4 * N * nb, "cuMemAlloc(speed solution)")?;
         let rhs = f32s(4 * N * nb, "cuMemAlloc(speed right-hand side)")?;
@@ -189,11 +202,16 @@ impl SpeedGpu {
         };
         Ok(Self {
             decimate,
-            stats,
+            cov,
+            factor,
+            entropy,
             score,
             taps,
             plane,
             tmp,
+            kmat,
+            eig,
+            ok,
             yterm,
             xsol,
             rhs,
@@ -269,6 +287,9 @@ impl CudaExtractor for SpeedGpu {
         let mut p_taps = self.taps.device_ptr_mut(stream).0;
         let mut p_plane = self.plane.device_ptr_mut(stream).0;
         let mut p_tmp = self.tmp.device_ptr_mut(stream).0;
+        let mut p_k = self.kmat.device_ptr_mut(stream).0;
+        let mut p_eig = self.eig.device_ptr_mut(stream).0;
+        let mut p_ok = self.ok.device_ptr_mut(stream).0;
         let mut p_y = self.yterm.device_ptr_mut(stream).0;
         let mut p_x = self.xsol.device_ptr_mut(stream).0;
         let mut p_rhs = self.rhs.device_ptr_mut(stream).0;
@@ -291,25 +312,58 @@ impl CudaExtractor for SpeedGpu {
                 &mut [param(&mut dp), param(&mut p_taps), param(&mut p_plane)],
                 "cuLaunchKernel(speed_decimate)",
             )?;
-            // SAFETY: speed_stats(StatsParams, f32* x 7, i32*): every buffer sized at init for
-            // 4 problems of these dims.
+            // SAFETY: speed_cov(StatsParams, f32* x 4): plane, tmp (4 * op_w * op_h), kmat
+            // (4 * 625), yterm (4 * 25 * blocks), all sized at init for these dims.
             launch(
                 stream,
-                &self.stats,
+                &self.cov,
                 (4, 1, 1),
                 (STATS_THREADS, 1, 1),
                 &mut [
                     param(&mut sp),
                     param(&mut p_plane),
                     param(&mut p_tmp),
+                    param(&mut p_k),
+                    param(&mut p_y),
+                ],
+                "cuLaunchKernel(speed_cov)",
+            )?;
+            // SAFETY: speed_factor(StatsParams, const f32* x 2, f32* x 3, i32*): kmat, yterm,
+            // rhs, xsol (4 * 25 * blocks), eig (4 * 25), ok (4), sized at init.
+            launch(
+                stream,
+                &self.factor,
+                (8, 1, 1),
+                (STATS_THREADS, 1, 1),
+                &mut [
+                    param(&mut sp),
+                    param(&mut p_k),
+                    param(&mut p_y),
+                    param(&mut p_rhs),
+                    param(&mut p_x),
+                    param(&mut p_eig),
+                    param(&mut p_ok),
+                ],
+                "cuLaunchKernel(speed_factor)",
+            )?;
+            // SAFETY: speed_entropy(StatsParams, const f32* x 3, const i32*, f32* x 2, i32*):
+            // yterm, xsol, eig, ok, ent and var (4 * blocks), singular (4), sized at init.
+            launch(
+                stream,
+                &self.entropy,
+                (4, 1, 1),
+                (STATS_THREADS, 1, 1),
+                &mut [
+                    param(&mut sp),
                     param(&mut p_y),
                     param(&mut p_x),
-                    param(&mut p_rhs),
+                    param(&mut p_eig),
+                    param(&mut p_ok),
                     param(&mut p_ent),
                     param(&mut p_var),
                     param(&mut p_sing),
                 ],
-                "cuLaunchKernel(speed_stats)",
+                "cuLaunchKernel(speed_entropy)",
             )?;
             // SAFETY: speed_score(ScoreParams, const f32*, const f32*, const i32*, u64*);
             // `out` holds >= 4 words (checked above).
