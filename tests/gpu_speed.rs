@@ -1,11 +1,11 @@
 //! SpEED chroma's CUDA half against its CPU half (itself checked against libvmaf in
 //! tests/v1_speed.rs), frame by frame through the registry's `speed_chroma` instance with the
 //! v1 models' options: Netflix's src01 pairs (real content, 3 frames at 8 and 10 bits) at
-//! their size, upscaled to 1920x1080 in 4:2:0 and 4:4:4, and to 3840x2160 with the 2160
-//! models' prescale (0.5, bilinear). 8-bit planes go up as bytes, 10-bit as `u16`. Each output
-//! within 1e-5 of the CPU's (the kernels round every operation as the CPU does; CUDA's
-//! double `log2` may differ from glibc's by an ulp), and the same words when a frame is run
-//! twice. Skipped (with a printed reason) where no GPU is usable.
+//! their size, upscaled to 1920x1080 in 4:2:0 and 4:4:4, to an odd 1283x721, and to
+//! 3840x2160 with the 2160 models' prescale (0.5, bilinear). 8-bit planes go up as bytes,
+//! 10-bit as `u16`. Each output within 1e-5 of the CPU's (the kernels round every operation
+//! as the CPU does; CUDA's double `log2` may differ from glibc's by an ulp), and the same
+//! words when a frame is run twice. Skipped (with a printed reason) where no GPU is usable.
 //!
 //! Run: `cargo test --release --test gpu_speed -- --nocapture`.
 
@@ -276,6 +276,9 @@ fn gpu_matches_cpu() {
             &scaled(1920, 1080),
             None,
         );
+        // Odd luma size: libvmaf reads the chroma planes rounded down (641x360 of 642x361).
+        let label = format!("1283x721 4:2:0 {bpc}-bit");
+        run_case(&dev, &stream, &label, (1283, 721), &scaled(642, 361), None);
         let label = format!("3840x2160 4:2:0 {bpc}-bit prescale 0.5");
         run_case(
             &dev,

@@ -106,7 +106,7 @@ fn content(w: u32, h: u32, pix_fmt: &str, frames: usize) -> (PathBuf, PathBuf) {
         .collect::<Vec<_>>(),
     );
     let size = format!("{w}x{h}");
-    ffmpeg(&[
+    let input = [
         "-f",
         "rawvideo",
         "-pix_fmt",
@@ -115,6 +115,19 @@ fn content(w: u32, h: u32, pix_fmt: &str, frames: usize) -> (PathBuf, PathBuf) {
         &size,
         "-i",
         r.to_str().unwrap(),
+    ];
+    if w % 2 == 1 || h % 2 == 1 {
+        // x264 takes no odd 4:2:0 sizes: blur and noise instead.
+        let filter = [
+            "-vf",
+            "gblur=sigma=0.8,noise=alls=6:allf=t",
+            "-f",
+            "rawvideo",
+        ];
+        ffmpeg(&[&input[..], &filter, &[d.to_str().unwrap()]].concat());
+        return (r, d);
+    }
+    let encode = [
         "-c:v",
         "libx264",
         "-preset",
@@ -124,7 +137,8 @@ fn content(w: u32, h: u32, pix_fmt: &str, frames: usize) -> (PathBuf, PathBuf) {
         "-pix_fmt",
         pix_fmt,
         mp4.to_str().unwrap(),
-    ]);
+    ];
+    ffmpeg(&[&input[..], &encode].concat());
     ffmpeg(&[
         "-i",
         mp4.to_str().unwrap(),
@@ -281,11 +295,12 @@ fn bikes_case(w: u32, h: u32, pix_fmt: &str, sub: (u32, u32), bpc: u32, prescale
     let frames = if h > 1080 { 1 } else { 2 };
     let (r, d) = content(w, h, pix_fmt, frames);
     let theirs = oracle((w, h, pix_fmt), &r, &d, prescale);
+    // The files' chroma planes round up (libvmaf reads them rounded down).
     let geo = (
         w as usize,
         h as usize,
-        (w / sub.0) as usize,
-        (h / sub.1) as usize,
+        w.div_ceil(sub.0) as usize,
+        h.div_ceil(sub.1) as usize,
         bpc,
     );
     let (names, values) = ours(geo, &r, &d, frames, &v1_options(prescale));
@@ -311,6 +326,11 @@ fn bikes_1080p_420p8() {
 #[test]
 fn bikes_1080p_420p10() {
     bikes_case(1920, 1080, "yuv420p10le", (2, 2), 10, None);
+}
+
+#[test]
+fn bikes_odd_size_420p8() {
+    bikes_case(1283, 721, "yuv420p", (2, 2), 8, None);
 }
 
 #[test]
