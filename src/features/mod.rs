@@ -23,6 +23,7 @@
 pub mod adm;
 pub mod motion;
 pub mod psnr;
+pub mod speed;
 pub mod ssim;
 pub mod ssimulacra2;
 pub mod vif;
@@ -46,6 +47,7 @@ use crate::video::frame::{ChromaPair, FeatureError, LumaPlane};
 /// (with [`Feature::section`]). Adding a metric: its folder, and one line here.
 pub static REGISTRY: &[&dyn Feature] = &[
     &psnr::PSNR,
+    &speed::SPEED_CHROMA,
     &adm::ADM,
     &motion::MOTION,
     &vif::VIF,
