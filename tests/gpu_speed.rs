@@ -200,6 +200,7 @@ fn run_case(
                 reference: &lp,
                 distorted: &lp,
                 previous: None,
+                previous2: None,
                 chroma: Some(&pair),
             },
             &mut want,

@@ -261,6 +261,7 @@ fn ours(
             reference: &lr,
             distorted: &ld,
             previous: None,
+            previous2: None,
             chroma: Some(&chroma),
         };
         let mut v = [0.0; 3];

@@ -21,6 +21,7 @@
 //! [`Instance::finish`] (values that need the next frame) and `close` is `Drop`.
 
 pub mod adm;
+pub mod cambi;
 pub mod motion;
 pub mod psnr;
 pub mod speed;
@@ -47,6 +48,7 @@ use crate::video::frame::{ChromaPair, FeatureError, LumaPlane};
 /// (with [`Feature::section`]). Adding a metric: its folder, and one line here.
 pub static REGISTRY: &[&dyn Feature] = &[
     &psnr::PSNR,
+    &cambi::CAMBI,
     &speed::SPEED_CHROMA,
     &adm::ADM,
     &motion::MOTION,

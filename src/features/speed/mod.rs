@@ -488,11 +488,14 @@ impl Instance for SpeedInstance {
         g: &Geometry,
     ) -> Result<Box<dyn CudaExtractor>, CudaError> {
         let dims = self.dims(g)?;
-        let _ = (dev, stream, dims);
-        Err(CudaError::Driver {
-            call: "speed",
-            code: "TODO".to_owned(),
-        })
+        Ok(Box::new(cuda::SpeedGpu::new(
+            dev,
+            stream,
+            dims,
+            (g.width, g.height),
+            g.bpc,
+            self.cfg,
+        )?))
     }
 }
 
