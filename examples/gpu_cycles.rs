@@ -59,6 +59,9 @@ struct Args {
     /// `psnr,float_ssim,float_ms_ssim,ssimulacra2`.
     #[arg(long, default_value = "")]
     features: String,
+    /// vmafcompare `model` list, e.g. `vmaf_v1.0.16_3d0h` for VMAF v1.
+    #[arg(long, default_value = "vmaf_v0.6.1")]
+    model: String,
     /// CUDA devices to alternate between, one per cycle (`device-id`), comma-separated;
     /// needs `--mode null` when more than one (the device is chosen at NULL -> READY).
     #[arg(long, default_value = "0", value_delimiter = ',')]
@@ -158,8 +161,8 @@ fn run(args: &Args) -> Result<bool, String> {
     let desc = format!(
         "appsrc name=r format=time{upload} ! cmp.reference \
          appsrc name=d format=time{upload} ! cmp.distorted \
-         vmafcompare name=cmp backend={} features=\"{}\" frame-message=false ! fakesink",
-        args.backend, args.features
+         vmafcompare name=cmp backend={} features=\"{}\" model=\"{}\" frame-message=false ! fakesink",
+        args.backend, args.features, args.model
     );
     let pipeline = gst::parse::launch(&desc)
         .map_err(|e| e.to_string())?

@@ -22,13 +22,14 @@ use gstvmafcompare::cuda::{fault, GpuDevice};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-fn desc(backend: &str) -> String {
+/// The 576x324 8-bit reference pair through `vmafcompare backend=<backend> model=<model>`.
+fn desc(backend: &str, model: &str) -> String {
     let pair = reference_pairs()
         .into_iter()
         .find(|p| p.width == 576 && p.format == "I420")
         .expect("576x324 8-bit reference pair");
     format!(
-        "{} {} vmafcompare name=cmp backend={backend} ! fakesink",
+        "{} {} vmafcompare name=cmp backend={backend} model={model} ! fakesink",
         raw_branch(
             &pair.reference,
             pair.width,
@@ -59,6 +60,24 @@ fn scores(out: &RunOutput) -> Vec<Vec<u64>> {
     ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
 )]
 fn every_init_and_allocation_step_can_fail_cleanly() {
+    inject_every_step("vmaf_v0.6.1");
+}
+
+/// The same with VMAF v1 (issue 19): CAMBI's, SpEED chroma's and the Barten-CSF ADM's
+/// modules, planes and scratch are among the steps.
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn every_v1_init_and_allocation_step_can_fail_cleanly() {
+    inject_every_step("vmaf_v1.0.16_3d0h");
+}
+
+/// Records the CUDA init and allocation steps of a `model` run, then fails each in turn:
+/// the element must report the step, leak nothing, fall back under `backend=auto` with
+/// scores equal to the CPU's, and the next run must work.
+fn inject_every_step(model: &str) {
     init();
     let dev = match GpuDevice::open(0) {
         Ok(d) => d,
@@ -74,16 +93,16 @@ fn every_init_and_allocation_step_can_fail_cleanly() {
     // The test's own device keeps the primary context alive, so free memory compares like
     // with like between runs.
     let free = || dev.mem_get_info().map(|(f, _)| f).unwrap_or(0);
-    let cpu = run(&desc("cpu"), LONG);
+    let cpu = run(&desc("cpu", model), LONG);
     assert!(cpu.errors.is_empty(), "cpu: {:?}", cpu.errors);
     let expected = scores(&cpu);
     assert_eq!(expected.len(), 3);
     // Warm-up: the driver's lazy per-process allocations.
-    let warm = run(&desc("cuda"), LONG);
+    let warm = run(&desc("cuda", model), LONG);
     assert!(warm.errors.is_empty(), "cuda: {:?}", warm.errors);
 
     fault::record();
-    let recorded = run(&desc("cuda"), LONG);
+    let recorded = run(&desc("cuda", model), LONG);
     let names = fault::disarm();
     assert!(recorded.errors.is_empty(), "{:?}", recorded.errors);
     assert_eq!(
@@ -106,7 +125,7 @@ fn every_init_and_allocation_step_can_fail_cleanly() {
     for (k, name) in steps.iter().enumerate() {
         let k = k + 1;
         fault::arm(k as u64);
-        let out = run(&desc("cuda"), LONG);
+        let out = run(&desc("cuda", model), LONG);
         let fired = fault::fired();
         fault::disarm();
         let error = out.errors.first().cloned().unwrap_or_default();
@@ -114,13 +133,13 @@ fn every_init_and_allocation_step_can_fail_cleanly() {
         let live = fault::live();
 
         fault::arm(k as u64);
-        let auto = run(&desc("auto"), LONG);
+        let auto = run(&desc("auto", model), LONG);
         fault::disarm();
         let auto_ok = auto.errors.is_empty()
             && scores(&auto) == expected
             && auto.warnings.iter().any(|w| w.contains(name));
 
-        let next = run(&desc("cuda"), LONG);
+        let next = run(&desc("cuda", model), LONG);
         let next_ok = next.errors.is_empty()
             && scores(&next) == expected
             && next.summary.as_ref().is_some_and(|s| s.backend == "cuda");
@@ -164,7 +183,7 @@ fn every_init_and_allocation_step_can_fail_cleanly() {
         }
     }
     println!(
-        "{} init/allocation steps injected; device memory {:.1} MiB free at the start, handles {:?}",
+        "{model}: {} init/allocation steps injected; device memory {:.1} MiB free at the start, handles {:?}",
         steps.len(),
         base_free as f64 / MIB,
         base_live

@@ -101,14 +101,19 @@ static GLOBAL: Counting = Counting;
 
 const ALL: &str = "psnr,float_ssim,float_ms_ssim,ssimulacra2";
 
+/// VMAF v1 (issue 19): CAMBI, SpEED chroma, the Barten-CSF ADM, motion3.
+const V1: &str = "vmaf_v1.0.16_3d0h";
+
+/// A CUDA backend scoring `model` with the extra `features` on frames of that geometry.
 fn backend(
     dev: &GpuDevice,
+    model: &str,
     (w, h): (usize, usize),
     bpc: u32,
     features: &str,
     chroma: (usize, usize),
 ) -> CudaBackend {
-    let model = Model::load("vmaf_v0.6.1").expect("model");
+    let model = Model::load(model).expect("model");
     let features = FeatureSet::parse(features).expect("features");
     let plan = ScorePlan::for_model(&model, features, true).expect("plan");
     let geometry = Geometry {
@@ -230,8 +235,13 @@ fn no_host_allocation_per_frame_or_scale() {
         return;
     };
     let size = (1920, 1080);
-    for nv12 in [false, true] {
-        let mut b = backend(&dev, size, 8, ALL, (960, 540));
+    for (model, nv12) in [
+        ("vmaf_v0.6.1", false),
+        ("vmaf_v0.6.1", true),
+        (V1, false),
+        (V1, true),
+    ] {
+        let mut b = backend(&dev, model, size, 8, ALL, (960, 540));
         let (r, d) = (HostFrame::new(size, nv12, 1), HostFrame::new(size, nv12, 3));
         for _ in 0..8 {
             submit(&mut b, &r, &d, size, true);
@@ -258,7 +268,7 @@ fn no_host_allocation_per_frame_or_scale() {
             eprintln!("allocation at {t}");
         }
         eprintln!(
-            "| {} | {frames} frames | {allocs} allocations, {bytes} bytes | {queue} in the staging pool's task queue | {other} elsewhere |",
+            "| {model} | {} | {frames} frames | {allocs} allocations, {bytes} bytes | {queue} in the staging pool's task queue | {other} elsewhere |",
             if nv12 { "NV12" } else { "I420" },
         );
         assert_eq!(
@@ -287,14 +297,20 @@ fn copies_move_only_rows_and_planes_that_carry_data() {
     };
     let size = (1920, 1080);
     let (luma, chroma) = (1920 * 1080u64, 960 * 540u64);
-    let mut rows = vec!["| input | features | frames | bytes per frame | expected |".to_owned()];
-    for (nv12, features, full, expected) in [
-        (false, ALL, true, 2 * (luma + 2 * chroma)),
-        (true, ALL, true, 2 * (luma + 2 * chroma)),
-        (false, "float_ssim", true, 2 * luma),
-        (false, ALL, false, 2 * luma),
+    let mut rows =
+        vec!["| model | input | features | frames | bytes per frame | expected |".to_owned()];
+    let v0 = "vmaf_v0.6.1";
+    for (model, nv12, features, full, expected) in [
+        (v0, false, ALL, true, 2 * (luma + 2 * chroma)),
+        (v0, true, ALL, true, 2 * (luma + 2 * chroma)),
+        (v0, false, "float_ssim", true, 2 * luma),
+        (v0, false, ALL, false, 2 * luma),
+        // v1's SpEED chroma reads both chroma planes of both frames.
+        (V1, false, "", true, 2 * (luma + 2 * chroma)),
+        (V1, true, "", true, 2 * (luma + 2 * chroma)),
+        (V1, false, "", false, 2 * luma),
     ] {
-        let mut b = backend(&dev, size, 8, features, (960, 540));
+        let mut b = backend(&dev, model, size, 8, features, (960, 540));
         let (r, d) = (HostFrame::new(size, nv12, 1), HostFrame::new(size, nv12, 3));
         let before = b.bytes_copied();
         for _ in 0..5 {
@@ -303,7 +319,7 @@ fn copies_move_only_rows_and_planes_that_carry_data() {
         while b.collect(true).expect("collect").is_some() {}
         let per = (b.bytes_copied() - before) / 5;
         rows.push(format!(
-            "| {} | {features} | 5 (full {full}) | {per} | {expected} |",
+            "| {model} | {} | {features} | 5 (full {full}) | {per} | {expected} |",
             if nv12 { "NV12" } else { "I420" }
         ));
         assert_eq!(per, expected, "{}", rows.join("\n"));
@@ -369,37 +385,39 @@ fn every_per_pixel_step_runs_on_the_gpu() {
             context: ctx,
         })
     };
-    let mut b = backend(&dev, (w, h), 8, ALL, (cw, ch));
-    let mut run = |frames: usize| {
-        for _ in 0..frames {
-            let chroma = ChromaInput {
-                reference: [comp(ptr(&rc[0])), comp(ptr(&rc[1]))],
-                distorted: [comp(ptr(&dc[0])), comp(ptr(&dc[1]))],
-            };
-            b.submit_components(luma(ptr(&rl)), luma(ptr(&dl)), Some(chroma), true)
-                .expect("submit");
-            while b.collect(false).expect("collect").is_some() {}
-        }
-        while b.collect(true).expect("collect").is_some() {}
-    };
-    run(10);
-    let frames = 200;
-    let (cpu0, t0) = (process_cpu_seconds(), std::time::Instant::now());
-    run(frames);
-    let cpu = process_cpu_seconds() - cpu0;
-    let wall = t0.elapsed().as_secs_f64();
-    let per = cpu / frames as f64 * 1e3;
-    eprintln!(
-        "| device input, 1080p, {ALL} | {frames} frames | CPU {per:.3} ms/frame | wall {:.3} ms/frame | copied {} bytes |",
-        wall / frames as f64 * 1e3,
-        b.bytes_copied()
-    );
-    assert_eq!(
-        b.bytes_copied(),
-        0,
-        "device input of this context is read in place"
-    );
-    assert!(per < 2.0, "{per:.3} ms of host CPU per frame");
+    for (model, features) in [("vmaf_v0.6.1", ALL), (V1, "")] {
+        let mut b = backend(&dev, model, (w, h), 8, features, (cw, ch));
+        let mut run = |frames: usize| {
+            for _ in 0..frames {
+                let chroma = ChromaInput {
+                    reference: [comp(ptr(&rc[0])), comp(ptr(&rc[1]))],
+                    distorted: [comp(ptr(&dc[0])), comp(ptr(&dc[1]))],
+                };
+                b.submit_components(luma(ptr(&rl)), luma(ptr(&dl)), Some(chroma), true)
+                    .expect("submit");
+                while b.collect(false).expect("collect").is_some() {}
+            }
+            while b.collect(true).expect("collect").is_some() {}
+        };
+        run(10);
+        let frames = 200;
+        let (cpu0, t0) = (process_cpu_seconds(), std::time::Instant::now());
+        run(frames);
+        let cpu = process_cpu_seconds() - cpu0;
+        let wall = t0.elapsed().as_secs_f64();
+        let per = cpu / frames as f64 * 1e3;
+        eprintln!(
+            "| device input, 1080p, {model} {features} | {frames} frames | CPU {per:.3} ms/frame | wall {:.3} ms/frame | copied {} bytes |",
+            wall / frames as f64 * 1e3,
+            b.bytes_copied()
+        );
+        assert_eq!(
+            b.bytes_copied(),
+            0,
+            "device input of this context is read in place"
+        );
+        assert!(per < 2.0, "{model}: {per:.3} ms of host CPU per frame");
+    }
 }
 
 /// User + system CPU seconds of this process, all threads (`/proc/self/stat`).
@@ -429,8 +447,8 @@ fn every_module_loaded_is_unloaded() {
     };
     let open = fault::live();
     assert_eq!(open[1] - before[1], Modules::COUNT as i64, "{open:?}");
-    {
-        let _b = backend(&dev, (640, 360), 10, ALL, (320, 180));
+    for model in ["vmaf_v0.6.1", V1] {
+        let _b = backend(&dev, model, (640, 360), 10, ALL, (320, 180));
     }
     drop(dev);
     assert_eq!(fault::live(), before);

@@ -21,20 +21,41 @@ pub const BUILTIN_MODELS: &[(&str, &str)] = &[
     ("vmaf_4k_v0.6.1", include_str!("models/vmaf_4k_v0.6.1.json")),
     // A bootstrap collection: model "0" and 20 bootstrap members (see `NamedModel`).
     ("vmaf_b_v0.6.3", include_str!("models/vmaf_b_v0.6.3.json")),
-];
-
-/// libvmaf 3.2.0's VMAF v1 model names (model/vmaf_v1.0.16/ and model/vmaf_v1.0.16_hfr/),
-/// named in the error that says why they are not built in yet: their CAMBI and SpEED chroma
-/// features are not computed (issue 19).
-pub const V1_MODELS: &[&str] = &[
-    "vmaf_v1.0.16_3d0h",
-    "vmaf_v1.0.16_5d0h",
-    "vmaf_v1.0.16_1d5h_2160",
-    "vmaf_v1.0.16_3d0h_2160",
-    "vmaf_v1.0.16_hfr_3d0h",
-    "vmaf_v1.0.16_hfr_5d0h",
-    "vmaf_v1.0.16_hfr_1d5h_2160",
-    "vmaf_v1.0.16_hfr_3d0h_2160",
+    // VMAF v1 (libvmaf 3.2.0, model/vmaf_v1.0.16/ and model/vmaf_v1.0.16_hfr/): CAMBI,
+    // SpEED chroma, ADM with the Barten CSF, motion clipped at 18; `<v>d<h>h` is the viewing
+    // distance in display heights, `_2160` the 4K display, `_hfr_` the five-frame motion.
+    (
+        "vmaf_v1.0.16_3d0h",
+        include_str!("models/vmaf_v1.0.16_3d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_5d0h",
+        include_str!("models/vmaf_v1.0.16_5d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_1d5h_2160",
+        include_str!("models/vmaf_v1.0.16_1d5h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_3d0h_2160",
+        include_str!("models/vmaf_v1.0.16_3d0h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_3d0h",
+        include_str!("models/vmaf_v1.0.16_hfr_3d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_5d0h",
+        include_str!("models/vmaf_v1.0.16_hfr_5d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_1d5h_2160",
+        include_str!("models/vmaf_v1.0.16_hfr_1d5h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_3d0h_2160",
+        include_str!("models/vmaf_v1.0.16_hfr_3d0h_2160.json"),
+    ),
 ];
 
 /// The default model, as in libvmaf.
@@ -653,15 +674,6 @@ fn model_text(spec: &str) -> Result<(String, String), ModelError> {
     if let Some((name, text)) = BUILTIN_MODELS.iter().find(|(n, _)| *n == spec) {
         return Ok(((*name).to_owned(), (*text).to_owned()));
     }
-    if V1_MODELS.contains(&spec) {
-        return Err(ModelError::Invalid {
-            origin: spec.to_owned(),
-            reason: "this is libvmaf 3.2.0's VMAF v1 model; vmafcompare does not compute its \
-                     CAMBI and SpEED chroma features yet (issue 19): use a v0 model \
-                     (vmaf_v0.6.1, vmaf_4k_v0.6.1) or libvmaf for v1"
-                .into(),
-        });
-    }
     let text = read_model_file(Path::new(spec)).map_err(|source| ModelError::Unreadable {
         path: spec.to_owned(),
         source,
@@ -819,7 +831,7 @@ pub fn builtin_names() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{correct_chroma, piecewise_linear, ChromaCorrection, Model, ModelError};
+    use super::{correct_chroma, piecewise_linear, ChromaCorrection};
 
     #[test]
     fn chroma_correction_replaces_a_zero_speed_chroma() {
@@ -843,16 +855,6 @@ mod tests {
         let before = y;
         correct_chroma(c, Some(&norm), &mut y);
         assert_eq!(y, before);
-    }
-
-    #[test]
-    fn v1_names_say_why_they_do_not_load() {
-        match Model::load("vmaf_v1.0.16_3d0h") {
-            Err(ModelError::Invalid { reason, .. }) => {
-                assert!(reason.contains("VMAF v1"), "{reason}")
-            }
-            other => panic!("{other:?}"),
-        }
     }
 
     #[test]

@@ -55,12 +55,19 @@ impl ObjectImpl for VmafCompare {
                     .nick("Model")
                     .blurb(
                         "VMAF model(s), comma-separated, scored on the same features in one pass: \
-                         a built-in name (vmaf_v0.6.1, vmaf_v0.6.1neg, vmaf_4k_v0.6.1, \
-                         vmaf_b_v0.6.3 with its bootstrap interval) or the path of a libvmaf \
-                         JSON model, each optionally followed by libvmaf's options \
-                         ':enable_transform' (the phone model) and ':name=NAME'. The first \
-                         model's score is 'vmaf'; the others are named by name= or their \
-                         model name. Loaded at NULL->READY",
+                         a built-in name (VMAF v0: vmaf_v0.6.1, vmaf_v0.6.1neg, vmaf_4k_v0.6.1, \
+                         vmaf_b_v0.6.3 with its bootstrap interval; VMAF v1 (libvmaf 3.2.0, \
+                         best at 10 bits; frames too small for SpEED chroma's blocks are \
+                         refused with the size needed): vmaf_v1.0.16_3d0h, \
+                         vmaf_v1.0.16_5d0h, vmaf_v1.0.16_1d5h_2160, vmaf_v1.0.16_3d0h_2160 and \
+                         the high-frame-rate vmaf_v1.0.16_hfr_3d0h, _hfr_5d0h, _hfr_1d5h_2160, \
+                         _hfr_3d0h_2160; <d>d<h>h: viewing distance in display heights, _2160: \
+                         4K display) or the path of a libvmaf JSON model, each optionally \
+                         followed by libvmaf's options ':enable_transform' (the phone model), \
+                         ':name=NAME' and ':FEATURE.OPTION=VALUE' (e.g. \
+                         ':cambi.enc_width=1280:cambi.enc_height=720', \
+                         ':motion.motion_max_val=18'). The first model's score is 'vmaf'; the \
+                         others are named by name= or their model name. Loaded at NULL->READY",
                     )
                     .default_value(Some(DEFAULT_MODEL))
                     .mutable_ready()
