@@ -36,7 +36,8 @@
 //!   next frame, so every backend lags at least one pair; the CUDA backend collects a frame's
 //!   results when a later pair arrives, so at a steady pace its latency is about
 //!   `lag / paced fps` plus the work, not the work alone.
-//! - `cpu fps`: `backend=cpu` (one thread), system memory, steady state, about `--cpu-seconds`.
+//! - `cpu fps`: `backend=cpu` with the element's default `threads=0` (one thread per core),
+//!   system memory, steady state, about `--cpu-seconds`.
 //! - `scores`: whether every metric of the first frames is bit-identical across the runs of
 //!   the row (system, CUDA memory, paced, CPU): `= cpu` when the CPU run is among them.
 //! - The cost table: `fps(8-bit) / fps(10-bit)` per size and path (the goal is at most 1.5).

@@ -78,7 +78,9 @@ impl ObjectImpl for VmafCompare {
                         "Extra metrics beside VMAF, comma-separated: psnr (psnr_y, psnr_cb, \
                          psnr_cr: libvmaf's integer PSNR), float_ssim, float_ms_ssim \
                          (libvmaf's; frames of at least 176x176), ssimulacra2 (on RGB converted \
-                         with the reference caps' colorimetry, named in the log). Reported in \
+                         with the reference caps' colorimetry, named in the log), cambi \
+                         (banding, libvmaf's defaults) and speed_chroma (speed_chroma_u, _v, \
+                         _uv; libvmaf's defaults), the VMAF v1 features. Reported in \
                          the frame message, the buffer meta, the summary and the log under \
                          these names; computed by the selected backend (GPU or CPU). Metrics \
                          that read chroma need the same chroma subsampling on both pads. \
