@@ -145,6 +145,21 @@ impl GpuDevice {
     pub fn new_stream(&self) -> Result<Arc<CudaStream>, CudaError> {
         self.ctx.new_stream().during("cuStreamCreate")
     }
+
+    /// A new stream of this device's context with the greatest priority the context allows
+    /// (`cuCtxGetStreamPriorityRange`, `cuStreamCreateWithPriority`), owned by the caller:
+    /// its pending blocks are scheduled before those of streams of default priority.
+    /// Errors: [`CudaError::Driver`].
+    pub fn new_priority_stream(&self) -> Result<Arc<CudaStream>, CudaError> {
+        self.ctx
+            .bind_to_thread()
+            .during("cuCtxSetCurrent(priority stream)")?;
+        let (_least, greatest) = cudarc::driver::result::stream::get_priority_range()
+            .during("cuCtxGetStreamPriorityRange")?;
+        self.ctx
+            .new_stream_with_priority(greatest)
+            .during("cuStreamCreateWithPriority")
+    }
 }
 
 /// How device memory of another context reaches this device (see [`GpuDevice::peer_access`]).

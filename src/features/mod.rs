@@ -311,6 +311,13 @@ pub trait CudaExtractor: Send {
     fn side_stream(&self) -> bool {
         false
     }
+    /// With [`CudaExtractor::side_stream`]: whether that stream gets the device's greatest
+    /// priority (`cuStreamCreateWithPriority`), for a long chain of launches of a few blocks
+    /// each: its blocks then start as soon as a multiprocessor frees up instead of waiting
+    /// behind the wide grids of the other streams, so the chain runs beside them.
+    fn high_priority(&self) -> bool {
+        false
+    }
     /// Enqueues one frame's kernels on `stream`, writing `out` (`result_words()` words).
     ///
     /// Errors: [`CudaError`] from a launch or copy.

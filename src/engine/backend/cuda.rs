@@ -109,10 +109,15 @@ impl CudaBackend {
         for (i, inst) in layout.instances().iter().enumerate() {
             let ex = inst.cuda(dev, &compute, &geometry)?;
             if ex.side_stream() {
+                let stream = if ex.high_priority() {
+                    dev.new_priority_stream()?
+                } else {
+                    dev.new_stream()?
+                };
                 sides.push(Side {
                     inst: i,
                     ex,
-                    stream: dev.new_stream()?,
+                    stream,
                 });
             } else {
                 let at = total;
