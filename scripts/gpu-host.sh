@@ -42,7 +42,7 @@ PY
       .gpu/bin/cuda_inputs .gpu/clips .gpu/ref || fail=1 ;;
     dmabuf)  # memfd DMABufs: import refused by the driver, read back; scores equal system memory
       .gpu/bin/dmabuf --include-ignored --nocapture --test-threads=1 2>&1 | grep -E 'DMABuf|map failure|test result|panicked' || fail=1 ;;
-    sanitizer)  # compute-sanitizer on scoring runs: CUDA memory from nvh264dec, and system memory
+    sanitizer)  # compute-sanitizer on scoring runs (VMAF v0 and v1): CUDA memory from nvh264dec, and system memory
       for tool in memcheck racecheck initcheck synccheck; do
         for input in cuda system; do
           if [[ $input == cuda ]]; then
@@ -54,7 +54,8 @@ PY
           fi
           # shellcheck disable=SC2086
           res=$(compute-sanitizer --tool $tool --error-exitcode 9 gst-launch-1.0 -q $src \
-            vmafcompare name=cmp backend=cuda ! fakesink 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tr '\n' ' ')
+            vmafcompare name=cmp backend=cuda model="vmaf_v0.6.1,vmaf_v1.0.16_hfr_3d0h_2160:name=v1" \
+            ! fakesink 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tr '\n' ' ')
           echo "| $tool | $input input | ${res:-no summary} |"
           [[ $res == *" 0 errors"* || $res == *" 0 hazards"* ]] || fail=1
         done
@@ -63,7 +64,8 @@ PY
       n=${CYCLES:-1000}
       .gpu/bin/gpu_cycles --cycles "$n" --mode null --switch || fail=1
       .gpu/bin/gpu_cycles --cycles "$n" --mode ready --switch | tail -1 || fail=1
-      .gpu/bin/gpu_cycles --cycles "${CUDA_CYCLES:-200}" --mode null --input cuda | tail -1 || fail=1 ;;
+      .gpu/bin/gpu_cycles --cycles "${CUDA_CYCLES:-200}" --mode null --input cuda | tail -1 || fail=1
+      .gpu/bin/gpu_cycles --cycles "${V1_CYCLES:-100}" --mode null --switch --model vmaf_v1.0.16_3d0h | tail -1 || fail=1 ;;
     faults)  # fault injection at every CUDA init/allocation step (test hook cuda::fault)
       .gpu/bin/gpu_faults --include-ignored --nocapture --test-threads=1 2>&1 | grep -E '^\||steps injected|test result|panicked|assert' || fail=1 ;;
     oom)  # another user (this process, then a second process) holds almost all device memory
