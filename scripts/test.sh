@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
 nvcc=${NVCC_PREFIX:-$HOME/.local/vmafcompare-nvcc}/nvidia/cu13/bin/nvcc
 [[ -z ${NVCC:-} && -x $nvcc ]] && export NVCC=$nvcc
+# The tests build about 40 test and example binaries; thin LTO of each one is most of the
+# build time on a small machine, and it changes no value the tests compare (no fast-math
+# anywhere). The plugin users build (README command 1, meson) keeps the release profile's LTO.
+export CARGO_PROFILE_RELEASE_LTO=${CARGO_PROFILE_RELEASE_LTO:-false}
 set +e
 cargo test --release --no-fail-fast --all-targets -- --nocapture 2>&1 | tee target-test.log | grep -vE '^(test .* \.\.\. ok)$'
 status=${PIPESTATUS[0]}
