@@ -360,3 +360,27 @@ fn src01_576x324() {
         compare(&format!("src01 576x324 {tag}"), &values, &theirs);
     }
 }
+
+/// The smallest frames SpEED chroma takes are libvmaf's (a 4:2:0 frame at the `_2160`
+/// models' prescale of 0.5: libvmaf 3.2.0 scores 640x318 and refuses 640x316, "operating
+/// width or height is 0"; without the prescale it scores 640x160 and refuses 640x159, since
+/// it rounds the chroma plane down), and the refusal names that edge as the size needed.
+#[test]
+fn smallest_frame_is_libvmafs() {
+    let f = features::find("speed_chroma").expect("registered");
+    let at = |h: usize, prescale: Option<f64>| {
+        let inst = f.configure(&v1_options(prescale), true).expect("configure");
+        let g = Geometry {
+            chroma: Some((320, h.div_ceil(2))),
+            ..Geometry::luma(640, h, 8)
+        };
+        inst.cpu(&g).map(|_| ())
+    };
+    assert!(at(318, Some(0.5)).is_ok());
+    let err = at(316, Some(0.5)).expect_err("640x316 at prescale 0.5");
+    assert!(err.to_string().contains("at least 318x318"), "{err}");
+    // Without the prescale: a chroma plane of 80 (5 blocks of 16 after the decimation).
+    assert!(at(160, None).is_ok());
+    let err = at(159, None).expect_err("640x159");
+    assert!(err.to_string().contains("at least 160x160"), "{err}");
+}

@@ -421,11 +421,14 @@ impl SpeedInstance {
         let (w, h) = plane_size((g.width, g.height), chroma);
         let d = Dims::new(w, h, self.cfg.prescale);
         if d.blocks_x == 0 || d.blocks_y == 0 {
-            // The luma size that leaves 80 scaled chroma samples, in this subsampling.
-            let need = |luma: usize, c: usize| {
-                let plane = (80.0 / self.cfg.prescale).ceil() as usize;
-                plane * luma.div_ceil(c.max(1))
-            };
+            // The smallest chroma plane that leaves one block after the prescale's rounding
+            // and the decimation (libvmaf's edge exactly: 159 samples at prescale 0.5), as
+            // luma samples in this subsampling.
+            let prescale = self.cfg.prescale;
+            let plane = (1..=1usize << 20)
+                .find(|&n| Dims::new(n, n, prescale).blocks_x > 0)
+                .unwrap_or(usize::MAX);
+            let need = |luma: usize, c: usize| plane.saturating_mul(luma.div_ceil(c.max(1)));
             return Err(FeatureError::FrameTooSmall {
                 feature: FEATURE,
                 width: g.width,
