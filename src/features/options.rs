@@ -96,10 +96,16 @@ impl Options {
 /// `0.06`, `1e-5` -> `1e-05`.
 pub fn fmt_g(v: f64) -> String {
     if v == 0.0 {
-        return "0".into();
+        return if v.is_sign_negative() { "-0" } else { "0" }.to_owned();
     }
     if !v.is_finite() {
-        return format!("{v}");
+        return if v.is_nan() {
+            "nan".to_owned()
+        } else if v > 0.0 {
+            "inf".to_owned()
+        } else {
+            "-inf".to_owned()
+        };
     }
     // The exponent after rounding to 6 significant digits.
     let sci = format!("{v:.5e}");
@@ -114,7 +120,7 @@ pub fn fmt_g(v: f64) -> String {
     };
     if !(-4..6).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+        format!("{}e{sign}{:02}", trim(mantissa), exp.unsigned_abs())
     } else {
         let decimals = (5 - exp).max(0) as usize;
         trim(&format!("{v:.decimals$}"))
@@ -164,6 +170,11 @@ mod tests {
             (2.5e-7, "2.5e-07"),
             (-3.25, "-3.25"),
             (0.333333333, "0.333333"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
         ] {
             assert_eq!(fmt_g(v), want, "{v}");
         }

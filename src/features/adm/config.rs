@@ -7,6 +7,7 @@
 //! feature_name.c (the suffix rule).
 
 use super::Options;
+use crate::features::fmt_g;
 
 /// libvmaf's `DEFAULT_ADM_ENHN_GAIN_LIMIT`.
 pub(crate) const DEFAULT_ENHN_GAIN_LIMIT: f64 = 100.0;
@@ -426,40 +427,6 @@ fn blend_table(set: &BlendSet, nvd: f64, rdh: u32) -> Option<&BlendTable> {
         .into_iter()
         .find(|&(rows, dist, _)| rows == rdh && dist == nvd)
         .map(|(_, _, t)| t)
-}
-
-/// `v` as C's `printf("%g")` prints it: 6 significant digits, trailing zeros dropped,
-/// exponent form (`1e+06`, `1.5e-05`) below 1e-4 or from 1e6 on.
-pub(crate) fn fmt_g(v: f64) -> String {
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0" } else { "0" }.to_owned();
-    }
-    if !v.is_finite() {
-        return if v.is_nan() {
-            "nan".to_owned()
-        } else if v > 0.0 {
-            "inf".to_owned()
-        } else {
-            "-inf".to_owned()
-        };
-    }
-    let sci = format!("{v:.5e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_owned()
-        } else {
-            s.to_owned()
-        }
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mant), exp.unsigned_abs())
-    } else {
-        let decimals = (5 - exp).max(0) as usize;
-        trim(&format!("{v:.decimals$}"))
-    }
 }
 
 #[cfg(test)]

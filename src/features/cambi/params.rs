@@ -8,7 +8,7 @@
 //! luminance_tools.c (EOTFs, limited range) and feature_name.c (the option suffix).
 
 use super::{FEATURE, NUM_SCALES};
-use crate::features::{OptionValue, Options};
+use crate::features::{fmt_g, OptionValue, Options};
 use crate::video::frame::FeatureError;
 
 /// Every option name of libvmaf's `cambi` extractor; [`CambiConfig::from_options`] refuses
@@ -170,31 +170,6 @@ fn int(o: &Options, key: &str, default: u32, range: (u32, u32)) -> Result<u32, S
     Ok(v as u32)
 }
 
-/// A number formatted as C's `%g` (6 significant digits, trailing zeros dropped, exponent
-/// form below 1e-4 and from 1e6), as libvmaf prints option values in feature names.
-pub fn format_g(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
-    let sci = format!("{v:.5e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_owned()
-        } else {
-            s.to_owned()
-        }
-    };
-    if (-4..6).contains(&exp) {
-        let decimals = (5 - exp).max(0) as usize;
-        trim(&format!("{v:.decimals$}"))
-    } else {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mant), exp.abs())
-    }
-}
-
 impl CambiConfig {
     /// Reads libvmaf's option names (see [`OPTION_NAMES`]).
     ///
@@ -259,7 +234,7 @@ impl CambiConfig {
         let mut parts: Vec<(&str, &str, String)> = Vec::new();
         let mut num = |name, alias, v: f64, dv: f64| {
             if v != dv {
-                parts.push((name, alias, format_g(v)));
+                parts.push((name, alias, fmt_g(v)));
             }
         };
         num("cambi_max_val", "cmxv", self.max_val, d.max_val);
@@ -614,11 +589,11 @@ mod tests {
 
     #[test]
     fn g_format() {
-        assert_eq!(format_g(0.06), "0.06");
-        assert_eq!(format_g(17.0), "17");
-        assert_eq!(format_g(0.019), "0.019");
-        assert_eq!(format_g(1e-5), "1e-05");
-        assert_eq!(format_g(1234567.0), "1.23457e+06");
+        assert_eq!(fmt_g(0.06), "0.06");
+        assert_eq!(fmt_g(17.0), "17");
+        assert_eq!(fmt_g(0.019), "0.019");
+        assert_eq!(fmt_g(1e-5), "1e-05");
+        assert_eq!(fmt_g(1234567.0), "1.23457e+06");
     }
 
     #[test]

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaStream;
 
 use super::{
-    CpuExtractor, CudaExtractor, Feature, Geometry, HostFrame, Instance, Needs, OptionValue,
+    fmt_g, CpuExtractor, CudaExtractor, Feature, Geometry, HostFrame, Instance, Needs, OptionValue,
     Options, Section,
 };
 use crate::cuda::{CudaError, GpuDevice};
@@ -218,31 +218,6 @@ impl SpeedConfig {
     /// Whether libvmaf rescales the plane (`speed_prescale` not within 1e-3 of 1).
     pub fn rescales(&self) -> bool {
         (self.prescale - 1.0).abs() >= 1e-3
-    }
-}
-
-/// `x` as C's `printf("%g")`: 6 significant digits, trailing zeros dropped, exponent form
-/// below 1e-4 or from 1e6 on.
-pub fn fmt_g(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let sci = format!("{x:.5e}");
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: String| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_owned()
-        } else {
-            s
-        }
-    };
-    if (-4..6).contains(&exp) {
-        let decimals = (5 - exp).max(0) as usize;
-        trim(format!("{x:.decimals$}"))
-    } else {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mant.to_owned()), exp.abs())
     }
 }
 
