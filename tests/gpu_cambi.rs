@@ -11,12 +11,14 @@
 
 mod common;
 
+use common::device::{upload, Layout};
+
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, DevicePtr};
-use gstvmafcompare::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
-use gstvmafcompare::cuda::{DevPlane, GpuDevice};
-use gstvmafcompare::engine::frame::{LumaPlane, SampleLayout};
+use cudarc::driver::CudaStream;
+use gstvmafcompare::cuda::memory::alloc_zeroed;
+use gstvmafcompare::cuda::GpuDevice;
+use gstvmafcompare::engine::frame::LumaPlane;
 use gstvmafcompare::features::cambi::cpu::Cambi;
 use gstvmafcompare::features::cambi::cuda::CambiGpu;
 use gstvmafcompare::features::cambi::CambiConfig;
@@ -70,69 +72,6 @@ fn banded(w: usize, h: usize, bpc: u32, t: usize) -> Vec<u16> {
         }
     }
     out
-}
-
-/// How a case's plane lies in device memory.
-#[derive(Clone, Copy, Debug)]
-enum Layout {
-    U8 { pad: usize },
-    U16Packed,
-    U16Pitched { pad: usize },
-}
-
-/// A device copy of a plane (held, never read, until the kernels have run).
-#[allow(dead_code)]
-enum Upload {
-    Bytes(DeviceAlloc<u8>),
-    Words(DeviceAlloc<u16>),
-}
-
-fn upload(
-    stream: &Arc<CudaStream>,
-    samples: &[u16],
-    w: usize,
-    h: usize,
-    layout: Layout,
-) -> (Upload, DevPlane) {
-    match layout {
-        Layout::U8 { pad } => {
-            let pitch = w + pad;
-            let mut host = vec![0xa5u8; pitch * h];
-            for (dst, src) in host.chunks_exact_mut(pitch).zip(samples.chunks_exact(w)) {
-                for (d, &s) in dst.iter_mut().zip(src) {
-                    *d = u8::try_from(s).expect("8-bit sample");
-                }
-            }
-            let buf = alloc_copy(stream, &host[..], "test upload").expect("upload");
-            let layout = SampleLayout {
-                bytes: 1,
-                down: 0,
-                depth: 8,
-                up: 0,
-            };
-            let plane = DevPlane::new(buf.device_ptr(stream).0, pitch, layout);
-            (Upload::Bytes(buf), plane)
-        }
-        Layout::U16Packed => {
-            let buf = alloc_copy(stream, samples, "test upload").expect("upload");
-            let plane = DevPlane::packed_u16(&buf, w, stream);
-            (Upload::Words(buf), plane)
-        }
-        Layout::U16Pitched { pad } => {
-            let pitch = w + pad;
-            let mut host = vec![0xffffu16; pitch * h];
-            for (dst, src) in host.chunks_exact_mut(pitch).zip(samples.chunks_exact(w)) {
-                dst[..w].copy_from_slice(src);
-            }
-            let buf = alloc_copy(stream, &host[..], "test upload").expect("upload");
-            let plane = DevPlane::new(
-                buf.device_ptr(stream).0,
-                pitch * 2,
-                SampleLayout::RIGHT_ALIGNED_U16,
-            );
-            (Upload::Words(buf), plane)
-        }
-    }
 }
 
 /// Runs both halves over `frames` (each `w` x `h` at `bpc` bits) and asserts equal words and

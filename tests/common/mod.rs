@@ -2,6 +2,8 @@
 //! pipeline to EOS and collecting what `vmafcompare` posted and attached.
 #![allow(dead_code)]
 
+pub mod device;
+
 use std::path::PathBuf;
 use std::sync::Once;
 use std::time::Duration;
