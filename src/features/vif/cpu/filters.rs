@@ -320,15 +320,18 @@ pub(super) fn pixels_block<const L: usize>(
 
 /// Statistic sums of one scale with the `N`-tap filter `filt`.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn stat_scale<const N: usize, const NARROW: bool>(
     r: Image,
     d: Image,
     filt: &[u16; N],
     vp: VpShift,
     row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
     table: &[u16; 65536],
     limit: f64,
 ) -> Accum {
+    let mut wide = wide;
     let rnd = vp.params();
     let half = N / 2;
     let w = r.width.min(d.width);
@@ -345,15 +348,28 @@ pub(super) fn stat_scale<const N: usize, const NARROW: bool>(
         mirror_pad(&mut row.ref_sq, w, half);
         mirror_pad(&mut row.dis_sq, w, half);
         mirror_pad(&mut row.ref_dis, w, half);
-        blocked!(w, |j, L| h_stat_block::<N, L>(
-            row, filt, j, &mut acc, table, limit
-        ));
+        let done = match wide.as_deref_mut() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `wide` exists only when the CPU has AVX2 and FMA (`Wide::detect`).
+            Some(wide) => unsafe { simd::h_stat_row::<N>(row, wide, filt, w, limit, &mut acc) },
+            _ => 0,
+        };
+        if done == 0 {
+            blocked!(w, |j, L| h_stat_block::<N, L>(
+                row, filt, j, &mut acc, table, limit
+            ));
+        } else {
+            for j in done..w {
+                h_stat_block::<N, 1>(row, filt, j, &mut acc, table, limit);
+            }
+        }
     }
     acc
 }
 
 /// Statistic sums of one scale, compiled for several x86-64 feature levels and picked at
 /// run time. `VpShift::Narrow` is only used at scale 0.
+#[allow(clippy::too_many_arguments)]
 #[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
 pub(super) fn stat_sums(
     r: Image,
@@ -361,29 +377,32 @@ pub(super) fn stat_sums(
     scale: usize,
     vp: VpShift,
     row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
     table: &[u16; 65536],
     limit: f64,
 ) -> Accum {
     match (scale, vp) {
-        (0, VpShift::Narrow) => stat_scale::<17, true>(r, d, &FILTER0, vp, row, table, limit),
-        (0, _) => stat_scale::<17, false>(r, d, &FILTER0, vp, row, table, limit),
-        (1, _) => stat_scale::<9, false>(r, d, &FILTER1, vp, row, table, limit),
-        (2, _) => stat_scale::<5, false>(r, d, &FILTER2, vp, row, table, limit),
-        _ => stat_scale::<3, false>(r, d, &FILTER3, vp, row, table, limit),
+        (0, VpShift::Narrow) => stat_scale::<17, true>(r, d, &FILTER0, vp, row, wide, table, limit),
+        (0, _) => stat_scale::<17, false>(r, d, &FILTER0, vp, row, wide, table, limit),
+        (1, _) => stat_scale::<9, false>(r, d, &FILTER1, vp, row, wide, table, limit),
+        (2, _) => stat_scale::<5, false>(r, d, &FILTER2, vp, row, wide, table, limit),
+        _ => stat_scale::<3, false>(r, d, &FILTER3, vp, row, wide, table, limit),
     }
 }
 
 /// VIF numerator and denominator (libvmaf `float`s) of one scale.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn statistic(
     r: Image,
     d: Image,
     scale: usize,
     vp: VpShift,
     row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
     log2_table: &[u16; 65536],
     limit: f64,
 ) -> (f32, f32) {
-    let acc = stat_sums(r, d, scale, vp, row, log2_table, limit);
+    let acc = stat_sums(r, d, scale, vp, row, wide, log2_table, limit);
     let num = acc.num_log as f64 / 2048.0
         + (acc.den_non_log as f64 - (acc.num_non_log as f64 / 16384.0) / 65025.0);
     let den = acc.den_log as f64 / 2048.0 + acc.den_non_log as f64;
