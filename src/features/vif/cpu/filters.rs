@@ -350,7 +350,7 @@ pub(super) fn stat_scale<const N: usize, const NARROW: bool>(
         mirror_pad(&mut row.ref_dis, w, half);
         let done = match wide.as_deref_mut() {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `wide` exists only when the CPU has AVX2 and FMA (`Wide::detect`).
+            // SAFETY: `wide` exists only with the kernel the CPU runs (`Wide::detect`).
             Some(wide) => unsafe { simd::h_stat_row::<N>(row, wide, filt, w, limit, &mut acc) },
             _ => 0,
         };

@@ -423,10 +423,16 @@ mod simd_tests {
 
     #[test]
     fn avx2_pass_equals_portable() {
-        let Some(_) = Wide::detect(16, &Box::new([0u16; 65536])) else {
-            eprintln!("skipped: this CPU has no AVX2+FMA");
-            return;
-        };
+        let isas: Vec<simd::Isa> = [simd::Isa::Avx2, simd::Isa::Avx512]
+            .into_iter()
+            .filter(|&isa| match isa {
+                simd::Isa::Avx2 => {
+                    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+                }
+                simd::Isa::Avx512 => is_x86_feature_detected!("avx512f"),
+            })
+            .collect();
+        eprintln!("SIMD kernels tested: {isas:?}");
         let mut cases = 0;
         for &(w, h) in &[(67usize, 29usize), (96, 40), (203, 37)] {
             for bpc in [8u32, 10, 12, 16] {
@@ -457,7 +463,11 @@ mod simd_tests {
                             sq_shift: sq,
                         }
                     };
-                    for limit in [100.0, 1.0] {
+                    for (limit, &isa) in [100.0, 1.0]
+                        .into_iter()
+                        .flat_map(|l| isas.iter().map(move |i| (l, i)))
+                    {
+                        vif.wide = Some(Wide::with_isa(isa, w, &vif.log2_table));
                         for scale in 0..4 {
                             let vp = if scale == 0 { vp } else { VpShift::SCALED };
                             let (ri, di) = (image(&r, w, h), image(&d, w, h));
@@ -472,7 +482,7 @@ mod simd_tests {
                             let slow = stat_sums(ri, di, scale, vp, row, None, log2_table, limit);
                             assert_eq!(
                                 fast, slow,
-                                "{w}x{h} bpc {bpc} kind {kind} scale {scale} limit {limit}"
+                                "{isa:?} {w}x{h} bpc {bpc} kind {kind} scale {scale} limit {limit}"
                             );
                             cases += 1;
                         }
@@ -480,6 +490,6 @@ mod simd_tests {
                 }
             }
         }
-        assert_eq!(cases, 3 * 4 * 5 * 2 * 4);
+        assert_eq!(cases, 3 * 4 * 5 * 2 * 4 * isas.len());
     }
 }

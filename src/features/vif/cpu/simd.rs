@@ -1,13 +1,14 @@
-//! AVX2 + FMA horizontal pass and per-pixel terms of VIF's statistic (x86-64 only, picked at
-//! run time when the CPU has both; [`super::filters::h_stat_block`] is the portable version
-//! and the reference this one is tested against, bit for bit).
+//! SIMD horizontal pass and per-pixel terms of VIF's statistic (x86-64 only): an AVX-512
+//! kernel (8 pixels at once) and an AVX2 + FMA one (4 pixels), the widest the CPU has picked
+//! at run time; [`super::filters::h_stat_block`] is the portable version and the reference
+//! both are tested against, bit for bit.
 //!
 //! The portable pass sums the second moments in 32-bit halves because each sum is a 48-bit
 //! integer. Here every filter sum is taken in `f64` instead: all operands and every partial
 //! sum are integers below 2^53 (samples below 2^32, taps below 2^16 summing to 2^16, so
 //! each sum stays below 2^48), so each `f64` addition, multiplication and fused
-//! multiply-add is exact and the results equal the integer sums bit for bit. Four pixels are
-//! done at once with one fused multiply-add per symmetric tap pair, instead of the portable
+//! multiply-add is exact and the results equal the integer sums bit for bit. The pixels are
+//! done at once per lane of a vector register, with one fused multiply-add per symmetric tap pair, instead of the portable
 //! pass's four 32-bit multiplications and eight other operations.
 //!
 //! The per-pixel information terms then follow libvmaf's arithmetic (Netflix/vmaf v3.2.0,
@@ -22,40 +23,70 @@ use std::arch::x86_64::*;
 
 use super::{Accum, RowBuffers, PAD, SIGMA_NSQ};
 
+/// Which kernel [`h_stat_row`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Isa {
+    /// AVX2 + FMA, 4 pixels per step.
+    Avx2,
+    /// AVX-512 F, 8 pixels per step.
+    Avx512,
+}
+
+impl Isa {
+    /// The widest kernel this CPU runs, `None` without AVX2 + FMA. The environment
+    /// variable `VMAFCOMPARE_SIMD` caps it: `avx2` (never AVX-512) or `portable` (no
+    /// kernel), for comparisons; the scores are the same whichever runs.
+    pub(super) fn detect() -> Option<Self> {
+        let cap = std::env::var("VMAFCOMPARE_SIMD").unwrap_or_default();
+        if cap.eq_ignore_ascii_case("portable") {
+            None
+        } else if is_x86_feature_detected!("avx512f") && !cap.eq_ignore_ascii_case("avx2") {
+            Some(Self::Avx512)
+        } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            Some(Self::Avx2)
+        } else {
+            None
+        }
+    }
+}
+
 /// Samples converted to `f64` for the horizontal pass: one row per filtered quantity, with
 /// the same `PAD` margins as [`RowBuffers`].
 pub(super) struct Wide {
+    isa: Isa,
     mu1: Vec<f64>,
     mu2: Vec<f64>,
     xx: Vec<f64>,
     yy: Vec<f64>,
     xy: Vec<f64>,
-    /// `log2_table[32768 + i]` for `i` in `0..32768` (the only half the statistic reads),
-    /// widened to `i32` for the gather.
-    table: Box<[i32]>,
+    /// `log2_table[32768 + i]` for `i` in `0..32768` (the only half the statistic reads).
+    table: Box<[i64]>,
 }
 
 impl Wide {
-    /// Scratch for rows of `width` samples, or `None` when the CPU lacks AVX2 or FMA.
+    /// Scratch for rows of `width` samples, or `None` when the CPU lacks AVX2 + FMA.
     pub(super) fn detect(width: usize, log2_table: &[u16; 65536]) -> Option<Self> {
-        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
-            return None;
-        }
+        Isa::detect().map(|isa| Self::with_isa(isa, width, log2_table))
+    }
+
+    /// Scratch for the kernel `isa`, which the caller has checked the CPU runs.
+    pub(super) fn with_isa(isa: Isa, width: usize, log2_table: &[u16; 65536]) -> Self {
         let len = width + 2 * PAD;
         let table = log2_table
             .get(32768..)
             .unwrap_or(&[])
             .iter()
-            .map(|&v| i32::from(v))
+            .map(|&v| i64::from(v))
             .collect();
-        Some(Self {
+        Self {
+            isa,
             mu1: vec![0.0; len],
             mu2: vec![0.0; len],
             xx: vec![0.0; len],
             yy: vec![0.0; len],
             xy: vec![0.0; len],
             table,
-        })
+        }
     }
 }
 
@@ -66,17 +97,19 @@ const TWO32: f64 = 4294967296.0;
 /// `2^52`: adding it to an integer in `[0, 2^52)` leaves the integer in the low mantissa bits.
 const TWO52: f64 = 4503599627370496.0;
 
-/// Horizontal pass and information terms of one row of the statistic: columns `0..w / 4 * 4`
-/// are added to `acc`; returns that count (the caller does the rest with the portable pass).
-/// Returns 0 and adds nothing when `wide` or `row` is shorter than `w + 2 * PAD` samples
-/// (never with buffers made for `w`).
+/// Horizontal pass and information terms of one row of the statistic: the columns
+/// `0..w / lanes * lanes` are added to `acc`; returns that count (the caller does the rest
+/// with the portable pass). Returns 0 and adds nothing when `wide` or `row` is shorter than
+/// `w + 2 * PAD` samples (never with buffers made for `w`).
 ///
 /// `row` holds the vertical pass's output with mirrored margins, as
 /// [`super::filters::h_stat_block`] reads it; the sums equal that function's for every
 /// input, including sample values outside `bpc` (the 32-bit wrap of libvmaf's unsigned
 /// differences is reproduced).
-#[target_feature(enable = "avx2,fma")]
-pub(super) fn h_stat_row<const N: usize>(
+///
+/// # Safety
+/// The CPU runs `wide.isa()` (true when `wide` comes from [`Wide::detect`]).
+pub(super) unsafe fn h_stat_row<const N: usize>(
     row: &RowBuffers,
     wide: &mut Wide,
     filt: &[u16; N],
@@ -85,252 +118,367 @@ pub(super) fn h_stat_row<const N: usize>(
     acc: &mut Accum,
 ) -> usize {
     let len = w + 2 * PAD;
-    let Wide {
-        mu1,
-        mu2,
-        xx,
-        yy,
-        xy,
-        table,
-    } = wide;
     if N / 2 > PAD
-        || table.len() != 32768
-        || [mu1.len(), mu2.len(), xx.len(), yy.len(), xy.len()]
+        || wide.table.len() != 32768
+        || [&wide.mu1, &wide.mu2, &wide.xx, &wide.yy, &wide.xy]
             .iter()
-            .chain(&[row.mu1.len(), row.mu2.len()])
-            .chain(&[row.ref_sq.len(), row.dis_sq.len(), row.ref_dis.len()])
-            .any(|&l| l < len)
+            .map(|r| r.len())
+            .chain([row.mu1.len(), row.mu2.len()])
+            .chain([row.ref_sq.len(), row.dis_sq.len(), row.ref_dis.len()])
+            .any(|l| l < len)
     {
         return 0;
     }
-    // Conversions: vectorised by the compiler (u16/u32 to f64 are exact).
-    for (d, &s) in mu1.iter_mut().zip(&row.mu1).take(len) {
-        *d = f64::from(s);
-    }
-    for (d, &s) in mu2.iter_mut().zip(&row.mu2).take(len) {
-        *d = f64::from(s);
-    }
-    for (d, &s) in xx.iter_mut().zip(&row.ref_sq).take(len) {
-        *d = f64::from(s);
-    }
-    for (d, &s) in yy.iter_mut().zip(&row.dis_sq).take(len) {
-        *d = f64::from(s);
-    }
-    for (d, &s) in xy.iter_mut().zip(&row.ref_dis).take(len) {
-        *d = f64::from(s);
-    }
-    let taps: [f64; N] = core::array::from_fn(|k| f64::from(filt[k]));
-    let half = N / 2;
-    let mut terms = Terms::new(limit);
-    let done = w / 4 * 4;
-    for j in (0..done).step_by(4) {
-        let base = PAD + j - half;
-        // SAFETY: base + N - 1 + 4 <= PAD + (done - 4) + half + 4 <= w + 2 * PAD = len
-        // (half <= PAD, checked above), and every row is at least `len` long.
-        let (m1, m2, sxx, syy, sxy) = unsafe {
-            (
-                filter4(mu1, base, &taps),
-                filter4(mu2, base, &taps),
-                filter4(xx, base, &taps),
-                filter4(yy, base, &taps),
-                filter4(xy, base, &taps),
-            )
-        };
-        terms.add(table, m1, m2, sxx, syy, sxy);
-    }
-    terms.finish(acc);
-    done
-}
-
-/// `sum_k taps[k] * x[base + k + l]` for lanes `l = 0..4`, symmetric taps folded.
-///
-/// # Safety
-/// `base + N + 3 <= x.len()`.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-unsafe fn filter4<const N: usize>(x: &[f64], base: usize, taps: &[f64; N]) -> __m256d {
-    let half = N / 2;
-    // SAFETY: every load reads x[base + k .. base + k + 4] with k <= N - 1, inside `x` by
-    // the caller's contract.
+    // SAFETY: the caller guarantees the CPU runs the kernel; the lengths are checked above.
     unsafe {
-        let p = x.as_ptr().add(base);
-        let mut sum = _mm256_mul_pd(_mm256_set1_pd(taps[half]), _mm256_loadu_pd(p.add(half)));
-        for (k, &tap) in taps.iter().enumerate().take(half) {
-            let pair = _mm256_add_pd(_mm256_loadu_pd(p.add(k)), _mm256_loadu_pd(p.add(N - 1 - k)));
-            sum = _mm256_fmadd_pd(_mm256_set1_pd(tap), pair, sum);
-        }
-        sum
-    }
-}
-
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-fn floor(x: __m256d) -> __m256d {
-    _mm256_round_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(x)
-}
-
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-fn trunc(x: __m256d) -> __m256d {
-    _mm256_round_pd::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(x)
-}
-
-/// `(hi, lo)` with `m = hi * 2^16 + lo`, `lo < 2^16`, for integers `0 <= m < 2^32`.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-fn split16(m: __m256d) -> (__m256d, __m256d) {
-    let hi = floor(_mm256_mul_pd(m, _mm256_set1_pd(INV16)));
-    (hi, _mm256_fnmadd_pd(hi, _mm256_set1_pd(65536.0), m))
-}
-
-/// `(a * b + 2^31) >> 32` of 32-bit `a = a1 * 2^16 + a0`, `b = b1 * 2^16 + b0` (the Q32
-/// product of libvmaf's means), exact: every intermediate is an integer below 2^50.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-fn mul_q32(a: (__m256d, __m256d), b: (__m256d, __m256d)) -> __m256d {
-    let (a1, a0) = a;
-    let (b1, b0) = b;
-    let high = _mm256_mul_pd(a1, b1);
-    let mid = _mm256_fmadd_pd(a1, b0, _mm256_mul_pd(a0, b1));
-    let low = _mm256_fmadd_pd(a0, b0, _mm256_set1_pd(TWO31));
-    let r = _mm256_fmadd_pd(mid, _mm256_set1_pd(65536.0), low);
-    _mm256_add_pd(high, floor(_mm256_mul_pd(r, _mm256_set1_pd(INV32))))
-}
-
-/// `d` wrapped into `[-2^31, 2^31)` modulo 2^32 (libvmaf's `uint32_t` difference read as
-/// `int32_t`), for integers `|d| < 2^50`.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-fn wrap32(d: __m256d) -> __m256d {
-    let q = floor(_mm256_mul_pd(
-        _mm256_add_pd(d, _mm256_set1_pd(TWO31)),
-        _mm256_set1_pd(INV32),
-    ));
-    _mm256_fnmadd_pd(q, _mm256_set1_pd(TWO32), d)
-}
-
-/// The per-row accumulators of the information terms, four `i64` lanes each.
-struct Terms {
-    limit: __m256d,
-    num_log: __m256i,
-    den_log: __m256i,
-    num_non_log: __m256i,
-    den_non_log: __m256i,
-}
-
-impl Terms {
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    fn new(limit: f64) -> Self {
-        Self {
-            limit: _mm256_set1_pd(limit),
-            num_log: _mm256_setzero_si256(),
-            den_log: _mm256_setzero_si256(),
-            num_non_log: _mm256_setzero_si256(),
-            den_non_log: _mm256_setzero_si256(),
+        match wide.isa {
+            Isa::Avx2 => avx2::row::<N>(row, wide, filt, w, limit, acc),
+            Isa::Avx512 => avx512::row::<N>(row, wide, filt, w, limit, acc),
         }
     }
+}
 
-    /// libvmaf's fixed-point `log2` (`log2_32` / `log2_64`) of integers `x >= 2^15` held
-    /// exactly in `f64`, plus `2048 * 1038` (which cancels in differences).
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    fn log2_biased(table: &[i32], x: __m256d) -> __m256i {
-        let bits = _mm256_castpd_si256(x);
-        // 2048 * (e + 1023) for the biased exponent field.
-        let octave = _mm256_slli_epi64::<11>(_mm256_srli_epi64::<52>(bits));
-        let index = _mm256_and_si256(_mm256_srli_epi64::<37>(bits), _mm256_set1_epi64x(0x7fff));
-        // Four scalar loads rather than a gather instruction: as fast on the build machine
-        // (measured), and not slowed down on CPUs whose microcode mitigates "Gather Data
-        // Sampling" (which makes gathers several times slower).
-        let mut at = [0i64; 4];
-        // SAFETY: `at` is 32 bytes, the size of one unaligned 256-bit store.
-        unsafe { _mm256_storeu_si256(at.as_mut_ptr().cast(), index) };
-        let entry = |l: usize| i64::from(table.get(at[l] as usize).copied().unwrap_or(0));
-        let entries = _mm256_set_epi64x(entry(3), entry(2), entry(1), entry(0));
-        _mm256_add_epi64(entries, octave)
+/// The kernel, written once over the vector operations of the module it expands in (`D`: `f64`
+/// lanes, `I`: `i64` lanes, `M`: a lane mask, `LANES`, and the functions `add`, `fmadd`, ...).
+macro_rules! kernel {
+    ($features:literal) => {
+        /// [`super::h_stat_row`] after its checks.
+        ///
+        /// # Safety
+        /// The CPU has `$features`; every row of `wide` and `row` holds `w + 2 * PAD` samples,
+        /// `wide.table` 32768 entries and `N / 2 <= PAD`.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn row<const N: usize>(
+            row: &RowBuffers,
+            wide: &mut Wide,
+            filt: &[u16; N],
+            w: usize,
+            limit: f64,
+            acc: &mut Accum,
+        ) -> usize {
+            let len = w + 2 * PAD;
+            let Wide {
+                mu1,
+                mu2,
+                xx,
+                yy,
+                xy,
+                table,
+                ..
+            } = wide;
+            // Conversions: vectorised by the compiler (u16/u32 to f64 are exact).
+            for (d, &s) in mu1.iter_mut().zip(&row.mu1).take(len) {
+                *d = f64::from(s);
+            }
+            for (d, &s) in mu2.iter_mut().zip(&row.mu2).take(len) {
+                *d = f64::from(s);
+            }
+            for (d, &s) in xx.iter_mut().zip(&row.ref_sq).take(len) {
+                *d = f64::from(s);
+            }
+            for (d, &s) in yy.iter_mut().zip(&row.dis_sq).take(len) {
+                *d = f64::from(s);
+            }
+            for (d, &s) in xy.iter_mut().zip(&row.ref_dis).take(len) {
+                *d = f64::from(s);
+            }
+            let taps: [f64; N] = core::array::from_fn(|k| f64::from(filt[k]));
+            let half = N / 2;
+            let mut terms = Terms::new(limit);
+            let done = w / LANES * LANES;
+            for j in (0..done).step_by(LANES) {
+                let base = PAD + j - half;
+                // SAFETY: base + N - 1 + LANES <= PAD + (done - LANES) + half + LANES
+                // <= w + 2 * PAD = len (half <= PAD), and every row is `len` long.
+                let (m1, m2, sxx, syy, sxy) = unsafe {
+                    (
+                        filter(mu1, base, &taps),
+                        filter(mu2, base, &taps),
+                        filter(xx, base, &taps),
+                        filter(yy, base, &taps),
+                        filter(xy, base, &taps),
+                    )
+                };
+                terms.add(table, m1, m2, sxx, syy, sxy);
+            }
+            acc.num_log += hsum(terms.num_log);
+            acc.den_log += hsum(terms.den_log);
+            acc.num_non_log += hsum(terms.num_non_log);
+            acc.den_non_log += hsum(terms.den_non_log);
+            done
+        }
+
+        /// `sum_k taps[k] * x[base + k + l]` for each lane `l`, symmetric taps folded.
+        ///
+        /// # Safety
+        /// `base + N - 1 + LANES <= x.len()`.
+        #[target_feature(enable = $features)]
+        #[inline]
+        unsafe fn filter<const N: usize>(x: &[f64], base: usize, taps: &[f64; N]) -> D {
+            let half = N / 2;
+            // SAFETY: every load reads x[base + k .. base + k + LANES] with k <= N - 1,
+            // inside `x` by the caller's contract.
+            unsafe {
+                let p = x.as_ptr().add(base);
+                let mut sum = mul(splat(taps[half]), load(p.add(half)));
+                for (k, &tap) in taps.iter().enumerate().take(half) {
+                    let pair = add(load(p.add(k)), load(p.add(N - 1 - k)));
+                    sum = fmadd(splat(tap), pair, sum);
+                }
+                sum
+            }
+        }
+
+        /// `(hi, lo)` with `m = hi * 2^16 + lo`, `lo < 2^16`, for integers `0 <= m < 2^32`.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn split16(m: D) -> (D, D) {
+            let hi = floor(mul(m, splat(INV16)));
+            (hi, fnmadd(hi, splat(65536.0), m))
+        }
+
+        /// `(a * b + 2^31) >> 32` of 32-bit `a = a1 * 2^16 + a0`, `b = b1 * 2^16 + b0` (the
+        /// Q32 product of libvmaf's means), exact: every intermediate is an integer below
+        /// 2^50.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn mul_q32(a: (D, D), b: (D, D)) -> D {
+            let (a1, a0) = a;
+            let (b1, b0) = b;
+            let high = mul(a1, b1);
+            let mid = fmadd(a1, b0, mul(a0, b1));
+            let low = fmadd(a0, b0, splat(TWO31));
+            let r = fmadd(mid, splat(65536.0), low);
+            add(high, floor(mul(r, splat(INV32))))
+        }
+
+        /// `d` wrapped into `[-2^31, 2^31)` modulo 2^32 (libvmaf's `uint32_t` difference read
+        /// as `int32_t`), for integers `|d| < 2^50`.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn wrap32(d: D) -> D {
+            let q = floor(mul(add(d, splat(TWO31)), splat(INV32)));
+            fnmadd(q, splat(TWO32), d)
+        }
+
+        /// `(s + 32768) >> 16` of an integer `0 <= s < 2^52`.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn round16(s: D) -> D {
+            floor(mul(add(s, splat(32768.0)), splat(INV16)))
+        }
+
+        /// libvmaf's fixed-point `log2` (`log2_32` / `log2_64`) of integers `x >= 2^15` held
+        /// exactly in `f64`, plus `2048 * 1038` (which cancels in differences).
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn log2_biased(table: &[i64], x: D) -> I {
+            let bits = bits(x);
+            // 2048 * (e + 1023) from the biased exponent field.
+            let octave = shl11(shr52(bits));
+            let index = and(shr37(bits), splat_i(0x7fff));
+            // Scalar loads rather than a gather instruction: as fast on the build machine
+            // (measured), and not slowed down on CPUs whose microcode mitigates "Gather Data
+            // Sampling" (which makes gathers several times slower).
+            let mut at = [0i64; LANES];
+            store_i(&mut at, index);
+            for v in &mut at {
+                // Masked to 0..=32767 above; `table` has 32768 entries.
+                *v = table.get(*v as usize).copied().unwrap_or(0);
+            }
+            add_i(load_i(&at), octave)
+        }
+
+        /// The per-row accumulators of the information terms, `i64` lanes.
+        struct Terms {
+            limit: D,
+            num_log: I,
+            den_log: I,
+            num_non_log: I,
+            den_non_log: I,
+        }
+
+        impl Terms {
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn new(limit: f64) -> Self {
+                Self {
+                    limit: splat(limit),
+                    num_log: splat_i(0),
+                    den_log: splat_i(0),
+                    num_non_log: splat_i(0),
+                    den_non_log: splat_i(0),
+                }
+            }
+
+            /// Adds the terms of one step of pixels from their filter sums: means `m1`, `m2`
+            /// (Q16 samples times Q16 taps) and second moments `sxx`, `syy`, `sxy` (before the
+            /// `>> 16`).
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn add(&mut self, table: &[i64], m1: D, m2: D, sxx: D, syy: D, sxy: D) {
+                let (h1, h2) = (split16(m1), split16(m2));
+                let zero = splat(0.0);
+                let s1 = wrap32(sub(round16(sxx), mul_q32(h1, h1)));
+                let s2 = max(wrap32(sub(round16(syy), mul_q32(h2, h2))), zero);
+                let s12 = wrap32(sub(round16(sxy), mul_q32(h1, h2)));
+
+                let nsq = splat(f64::from(SIGMA_NSQ));
+                let g = div(s12, add(s1, splat(65536.0 * 1.0e-10)));
+                let sv_sq = max(trunc(sub(s2, mul(g, s12))), zero);
+                // `g < limit ? g : limit` (MINPD returns its second operand for NaN).
+                let g = min(g, self.limit);
+                let numer1 = add(sv_sq, nsq);
+                let numer1_tmp = add(trunc(mul(mul(g, g), s1)), numer1);
+
+                let is_log = ge(s1, nsq);
+                let gain = and_m(is_log, and_m(gt(s12, zero), gt(s2, zero)));
+
+                let den = sub_i(
+                    log2_biased(table, add(s1, nsq)),
+                    splat_i(2048 * (1038 + 17)),
+                );
+                let num = sub_i(log2_biased(table, numer1_tmp), log2_biased(table, numer1));
+                self.den_log = add_i(self.den_log, keep(is_log, den));
+                self.num_log = add_i(self.num_log, keep(gain, num));
+                // s2 is an integer in [0, 2^31): its bits after adding 2^52, less 2^52's,
+                // are s2.
+                let two52 = splat(TWO52);
+                let s2_int = sub_i(bits(add(s2, two52)), bits(two52));
+                self.num_non_log = add_i(self.num_non_log, keep_not(is_log, s2_int));
+                self.den_non_log = add_i(self.den_non_log, keep_not(is_log, splat_i(1)));
+            }
+        }
+
+        /// Sum of the lanes.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn hsum(v: I) -> i64 {
+            let mut at = [0i64; LANES];
+            store_i(&mut at, v);
+            at.iter().fold(0i64, |a, &b| a.wrapping_add(b))
+        }
+    };
+}
+
+/// The AVX2 + FMA vector operations (4 lanes).
+mod avx2 {
+    use super::*;
+
+    type D = __m256d;
+    type I = __m256i;
+    /// All-ones lanes for true.
+    type M = __m256i;
+    const LANES: usize = 4;
+
+    macro_rules! ops {
+        ($($name:ident($($a:ident: $t:ty),*) -> $r:ty $body:block)*) => {$(
+            #[target_feature(enable = "avx2,fma")]
+            #[inline]
+            fn $name($($a: $t),*) -> $r $body
+        )*};
+    }
+    ops! {
+        splat(x: f64) -> D { _mm256_set1_pd(x) }
+        splat_i(x: i64) -> I { _mm256_set1_epi64x(x) }
+        add(a: D, b: D) -> D { _mm256_add_pd(a, b) }
+        sub(a: D, b: D) -> D { _mm256_sub_pd(a, b) }
+        mul(a: D, b: D) -> D { _mm256_mul_pd(a, b) }
+        div(a: D, b: D) -> D { _mm256_div_pd(a, b) }
+        fmadd(a: D, b: D, c: D) -> D { _mm256_fmadd_pd(a, b, c) }
+        fnmadd(a: D, b: D, c: D) -> D { _mm256_fnmadd_pd(a, b, c) }
+        floor(x: D) -> D { _mm256_round_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(x) }
+        trunc(x: D) -> D { _mm256_round_pd::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(x) }
+        max(a: D, b: D) -> D { _mm256_max_pd(a, b) }
+        min(a: D, b: D) -> D { _mm256_min_pd(a, b) }
+        ge(a: D, b: D) -> M { _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_GE_OQ>(a, b)) }
+        gt(a: D, b: D) -> M { _mm256_castpd_si256(_mm256_cmp_pd::<_CMP_GT_OQ>(a, b)) }
+        and_m(a: M, b: M) -> M { _mm256_and_si256(a, b) }
+        keep(m: M, v: I) -> I { _mm256_and_si256(m, v) }
+        keep_not(m: M, v: I) -> I { _mm256_andnot_si256(m, v) }
+        bits(x: D) -> I { _mm256_castpd_si256(x) }
+        and(a: I, b: I) -> I { _mm256_and_si256(a, b) }
+        add_i(a: I, b: I) -> I { _mm256_add_epi64(a, b) }
+        sub_i(a: I, b: I) -> I { _mm256_sub_epi64(a, b) }
+        shr52(a: I) -> I { _mm256_srli_epi64::<52>(a) }
+        shr37(a: I) -> I { _mm256_srli_epi64::<37>(a) }
+        shl11(a: I) -> I { _mm256_slli_epi64::<11>(a) }
+        // SAFETY (both): a 256-bit unaligned access of an array of exactly 32 bytes.
+        store_i(at: &mut [i64; LANES], v: I) -> () { unsafe { _mm256_storeu_si256(at.as_mut_ptr().cast(), v) } }
+        load_i(at: &[i64; LANES]) -> I { unsafe { _mm256_loadu_si256(at.as_ptr().cast()) } }
     }
 
-    /// Adds the terms of four pixels from their filter sums: means `m1`, `m2` (Q16 samples
-    /// times Q16 taps) and second moments `sxx`, `syy`, `sxy` (before the `>> 16`).
+    /// Four `f64` from `p`.
+    ///
+    /// # Safety
+    /// `p..p + 4` is readable.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    fn add(
-        &mut self,
-        table: &[i32],
-        m1: __m256d,
-        m2: __m256d,
-        sxx: __m256d,
-        syy: __m256d,
-        sxy: __m256d,
-    ) {
-        let round16 = |s: __m256d| {
-            floor(_mm256_mul_pd(
-                _mm256_add_pd(s, _mm256_set1_pd(32768.0)),
-                _mm256_set1_pd(INV16),
-            ))
-        };
-        let (h1, h2) = (split16(m1), split16(m2));
-        let zero = _mm256_setzero_pd();
-        let s1 = wrap32(_mm256_sub_pd(round16(sxx), mul_q32(h1, h1)));
-        let s2 = _mm256_max_pd(wrap32(_mm256_sub_pd(round16(syy), mul_q32(h2, h2))), zero);
-        let s12 = wrap32(_mm256_sub_pd(round16(sxy), mul_q32(h1, h2)));
-
-        let nsq = _mm256_set1_pd(f64::from(SIGMA_NSQ));
-        let eps = _mm256_set1_pd(65536.0 * 1.0e-10);
-        let g = _mm256_div_pd(s12, _mm256_add_pd(s1, eps));
-        let sv_sq = _mm256_max_pd(trunc(_mm256_sub_pd(s2, _mm256_mul_pd(g, s12))), zero);
-        // `g < limit ? g : limit` (MINPD returns its second operand for NaN).
-        let g = _mm256_min_pd(g, self.limit);
-        let numer1 = _mm256_add_pd(sv_sq, nsq);
-        let numer1_tmp = _mm256_add_pd(trunc(_mm256_mul_pd(_mm256_mul_pd(g, g), s1)), numer1);
-
-        let is_log = _mm256_cmp_pd::<_CMP_GE_OQ>(s1, nsq);
-        let gain = _mm256_and_pd(
-            is_log,
-            _mm256_and_pd(
-                _mm256_cmp_pd::<_CMP_GT_OQ>(s12, zero),
-                _mm256_cmp_pd::<_CMP_GT_OQ>(s2, zero),
-            ),
-        );
-        let (is_log, gain) = (_mm256_castpd_si256(is_log), _mm256_castpd_si256(gain));
-
-        let den = _mm256_sub_epi64(
-            Self::log2_biased(table, _mm256_add_pd(s1, nsq)),
-            _mm256_set1_epi64x(2048 * (1038 + 17)),
-        );
-        let num = _mm256_sub_epi64(
-            Self::log2_biased(table, numer1_tmp),
-            Self::log2_biased(table, numer1),
-        );
-        self.den_log = _mm256_add_epi64(self.den_log, _mm256_and_si256(is_log, den));
-        self.num_log = _mm256_add_epi64(self.num_log, _mm256_and_si256(gain, num));
-        // s2 is an integer in [0, 2^31): its bits after adding 2^52, less 2^52's, are s2.
-        let two52 = _mm256_set1_pd(TWO52);
-        let s2_int = _mm256_sub_epi64(
-            _mm256_castpd_si256(_mm256_add_pd(s2, two52)),
-            _mm256_castpd_si256(two52),
-        );
-        self.num_non_log = _mm256_add_epi64(self.num_non_log, _mm256_andnot_si256(is_log, s2_int));
-        // A true lane is all ones (-1).
-        self.den_non_log = _mm256_sub_epi64(
-            self.den_non_log,
-            _mm256_andnot_si256(is_log, _mm256_set1_epi64x(-1)),
-        );
+    unsafe fn load(p: *const f64) -> D {
+        // SAFETY: the caller's contract.
+        unsafe { _mm256_loadu_pd(p) }
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    kernel!("avx2,fma");
+}
+
+/// The AVX-512 F vector operations (8 lanes).
+mod avx512 {
+    use super::*;
+
+    type D = __m512d;
+    type I = __m512i;
+    type M = __mmask8;
+    const LANES: usize = 8;
+
+    macro_rules! ops {
+        ($($name:ident($($a:ident: $t:ty),*) -> $r:ty $body:block)*) => {$(
+            #[target_feature(enable = "avx512f")]
+            #[inline]
+            fn $name($($a: $t),*) -> $r $body
+        )*};
+    }
+    ops! {
+        splat(x: f64) -> D { _mm512_set1_pd(x) }
+        splat_i(x: i64) -> I { _mm512_set1_epi64(x) }
+        add(a: D, b: D) -> D { _mm512_add_pd(a, b) }
+        sub(a: D, b: D) -> D { _mm512_sub_pd(a, b) }
+        mul(a: D, b: D) -> D { _mm512_mul_pd(a, b) }
+        div(a: D, b: D) -> D { _mm512_div_pd(a, b) }
+        fmadd(a: D, b: D, c: D) -> D { _mm512_fmadd_pd(a, b, c) }
+        fnmadd(a: D, b: D, c: D) -> D { _mm512_fnmadd_pd(a, b, c) }
+        floor(x: D) -> D { _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(x) }
+        trunc(x: D) -> D { _mm512_roundscale_pd::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(x) }
+        // VMAXPD / VMINPD return the second operand for NaN, as the AVX2 forms.
+        max(a: D, b: D) -> D { _mm512_max_pd(a, b) }
+        min(a: D, b: D) -> D { _mm512_min_pd(a, b) }
+        ge(a: D, b: D) -> M { _mm512_cmp_pd_mask::<_CMP_GE_OQ>(a, b) }
+        gt(a: D, b: D) -> M { _mm512_cmp_pd_mask::<_CMP_GT_OQ>(a, b) }
+        and_m(a: M, b: M) -> M { a & b }
+        keep(m: M, v: I) -> I { _mm512_maskz_mov_epi64(m, v) }
+        keep_not(m: M, v: I) -> I { _mm512_maskz_mov_epi64(!m, v) }
+        bits(x: D) -> I { _mm512_castpd_si512(x) }
+        and(a: I, b: I) -> I { _mm512_and_si512(a, b) }
+        add_i(a: I, b: I) -> I { _mm512_add_epi64(a, b) }
+        sub_i(a: I, b: I) -> I { _mm512_sub_epi64(a, b) }
+        shr52(a: I) -> I { _mm512_srli_epi64::<52>(a) }
+        shr37(a: I) -> I { _mm512_srli_epi64::<37>(a) }
+        shl11(a: I) -> I { _mm512_slli_epi64::<11>(a) }
+        // SAFETY (both): a 512-bit unaligned access of an array of exactly 64 bytes.
+        store_i(at: &mut [i64; LANES], v: I) -> () { unsafe { _mm512_storeu_si512(at.as_mut_ptr().cast(), v) } }
+        load_i(at: &[i64; LANES]) -> I { unsafe { _mm512_loadu_si512(at.as_ptr().cast()) } }
+    }
+
+    /// Eight `f64` from `p`.
+    ///
+    /// # Safety
+    /// `p..p + 8` is readable.
+    #[target_feature(enable = "avx512f")]
     #[inline]
-    fn finish(&self, acc: &mut Accum) {
-        let lanes = |v: __m256i| -> i64 {
-            let mut out = [0i64; 4];
-            // SAFETY: `out` is 32 bytes, the size of one unaligned 256-bit store.
-            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), v) };
-            out.iter().fold(0i64, |a, &b| a.wrapping_add(b))
-        };
-        acc.num_log += lanes(self.num_log);
-        acc.den_log += lanes(self.den_log);
-        acc.num_non_log += lanes(self.num_non_log);
-        acc.den_non_log += lanes(self.den_non_log);
+    unsafe fn load(p: *const f64) -> D {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_loadu_pd(p) }
     }
+
+    kernel!("avx512f");
 }
