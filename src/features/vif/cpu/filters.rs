@@ -340,9 +340,23 @@ pub(super) fn stat_scale<const N: usize, const NARROW: bool>(
     for i in 0..h {
         let rr = gather_rows::<N>(r, i);
         let rd = gather_rows::<N>(d, i);
-        blocked!(w, |j, L| v_stat_block::<N, L, NARROW>(
-            &rr, &rd, filt, j, rnd, row
-        ));
+        let done = match wide.as_deref() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `wide` exists only with the kernel the CPU runs (`Wide::detect`).
+            Some(wide) => unsafe {
+                simd::v_stat_row::<N, NARROW>(wide, &rr, &rd, filt, w, rnd, row)
+            },
+            _ => 0,
+        };
+        if done == 0 {
+            blocked!(w, |j, L| v_stat_block::<N, L, NARROW>(
+                &rr, &rd, filt, j, rnd, row
+            ));
+        } else {
+            for j in done..w {
+                v_stat_block::<N, 1, NARROW>(&rr, &rd, filt, j, rnd, row);
+            }
+        }
         mirror_pad(&mut row.mu1, w, half);
         mirror_pad(&mut row.mu2, w, half);
         mirror_pad(&mut row.ref_sq, w, half);

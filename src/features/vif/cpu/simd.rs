@@ -28,7 +28,7 @@ use super::{Accum, RowBuffers, PAD, SIGMA_NSQ};
 pub(super) enum Isa {
     /// AVX2 + FMA, 4 pixels per step.
     Avx2,
-    /// AVX-512 F, 8 pixels per step.
+    /// AVX-512 F and BW, 8 pixels per step.
     Avx512,
 }
 
@@ -40,7 +40,10 @@ impl Isa {
         let cap = std::env::var("VMAFCOMPARE_SIMD").unwrap_or_default();
         if cap.eq_ignore_ascii_case("portable") {
             None
-        } else if is_x86_feature_detected!("avx512f") && !cap.eq_ignore_ascii_case("avx2") {
+        } else if is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && !cap.eq_ignore_ascii_case("avx2")
+        {
             Some(Self::Avx512)
         } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
             Some(Self::Avx2)
@@ -134,6 +137,47 @@ pub(super) unsafe fn h_stat_row<const N: usize>(
         match wide.isa {
             Isa::Avx2 => avx2::row::<N>(row, wide, filt, w, limit, acc),
             Isa::Avx512 => avx512::row::<N>(row, wide, filt, w, limit, acc),
+        }
+    }
+}
+
+/// The vertical pass of the statistic (as [`super::filters::v_stat_block`], bit for bit) for
+/// the columns `0..w / lanes * lanes` (16 with AVX2, 32 with AVX-512) of one output row, from
+/// its `N` tap rows `rr` / `rd`; returns that count (the caller does the rest). `NARROW`:
+/// 8-bit samples at scale 0 (16-bit products, unshifted sums). Returns 0 and writes
+/// nothing when a row or buffer is too short for `w`.
+///
+/// The sums are taken with the 16-bit signed multiply-add of interleaved tap pairs
+/// (libvmaf's AVX2 code multiplies 16-bit halves too): every quantity is a 16-bit value
+/// (a sample, or the low or high half of a product), so each filter sum is exact modulo
+/// 2^32 as in the portable pass.
+///
+/// # Safety
+/// The CPU runs `isa` (true for the kernel of a [`Wide`] from [`Wide::detect`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn v_stat_row<const N: usize, const NARROW: bool>(
+    wide: &Wide,
+    rr: &[&[u16]; N],
+    rd: &[&[u16]; N],
+    filt: &[u16; N],
+    w: usize,
+    rnd: (u32, u32, u32, u32),
+    row: &mut RowBuffers,
+) -> usize {
+    if N / 2 > PAD
+        || rr.iter().chain(rd).any(|r| r.len() < w)
+        || [row.mu1.len(), row.mu2.len()]
+            .into_iter()
+            .chain([row.ref_sq.len(), row.dis_sq.len(), row.ref_dis.len()])
+            .any(|l| l < PAD + w)
+    {
+        return 0;
+    }
+    // SAFETY: the caller guarantees the CPU runs the kernel; the lengths are checked above.
+    unsafe {
+        match wide.isa {
+            Isa::Avx2 => avx2::vertical::<N, NARROW>(rr, rd, filt, w, rnd, row),
+            Isa::Avx512 => avx512::vertical::<N, NARROW>(rr, rd, filt, w, rnd, row),
         }
     }
 }
@@ -277,16 +321,10 @@ macro_rules! kernel {
             // 2048 * (e + 1023) from the biased exponent field.
             let octave = shl11(shr52(bits));
             let index = and(shr37(bits), splat_i(0x7fff));
-            // Scalar loads rather than a gather instruction: as fast on the build machine
-            // (measured), and not slowed down on CPUs whose microcode mitigates "Gather Data
-            // Sampling" (which makes gathers several times slower).
-            let mut at = [0i64; LANES];
-            store_i(&mut at, index);
-            for v in &mut at {
-                // Masked to 0..=32767 above; `table` has 32768 entries.
-                *v = table.get(*v as usize).copied().unwrap_or(0);
-            }
-            add_i(load_i(&at), octave)
+            // SAFETY: every index is masked to 0..=32767 and `table` has 32768 entries
+            // (checked by `h_stat_row`).
+            let entries = unsafe { gather(table, index) };
+            add_i(entries, octave)
         }
 
         /// The per-row accumulators of the information terms, `i64` lanes.
@@ -350,6 +388,109 @@ macro_rules! kernel {
             }
         }
 
+        /// [`super::v_stat_row`] after its checks.
+        ///
+        /// # Safety
+        /// The CPU has `$features`; every row of `rr` and `rd` holds at least `w` samples,
+        /// every buffer of `row` at least `PAD + w`, and `N / 2 <= PAD`.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn vertical<const N: usize, const NARROW: bool>(
+            rr: &[&[u16]; N],
+            rd: &[&[u16]; N],
+            filt: &[u16; N],
+            w: usize,
+            rnd: (u32, u32, u32, u32),
+            row: &mut RowBuffers,
+        ) -> usize {
+            let (mu_round, mu_shift, sq_round, sq_shift) = rnd;
+            let half = N / 2;
+            // Tap pairs for the multiply-add of interleaved samples: (f_k, f_k) for the
+            // folded taps, and the centre tap split in two halves that fit `i16`.
+            let taps: [I; N] = core::array::from_fn(|k| {
+                let f = i32::from(filt[k]);
+                if k == half {
+                    splat_32(((f - f / 2) << 16) | (f / 2))
+                } else {
+                    splat_32((f << 16) | f)
+                }
+            });
+            let done = w / LANES16 * LANES16;
+            for j in (0..done).step_by(LANES16) {
+                // SAFETY (every load): rows hold `w >= j + LANES16` samples.
+                let x = |k: usize| unsafe { load16(rr[k].as_ptr().add(j)) };
+                let y = |k: usize| unsafe { load16(rd[k].as_ptr().add(j)) };
+                let means = |m: (I, I)| {
+                    pack16(
+                        round_shift(m.0, mu_round, mu_shift),
+                        round_shift(m.1, mu_round, mu_shift),
+                    )
+                };
+                let at = PAD + j;
+                // SAFETY (every store): `row`'s buffers hold `PAD + w` samples.
+                unsafe {
+                    store16(row.mu1.as_mut_ptr().add(at), means(fsum(&taps, x)));
+                    store16(row.mu2.as_mut_ptr().add(at), means(fsum(&taps, y)));
+                }
+                let up = 16u32.saturating_sub(sq_shift);
+                // One second moment from the products `p(k)` of the tap rows.
+                macro_rules! moment {
+                    ($out:expr, $a:ident, $b:ident) => {{
+                        let (lo, hi) = if NARROW {
+                            // 16-bit products (8-bit samples), summed unshifted.
+                            fsum(&taps, |k| mullo16($a(k), $b(k)))
+                        } else {
+                            // Sums of the products' low and high halves, then libvmaf's
+                            // rounded shift of the 64-bit sum, modulo 2^32.
+                            let lo = fsum(&taps, |k| mullo16($a(k), $b(k)));
+                            let hi = fsum(&taps, |k| mulhi16($a(k), $b(k)));
+                            (
+                                add32(shl32(hi.0, up), round_shift(lo.0, sq_round, sq_shift)),
+                                add32(shl32(hi.1, up), round_shift(lo.1, sq_round, sq_shift)),
+                            )
+                        };
+                        // SAFETY: `row`'s buffers hold `PAD + w` samples.
+                        unsafe { store32($out.as_mut_ptr().add(at), lo, hi) };
+                    }};
+                }
+                moment!(row.ref_sq, x, x);
+                moment!(row.dis_sq, y, y);
+                moment!(row.ref_dis, x, y);
+            }
+            done
+        }
+
+        /// `sum_k taps[k] * q(k)` modulo 2^32 for `LANES16` columns of 16-bit quantities, as
+        /// `i32` lanes in the interleaved order of `unpacklo16` / `unpackhi16`.
+        ///
+        /// Each quantity is offset by -2^15 into `i16` for the signed multiply-add (`q ^
+        /// 0x8000`); the offsets add up to `-2^15 * 65536 = -2^31` since the taps sum to 2^16,
+        /// which the final `+ 2^31` cancels modulo 2^32.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn fsum<const N: usize>(taps: &[I; N], q: impl Fn(usize) -> I) -> (I, I) {
+            let half = N / 2;
+            let flip = splat_32(0x8000_8000u32 as i32);
+            let (mut lo, mut hi) = (splat_32(i32::MIN), splat_32(i32::MIN));
+            for k in 0..=half {
+                let a = xor(q(k), flip);
+                let b = if k == half {
+                    a
+                } else {
+                    xor(q(N - 1 - k), flip)
+                };
+                lo = add32(lo, madd(unpacklo16(a, b), taps[k]));
+                hi = add32(hi, madd(unpackhi16(a, b), taps[k]));
+            }
+            (lo, hi)
+        }
+
+        /// `(v + round) >> shift` of `u32` lanes (wrapping add).
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn round_shift(v: I, round: u32, shift: u32) -> I {
+            shr32(add32(v, splat_32(round as i32)), shift)
+        }
+
         /// Sum of the lanes.
         #[target_feature(enable = $features)]
         #[inline]
@@ -403,9 +544,24 @@ mod avx2 {
         shr52(a: I) -> I { _mm256_srli_epi64::<52>(a) }
         shr37(a: I) -> I { _mm256_srli_epi64::<37>(a) }
         shl11(a: I) -> I { _mm256_slli_epi64::<11>(a) }
-        // SAFETY (both): a 256-bit unaligned access of an array of exactly 32 bytes.
+        splat_32(x: i32) -> I { _mm256_set1_epi32(x) }
+        xor(a: I, b: I) -> I { _mm256_xor_si256(a, b) }
+        mullo16(a: I, b: I) -> I { _mm256_mullo_epi16(a, b) }
+        mulhi16(a: I, b: I) -> I { _mm256_mulhi_epu16(a, b) }
+        unpacklo16(a: I, b: I) -> I { _mm256_unpacklo_epi16(a, b) }
+        unpackhi16(a: I, b: I) -> I { _mm256_unpackhi_epi16(a, b) }
+        madd(a: I, b: I) -> I { _mm256_madd_epi16(a, b) }
+        add32(a: I, b: I) -> I { _mm256_add_epi32(a, b) }
+        shr32(a: I, n: u32) -> I { _mm256_srl_epi32(a, _mm_cvtsi32_si128(n as i32)) }
+        shl32(a: I, n: u32) -> I { _mm256_sll_epi32(a, _mm_cvtsi32_si128(n as i32)) }
+        // Low 16 bits of each u32 lane, in column order (the in-lane pack undoes the
+        // interleave of `unpacklo16` / `unpackhi16`).
+        pack16(lo: I, hi: I) -> I {
+            let mask = _mm256_set1_epi32(0xffff);
+            _mm256_packus_epi32(_mm256_and_si256(lo, mask), _mm256_and_si256(hi, mask))
+        }
+        // SAFETY: a 256-bit unaligned store into an array of exactly 32 bytes.
         store_i(at: &mut [i64; LANES], v: I) -> () { unsafe { _mm256_storeu_si256(at.as_mut_ptr().cast(), v) } }
-        load_i(at: &[i64; LANES]) -> I { unsafe { _mm256_loadu_si256(at.as_ptr().cast()) } }
     }
 
     /// Four `f64` from `p`.
@@ -417,6 +573,53 @@ mod avx2 {
     unsafe fn load(p: *const f64) -> D {
         // SAFETY: the caller's contract.
         unsafe { _mm256_loadu_pd(p) }
+    }
+
+    /// `table[index[l]]` for each lane.
+    ///
+    /// # Safety
+    /// Every index is in `0..table.len()`.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn gather(table: &[i64], index: I) -> I {
+        // SAFETY: the caller's contract.
+        unsafe { _mm256_i64gather_epi64::<8>(table.as_ptr(), index) }
+    }
+
+    /// Columns of `u16` per step of the vertical pass.
+    const LANES16: usize = 16;
+
+    /// # Safety
+    /// `p..p + 16` is readable.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn load16(p: *const u16) -> I {
+        // SAFETY: the caller's contract.
+        unsafe { _mm256_loadu_si256(p.cast()) }
+    }
+
+    /// # Safety
+    /// `p..p + 16` is writable.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn store16(p: *mut u16, v: I) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm256_storeu_si256(p.cast(), v) }
+    }
+
+    /// Stores 16 `u32` lanes held interleaved (`lo`: columns 0-3 and 8-11, `hi`: 4-7 and
+    /// 12-15) in column order.
+    ///
+    /// # Safety
+    /// `p..p + 16` is writable.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn store32(p: *mut u32, lo: I, hi: I) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            _mm256_storeu_si256(p.cast(), _mm256_permute2x128_si256::<0x20>(lo, hi));
+            _mm256_storeu_si256(p.add(8).cast(), _mm256_permute2x128_si256::<0x31>(lo, hi));
+        }
     }
 
     kernel!("avx2,fma");
@@ -433,7 +636,7 @@ mod avx512 {
 
     macro_rules! ops {
         ($($name:ident($($a:ident: $t:ty),*) -> $r:ty $body:block)*) => {$(
-            #[target_feature(enable = "avx512f")]
+            #[target_feature(enable = "avx512f,avx512bw")]
             #[inline]
             fn $name($($a: $t),*) -> $r $body
         )*};
@@ -464,21 +667,85 @@ mod avx512 {
         shr52(a: I) -> I { _mm512_srli_epi64::<52>(a) }
         shr37(a: I) -> I { _mm512_srli_epi64::<37>(a) }
         shl11(a: I) -> I { _mm512_slli_epi64::<11>(a) }
-        // SAFETY (both): a 512-bit unaligned access of an array of exactly 64 bytes.
+        splat_32(x: i32) -> I { _mm512_set1_epi32(x) }
+        xor(a: I, b: I) -> I { _mm512_xor_si512(a, b) }
+        mullo16(a: I, b: I) -> I { _mm512_mullo_epi16(a, b) }
+        mulhi16(a: I, b: I) -> I { _mm512_mulhi_epu16(a, b) }
+        unpacklo16(a: I, b: I) -> I { _mm512_unpacklo_epi16(a, b) }
+        unpackhi16(a: I, b: I) -> I { _mm512_unpackhi_epi16(a, b) }
+        madd(a: I, b: I) -> I { _mm512_madd_epi16(a, b) }
+        add32(a: I, b: I) -> I { _mm512_add_epi32(a, b) }
+        shr32(a: I, n: u32) -> I { _mm512_srl_epi32(a, _mm_cvtsi32_si128(n as i32)) }
+        shl32(a: I, n: u32) -> I { _mm512_sll_epi32(a, _mm_cvtsi32_si128(n as i32)) }
+        // Low 16 bits of each u32 lane, in column order (the in-lane pack undoes the
+        // interleave of `unpacklo16` / `unpackhi16`).
+        pack16(lo: I, hi: I) -> I {
+            let mask = _mm512_set1_epi32(0xffff);
+            _mm512_packus_epi32(_mm512_and_si512(lo, mask), _mm512_and_si512(hi, mask))
+        }
+        // SAFETY: a 512-bit unaligned store into an array of exactly 64 bytes.
         store_i(at: &mut [i64; LANES], v: I) -> () { unsafe { _mm512_storeu_si512(at.as_mut_ptr().cast(), v) } }
-        load_i(at: &[i64; LANES]) -> I { unsafe { _mm512_loadu_si512(at.as_ptr().cast()) } }
     }
 
     /// Eight `f64` from `p`.
     ///
     /// # Safety
     /// `p..p + 8` is readable.
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx512bw")]
     #[inline]
     unsafe fn load(p: *const f64) -> D {
         // SAFETY: the caller's contract.
         unsafe { _mm512_loadu_pd(p) }
     }
 
-    kernel!("avx512f");
+    /// `table[index[l]]` for each lane.
+    ///
+    /// # Safety
+    /// Every index is in `0..table.len()`.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    unsafe fn gather(table: &[i64], index: I) -> I {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_i64gather_epi64::<8>(index, table.as_ptr()) }
+    }
+
+    /// Columns of `u16` per step of the vertical pass.
+    const LANES16: usize = 32;
+
+    /// # Safety
+    /// `p..p + 32` is readable.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    unsafe fn load16(p: *const u16) -> I {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_loadu_si512(p.cast()) }
+    }
+
+    /// # Safety
+    /// `p..p + 32` is writable.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    unsafe fn store16(p: *mut u16, v: I) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_storeu_si512(p.cast(), v) }
+    }
+
+    /// Stores 32 `u32` lanes held interleaved (`lo`: columns 0-3, 8-11, 16-19, 24-27 of
+    /// the four 128-bit lanes, `hi`: 4-7, 12-15, ...) in column order.
+    ///
+    /// # Safety
+    /// `p..p + 32` is writable.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    unsafe fn store32(p: *mut u32, lo: I, hi: I) {
+        let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+        let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+        // SAFETY: the caller's contract.
+        unsafe {
+            _mm512_storeu_si512(p.cast(), _mm512_permutex2var_epi64(lo, first, hi));
+            _mm512_storeu_si512(p.add(16).cast(), _mm512_permutex2var_epi64(lo, second, hi));
+        }
+    }
+
+    kernel!("avx512f,avx512bw");
 }
