@@ -509,9 +509,11 @@ pub(super) fn subsample_scale<const N: usize>(
     round: u32,
     shift: u32,
     row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
     out_r: &mut [u16],
     out_d: &mut [u16],
 ) {
+    let mut wide = wide;
     let half = N / 2;
     let w = r.width.min(d.width);
     let h = r.height.min(d.height);
@@ -523,16 +525,41 @@ pub(super) fn subsample_scale<const N: usize>(
         let rr = gather_rows::<N>(r, 2 * i2);
         let rd = gather_rows::<N>(d, 2 * i2);
         let RowBuffers { mu1, mu2, .. } = &mut *row;
-        blocked!(w, |j, L| v_mean_block::<N, L>(
-            &rr, filt, j, round, shift, mu1
-        ));
-        blocked!(w, |j, L| v_mean_block::<N, L>(
-            &rd, filt, j, round, shift, mu2
-        ));
-        mirror_pad(mu1, w, half);
-        mirror_pad(mu2, w, half);
-        blocked!(w, |j, L| h_decimate_block::<N, L>(mu1, filt, j, or));
-        blocked!(w, |j, L| h_decimate_block::<N, L>(mu2, filt, j, od));
+        for (rows, mu) in [(&rr, &mut *mu1), (&rd, &mut *mu2)] {
+            let done = match wide.as_deref() {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `wide` exists only with the kernel the CPU runs (`Wide::detect`).
+                Some(wide) => unsafe {
+                    simd::v_mean_row::<N>(wide, rows, filt, w, round, shift, mu)
+                },
+                _ => 0,
+            };
+            if done == 0 {
+                blocked!(w, |j, L| v_mean_block::<N, L>(
+                    rows, filt, j, round, shift, mu
+                ));
+            } else {
+                for j in done..w {
+                    v_mean_block::<N, 1>(rows, filt, j, round, shift, mu);
+                }
+            }
+            mirror_pad(mu, w, half);
+        }
+        for (mu, out) in [(&*mu1, &mut *or), (&*mu2, &mut *od)] {
+            let done = match wide.as_deref_mut() {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: as above.
+                Some(wide) => unsafe { simd::h_decimate_row::<N>(wide, mu, filt, w, out) },
+                _ => 0,
+            };
+            if done == 0 {
+                blocked!(w, |j, L| h_decimate_block::<N, L>(mu, filt, j, out));
+            } else {
+                for j in done..w {
+                    h_decimate_block::<N, 1>(mu, filt, j, out);
+                }
+            }
+        }
     }
 }
 
@@ -546,13 +573,14 @@ pub(super) fn subsample_planes(
     round: u32,
     shift: u32,
     row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
     out_r: &mut [u16],
     out_d: &mut [u16],
 ) {
     match next_scale {
-        1 => subsample_scale::<9>(r, d, &FILTER1, round, shift, row, out_r, out_d),
-        2 => subsample_scale::<5>(r, d, &FILTER2, round, shift, row, out_r, out_d),
-        _ => subsample_scale::<3>(r, d, &FILTER3, round, shift, row, out_r, out_d),
+        1 => subsample_scale::<9>(r, d, &FILTER1, round, shift, row, wide, out_r, out_d),
+        2 => subsample_scale::<5>(r, d, &FILTER2, round, shift, row, wide, out_r, out_d),
+        _ => subsample_scale::<3>(r, d, &FILTER3, round, shift, row, wide, out_r, out_d),
     }
 }
 
@@ -568,13 +596,14 @@ pub(super) fn subsample<'o>(
     round: u32,
     shift: u32,
     row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
     out_r: &'o mut [u16],
     out_d: &'o mut [u16],
 ) -> (Image<'o>, Image<'o>) {
     let w = r.width.min(d.width);
     let h = r.height.min(d.height);
     let (w2, h2) = (w / 2, h / 2);
-    subsample_planes(r, d, next_scale, round, shift, row, out_r, out_d);
+    subsample_planes(r, d, next_scale, round, shift, row, wide, out_r, out_d);
     let img = |data: &'o [u16]| Image {
         data,
         stride: w2,

@@ -201,7 +201,17 @@ impl Vif {
         set_scale(&mut scores, 0, num, den);
 
         // Scale 1..=3: subsample the previous scale, then the statistic.
-        let s1 = subsample(ref_img, dis_img, 1, 1 << (bpc - 1), bpc, row, r1, d1);
+        let s1 = subsample(
+            ref_img,
+            dis_img,
+            1,
+            1 << (bpc - 1),
+            bpc,
+            row,
+            wide.as_mut(),
+            r1,
+            d1,
+        );
         let (num, den) = statistic(
             s1.0,
             s1.1,
@@ -213,7 +223,7 @@ impl Vif {
             limit,
         );
         set_scale(&mut scores, 1, num, den);
-        let s2 = subsample(s1.0, s1.1, 2, 32768, 16, row, r2, d2);
+        let s2 = subsample(s1.0, s1.1, 2, 32768, 16, row, wide.as_mut(), r2, d2);
         let (num, den) = statistic(
             s2.0,
             s2.1,
@@ -225,7 +235,7 @@ impl Vif {
             limit,
         );
         set_scale(&mut scores, 2, num, den);
-        let s3 = subsample(s2.0, s2.1, 3, 32768, 16, row, r3, d3);
+        let s3 = subsample(s2.0, s2.1, 3, 32768, 16, row, wide.as_mut(), r3, d3);
         let (num, den) = statistic(
             s3.0,
             s3.1,
@@ -491,5 +501,97 @@ mod simd_tests {
             }
         }
         assert_eq!(cases, 3 * 4 * 5 * 2 * 4 * isas.len());
+    }
+
+    /// The kernels' subsampling against the portable one (every output sample) and the
+    /// whole extractor's scores with and without them.
+    #[test]
+    fn simd_subsample_and_scores_equal_portable() {
+        let mut cases = 0;
+        for isa in [simd::Isa::Avx2, simd::Isa::Avx512] {
+            let runs = match isa {
+                simd::Isa::Avx2 => {
+                    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+                }
+                simd::Isa::Avx512 => {
+                    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
+                }
+            };
+            if !runs {
+                eprintln!("skipped {isa:?}: not on this CPU");
+                continue;
+            }
+            for &(w, h) in &[(67usize, 29usize), (130, 41), (203, 37)] {
+                for bpc in [8u32, 10, 16] {
+                    for kind in 0..5u32 {
+                        let r = plane(w, h, bpc, kind, 99 + u64::from(kind));
+                        let d = plane(w, h, bpc, (kind + 2) % 5, 5 + u64::from(bpc));
+                        let mut vif = match Vif::new(w, h, bpc) {
+                            Ok(v) => v,
+                            Err(e) => panic!("{e}"),
+                        };
+                        let log2_table = vif.log2_table.clone();
+                        let mut wide = Wide::with_isa(isa, w, &log2_table);
+                        let (w2, h2) = (w / 2, h / 2);
+                        let (mut fr, mut fd) = (vec![0u16; w2 * h2], vec![0u16; w2 * h2]);
+                        let (mut sr, mut sd) = (vec![1u16; w2 * h2], vec![1u16; w2 * h2]);
+                        for next in 1..4usize {
+                            let (round, shift) = if next == 1 {
+                                (1 << (bpc - 1), bpc)
+                            } else {
+                                (32768, 16)
+                            };
+                            let (ri, di) = (image(&r, w, h), image(&d, w, h));
+                            subsample(
+                                ri,
+                                di,
+                                next,
+                                round,
+                                shift,
+                                &mut vif.row,
+                                Some(&mut wide),
+                                &mut fr,
+                                &mut fd,
+                            );
+                            subsample(
+                                ri,
+                                di,
+                                next,
+                                round,
+                                shift,
+                                &mut vif.row,
+                                None,
+                                &mut sr,
+                                &mut sd,
+                            );
+                            assert_eq!(fr, sr, "{isa:?} {w}x{h} bpc {bpc} kind {kind} ref {next}");
+                            assert_eq!(fd, sd, "{isa:?} {w}x{h} bpc {bpc} kind {kind} dis {next}");
+                            cases += 1;
+                        }
+                        let lp = |data| LumaPlane {
+                            data,
+                            width: w,
+                            height: h,
+                            stride: w,
+                            bpc,
+                        };
+                        let (rp, dp) = (lp(&r[..]), lp(&d[..]));
+                        let cfg = VifConfig::default();
+                        vif.wide = Some(Wide::with_isa(isa, w, &log2_table));
+                        let fast = vif.compute(&rp, &dp, &cfg);
+                        vif.wide = None;
+                        let slow = vif.compute(&rp, &dp, &cfg);
+                        match (fast, slow) {
+                            (Ok(f), Ok(s)) => {
+                                assert_eq!(f.num, s.num, "{isa:?} {w}x{h} {bpc} {kind}");
+                                assert_eq!(f.den, s.den, "{isa:?} {w}x{h} {bpc} {kind}");
+                            }
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{cases} subsampling cases");
     }
 }

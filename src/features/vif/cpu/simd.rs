@@ -64,6 +64,8 @@ pub(super) struct Wide {
     xy: Vec<f64>,
     /// `log2_table[32768 + i]` for `i` in `0..32768` (the only half the statistic reads).
     table: Box<[i64]>,
+    /// One row of the subsampling's horizontal filter at full resolution.
+    full: Vec<u16>,
 }
 
 impl Wide {
@@ -89,6 +91,7 @@ impl Wide {
             yy: vec![0.0; len],
             xy: vec![0.0; len],
             table,
+            full: vec![0; width],
         }
     }
 }
@@ -178,6 +181,62 @@ pub(super) unsafe fn v_stat_row<const N: usize, const NARROW: bool>(
         match wide.isa {
             Isa::Avx2 => avx2::vertical::<N, NARROW>(rr, rd, filt, w, rnd, row),
             Isa::Avx512 => avx512::vertical::<N, NARROW>(rr, rd, filt, w, rnd, row),
+        }
+    }
+}
+
+/// Vertical means `(sum_k filt[k] * rows[k][j] + round) >> shift` (16-bit) of the
+/// subsampling, as [`super::filters::v_mean_block`], for the columns `0..done` of one row
+/// into `out[PAD..]`; returns `done` (0 when a row or `out` is too short).
+///
+/// # Safety
+/// The CPU runs the kernel of `wide` (true for a [`Wide`] from [`Wide::detect`]).
+pub(super) unsafe fn v_mean_row<const N: usize>(
+    wide: &Wide,
+    rows: &[&[u16]; N],
+    filt: &[u16; N],
+    w: usize,
+    round: u32,
+    shift: u32,
+    out: &mut [u16],
+) -> usize {
+    if N / 2 > PAD || rows.iter().any(|r| r.len() < w) || out.len() < PAD + w {
+        return 0;
+    }
+    // SAFETY: the caller guarantees the CPU runs the kernel; the lengths are checked above.
+    unsafe {
+        match wide.isa {
+            Isa::Avx2 => avx2::v_means::<N>(rows, filt, w, round, shift, out),
+            Isa::Avx512 => avx512::v_means::<N>(rows, filt, w, round, shift, out),
+        }
+    }
+}
+
+/// Horizontal filter and decimation of the subsampling, as
+/// [`super::filters::h_decimate_block`]: the padded row `src` filtered at the columns
+/// `0..done`, whose even columns `c` go to `out[c / 2]`; returns `done` (0 when `src` is
+/// too short).
+///
+/// # Safety
+/// As [`v_mean_row`].
+pub(super) unsafe fn h_decimate_row<const N: usize>(
+    wide: &mut Wide,
+    src: &[u16],
+    filt: &[u16; N],
+    w: usize,
+    out: &mut [u16],
+) -> usize {
+    if N / 2 > PAD || src.len() < w + 2 * PAD {
+        return 0;
+    }
+    if wide.full.len() < w {
+        wide.full.resize(w, 0);
+    }
+    // SAFETY: the caller guarantees the CPU runs the kernel; the lengths are checked above.
+    unsafe {
+        match wide.isa {
+            Isa::Avx2 => avx2::h_decimate::<N>(src, filt, w, &mut wide.full, out),
+            Isa::Avx512 => avx512::h_decimate::<N>(src, filt, w, &mut wide.full, out),
         }
     }
 }
@@ -403,17 +462,7 @@ macro_rules! kernel {
             row: &mut RowBuffers,
         ) -> usize {
             let (mu_round, mu_shift, sq_round, sq_shift) = rnd;
-            let half = N / 2;
-            // Tap pairs for the multiply-add of interleaved samples: (f_k, f_k) for the
-            // folded taps, and the centre tap split in two halves that fit `i16`.
-            let taps: [I; N] = core::array::from_fn(|k| {
-                let f = i32::from(filt[k]);
-                if k == half {
-                    splat_32(((f - f / 2) << 16) | (f / 2))
-                } else {
-                    splat_32((f << 16) | f)
-                }
-            });
+            let taps = pair_taps(filt);
             let done = w / LANES16 * LANES16;
             for j in (0..done).step_by(LANES16) {
                 // SAFETY (every load): rows hold `w >= j + LANES16` samples.
@@ -457,6 +506,78 @@ macro_rules! kernel {
                 moment!(row.ref_dis, x, y);
             }
             done
+        }
+
+        /// [`super::v_mean_row`] after its checks.
+        ///
+        /// # Safety
+        /// The CPU has `$features`; every row of `rows` holds at least `w` samples and `out`
+        /// at least `PAD + w`.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn v_means<const N: usize>(
+            rows: &[&[u16]; N],
+            filt: &[u16; N],
+            w: usize,
+            round: u32,
+            shift: u32,
+            out: &mut [u16],
+        ) -> usize {
+            let taps = pair_taps(filt);
+            let done = w / LANES16 * LANES16;
+            for j in (0..done).step_by(LANES16) {
+                // SAFETY: rows hold `w >= j + LANES16` samples.
+                let (lo, hi) = fsum(&taps, |k| unsafe { load16(rows[k].as_ptr().add(j)) });
+                let m = pack16(round_shift(lo, round, shift), round_shift(hi, round, shift));
+                // SAFETY: `out` holds `PAD + w` samples.
+                unsafe { store16(out.as_mut_ptr().add(PAD + j), m) };
+            }
+            done
+        }
+
+        /// [`super::h_decimate_row`] after its checks.
+        ///
+        /// # Safety
+        /// The CPU has `$features`; `src` holds `w + 2 * PAD` samples, `full` at least `w`,
+        /// `N / 2 <= PAD`.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn h_decimate<const N: usize>(
+            src: &[u16],
+            filt: &[u16; N],
+            w: usize,
+            full: &mut [u16],
+            out: &mut [u16],
+        ) -> usize {
+            let taps = pair_taps(filt);
+            let half = N / 2;
+            let done = w / LANES16 * LANES16;
+            for j in (0..done).step_by(LANES16) {
+                let base = PAD + j - half;
+                // SAFETY: base + N - 1 + LANES16 <= PAD + w + half <= w + 2 * PAD.
+                let (lo, hi) = fsum(&taps, |k| unsafe { load16(src.as_ptr().add(base + k)) });
+                let m = pack16(round_shift(lo, 32768, 16), round_shift(hi, 32768, 16));
+                // SAFETY: `full` holds `w >= j + LANES16` samples.
+                unsafe { store16(full.as_mut_ptr().add(j), m) };
+            }
+            for (o, &v) in out.iter_mut().zip(full.iter().take(done).step_by(2)) {
+                *o = v;
+            }
+            done
+        }
+
+        /// Tap pairs for the multiply-add of interleaved samples: `(f_k, f_k)` for the
+        /// folded taps, and the centre tap split in two halves that fit `i16`.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn pair_taps<const N: usize>(filt: &[u16; N]) -> [I; N] {
+            let half = N / 2;
+            core::array::from_fn(|k| {
+                let f = i32::from(filt[k]);
+                if k == half {
+                    splat_32(((f - f / 2) << 16) | (f / 2))
+                } else {
+                    splat_32((f << 16) | f)
+                }
+            })
         }
 
         /// `sum_k taps[k] * q(k)` modulo 2^32 for `LANES16` columns of 16-bit quantities, as
