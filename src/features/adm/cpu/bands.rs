@@ -123,11 +123,20 @@ pub(super) fn restore_f64<const S0: bool>(o: i32, t: i32, angle_flag: bool, gain
     let lo = if scaled < tf { scaled } else { tf };
     let hi = if scaled > tf { scaled } else { tf };
     let enh = if o > 0 { lo } else { hi };
-    (if angle_flag & (k > 0.0) & (o != 0) {
+    let v = if angle_flag & (k > 0.0) & (o != 0) {
         enh
     } else {
         rst
-    }) as i32
+    };
+    trunc_to_i32(v)
+}
+
+/// `v as i32` for `|v| < 2^31` (here `|v| <= max(|o| + 1, |t|)` with `|o|, |t| < 2^26`), without
+/// the saturating conversion, which the compiler cannot vectorise: after truncation, adding
+/// `1.5 * 2^52` leaves the integer in the low mantissa bits (any `|v| < 2^51`).
+#[inline(always)]
+fn trunc_to_i32(v: f64) -> i32 {
+    (v.trunc() + 6755399441055744.0).to_bits() as u32 as i32
 }
 
 /// One row of [`decouple`] in `f64` lanes; every slice has the same length. Exact when the h/v
