@@ -1,8 +1,9 @@
 //! CPU backend speed beside libvmaf's (issue 20): frames per second of the whole VMAF
-//! (VIF + ADM + motion + model, optionally `--features psnr,float_ssim,float_ms_ssim`) at
+//! (VIF + ADM + motion + model, optionally `--features psnr,float_ssim,float_ms_ssim`, or
+//! a VMAF v1 model with `--model vmaf_v1.0.16_3d0h`: CAMBI, SpEED chroma and the rest) at
 //! 1920x1080 and 3840x2160, 8 and 10 bits, with 1, 2 and all threads, on the same raw
-//! content for both: Netflix's src01 frames (576x324, from ../shared/vmaf-reference or
-//! `--data`) scaled up.
+//! content for both: Netflix's src01 frames (576x324, luma and chroma, from
+//! ../shared/vmaf-reference or `--data`) scaled up.
 //!
 //! Ours: the element's CPU backend (`CpuBackend` on a pool of N threads, as `threads=N`)
 //! through the scorer, frames already in memory. libvmaf: the ffmpeg of the pip package
@@ -14,6 +15,7 @@
 //! ```text
 //! cargo run --release --example cpu_bench                      # side by side, here
 //! cpu_bench --no-libvmaf --threads 1,4,16 --data DIR           # ours only (no ffmpeg)
+//! cpu_bench --model vmaf_v1.0.16_3d0h --sizes 1080p             # VMAF v1
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -25,7 +27,7 @@ use clap::Parser;
 
 #[path = "bench_data/mod.rs"]
 mod bench_data;
-use bench_data::{try_pair_planes, Planes};
+use bench_data::{try_pair_chroma, try_pair_planes, ChromaPlanes, Planes};
 use gstvmafcompare::cpu::{threads_per_core, CpuPool};
 use gstvmafcompare::engine::CpuBackend;
 use gstvmafcompare::engine::{
@@ -50,6 +52,9 @@ struct Args {
     /// Extra metrics for both (e.g. psnr,float_ssim,float_ms_ssim).
     #[arg(long, default_value = "")]
     features: String,
+    /// Built-in model for both (libvmaf's name, e.g. vmaf_v1.0.16_3d0h).
+    #[arg(long, default_value = "vmaf_v0.6.1")]
+    model: String,
     /// Runs of each measurement; the fastest is reported (a shared machine's other load
     /// only ever slows a run down).
     #[arg(long, default_value_t = 3)]
@@ -83,24 +88,19 @@ fn threads(s: &str) -> usize {
     }
 }
 
-/// Mid-grey chroma of a `w` x `h` 4:2:0 frame at `bpc` bits (what the raw files carry).
-fn grey(w: usize, h: usize, bpc: u32) -> Vec<u16> {
-    vec![1u16 << (bpc - 1); w.div_ceil(2) * h.div_ceil(2)]
-}
-
-/// Raw 4:2:0 file of `n` frames cycling through `planes`, chroma mid-grey.
-fn write_yuv(path: &Path, planes: &Planes, w: usize, h: usize, bpc: u32, n: usize) {
+/// Raw 4:2:0 file of `n` frames cycling through the luma `planes` and their `chroma`.
+fn write_yuv(path: &Path, planes: &Planes, chroma: &ChromaPlanes, bpc: u32, n: usize) {
     use std::io::Write;
     let file = std::fs::File::create(path).expect("create temp yuv");
     let mut out = std::io::BufWriter::new(file);
-    let chroma = grey(w, h, bpc);
     for i in 0..n {
         let p = &planes[i % planes.len()];
-        for &v in p.iter().chain(&chroma).chain(&chroma) {
+        let [u, v] = &chroma[i % chroma.len()];
+        for &s in p.iter().chain(u).chain(v) {
             if bpc > 8 {
-                out.write_all(&v.to_le_bytes()).expect("write");
+                out.write_all(&s.to_le_bytes()).expect("write");
             } else {
-                out.write_all(&[v as u8]).expect("write");
+                out.write_all(&[s as u8]).expect("write");
             }
         }
     }
@@ -110,31 +110,47 @@ fn write_yuv(path: &Path, planes: &Planes, w: usize, h: usize, bpc: u32, n: usiz
 struct Content<'a> {
     refs: &'a Planes,
     diss: &'a Planes,
+    ref_chroma: &'a ChromaPlanes,
+    dis_chroma: &'a ChromaPlanes,
     w: usize,
     h: usize,
     bpc: u32,
 }
 
+/// A packed chroma plane of `cw` x `ch` samples.
+fn chroma_plane(p: &[u16], cw: usize, ch: usize, bpc: u32) -> LumaPlane<'_> {
+    LumaPlane::packed(p, cw, ch, bpc).expect("chroma plane")
+}
+
 /// Our fps: `n` pairs through the scorer on `threads` threads.
-fn ours(c: &Content, features: &FeatureSet, threads: usize, n: usize) -> f64 {
-    let models: Arc<[NamedModel]> = NamedModel::load_list("vmaf_v0.6.1").expect("model").into();
+fn ours(c: &Content, model: &str, features: &FeatureSet, threads: usize, n: usize) -> f64 {
+    let models: Arc<[NamedModel]> = NamedModel::load_list(model).expect("model").into();
     let plan = ScorePlan::new(models, features.clone(), true).expect("plan");
-    let mut backend =
-        CpuBackend::new(plan.layout(), Geometry::luma(c.w, c.h, c.bpc)).expect("backend");
+    let geometry = Geometry {
+        chroma: Some((c.w.div_ceil(2), c.h.div_ceil(2))),
+        ..Geometry::luma(c.w, c.h, c.bpc)
+    };
+    let mut backend = CpuBackend::new(plan.layout(), geometry).expect("backend");
     if threads > 1 {
         backend = backend.with_pool(Arc::new(CpuPool::new(threads).expect("pool")));
     }
     let mut scorer: Scorer<()> = Scorer::with_plan(Box::new(backend), plan, 1);
-    let chroma = grey(c.w, c.h, c.bpc);
     let (cw, ch) = (c.w.div_ceil(2), c.h.div_ceil(2));
-    let cp = LumaPlane::packed(&chroma, cw, ch, c.bpc).expect("chroma plane");
     let start = Instant::now();
     for i in 0..n {
         let r = LumaPlane::packed(&c.refs[i % c.refs.len()], c.w, c.h, c.bpc).expect("plane");
         let d = LumaPlane::packed(&c.diss[i % c.diss.len()], c.w, c.h, c.bpc).expect("plane");
+        let [ru, rv] = &c.ref_chroma[i % c.ref_chroma.len()];
+        let [du, dv] = &c.dis_chroma[i % c.dis_chroma.len()];
         let chroma = ChromaPair {
-            reference: [cp, cp],
-            distorted: [cp, cp],
+            reference: [
+                chroma_plane(ru, cw, ch, c.bpc),
+                chroma_plane(rv, cw, ch, c.bpc),
+            ],
+            distorted: [
+                chroma_plane(du, cw, ch, c.bpc),
+                chroma_plane(dv, cw, ch, c.bpc),
+            ],
         };
         scorer
             .push_frame(LumaInput::Packed(r), LumaInput::Packed(d), Some(chroma), ())
@@ -207,12 +223,13 @@ fn main() {
         format!(":feature={}", names.join("|"))
     };
     println!(
-        "CPU: {} cores; features: VMAF{}",
+        "CPU: {} cores; model {}; extra features:{}",
         threads_per_core(),
+        args.model,
         if args.features.is_empty() {
-            String::new()
+            " none".to_owned()
         } else {
-            format!(" + {}", args.features)
+            format!(" {}", args.features)
         }
     );
     println!("| size | bits | threads | frames | vmafcompare CPU fps | libvmaf 3.2.0 fps | ours / libvmaf |");
@@ -224,9 +241,15 @@ fn main() {
                 Ok(p) => p,
                 Err(e) => panic!("{e} (--data: the folder holding the src01 576x324 pairs)"),
             };
+            let (ref_chroma, dis_chroma) = match try_pair_chroma(&args.data, w, h, bpc) {
+                Ok(p) => p,
+                Err(e) => panic!("{e}"),
+            };
             let c = Content {
                 refs: &refs,
                 diss: &diss,
+                ref_chroma: &ref_chroma,
+                dis_chroma: &dis_chroma,
                 w,
                 h,
                 bpc,
@@ -238,16 +261,22 @@ fn main() {
             };
             let files = (dir.join("dis.yuv"), dir.join("ref.yuv"));
             let base = ff.as_deref().map(|ff| {
-                write_yuv(&files.0, &diss, w, h, bpc, n);
-                write_yuv(&files.1, &refs, w, h, bpc, n);
+                write_yuv(&files.0, &diss, &dis_chroma, bpc, n);
+                write_yuv(&files.1, &refs, &ref_chroma, bpc, n);
                 best(args.repeat, || {
                     ffmpeg_seconds(ff, (&files.0, &files.1), &c, None)
                 })
             });
             for &t in &counts {
-                let fps = n as f64 / best(args.repeat, || n as f64 / ours(&c, &features, t, n));
+                let fps = n as f64
+                    / best(args.repeat, || {
+                        n as f64 / ours(&c, &args.model, &features, t, n)
+                    });
                 let lib = ff.as_deref().zip(base).map(|(ff, base)| {
-                    let lavfi = format!("[0:v][1:v]libvmaf=n_threads={t}{feature_opt}");
+                    let lavfi = format!(
+                        "[0:v][1:v]libvmaf=model=version={}:n_threads={t}{feature_opt}",
+                        args.model
+                    );
                     let secs = best(args.repeat, || {
                         ffmpeg_seconds(ff, (&files.0, &files.1), &c, Some(&lavfi))
                     });

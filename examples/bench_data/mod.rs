@@ -7,6 +7,9 @@ use std::path::Path;
 /// Luma planes of several frames, each `width * height` samples.
 pub type Planes = Vec<Vec<u16>>;
 
+/// The two chroma planes (Cb, Cr) of several 4:2:0 frames, each `ceil(w/2) * ceil(h/2)`.
+pub type ChromaPlanes = Vec<[Vec<u16>; 2]>;
+
 /// Luma planes of `n` frames of a raw 4:2:0 file at `bpc` bits. Panics when the file cannot
 /// be read or is too short (see [`try_read_luma`]).
 pub fn read_luma(path: &Path, w: usize, h: usize, bpc: u32, n: usize) -> Planes {
@@ -44,6 +47,41 @@ pub fn try_read_luma(
                     .map(|c| u16::from_le_bytes([c[0], c[1]]))
                     .collect()
             }
+        })
+        .collect())
+}
+
+/// Chroma planes (Cb, Cr) of `n` frames of a raw 4:2:0 file at `bpc` bits.
+///
+/// Errors: as [`try_read_luma`].
+pub fn try_read_chroma(
+    path: &Path,
+    w: usize,
+    h: usize,
+    bpc: u32,
+    n: usize,
+) -> Result<ChromaPlanes, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bps = if bpc > 8 { 2 } else { 1 };
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let frame = (w * h + 2 * cw * ch) * bps;
+    if bytes.len() < n * frame {
+        return Err(format!("{}: too short for {n} frames", path.display()));
+    }
+    let samples = |b: &[u8]| -> Vec<u16> {
+        if bps == 1 {
+            b.iter().map(|&v| u16::from(v)).collect()
+        } else {
+            b.chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect()
+        }
+    };
+    Ok((0..n)
+        .map(|i| {
+            let u = i * frame + w * h * bps;
+            let v = u + cw * ch * bps;
+            [samples(&bytes[u..v]), samples(&bytes[v..v + cw * ch * bps])]
         })
         .collect())
 }
@@ -93,6 +131,35 @@ pub fn try_pair_planes(
         } else {
             planes.iter().map(|p| upscale(p, 576, 324, w, h)).collect()
         })
+    };
+    Ok((load("ref")?, load("dis")?))
+}
+
+/// The chroma of [`pair_planes`]'s frames: reference and distorted Cb/Cr of a `w` x `h`
+/// 4:2:0 frame, scaled from src01's 288x162 planes.
+///
+/// Errors: a text naming the missing or short file.
+pub fn try_pair_chroma(
+    data: &Path,
+    w: usize,
+    h: usize,
+    bpc: u32,
+) -> Result<(ChromaPlanes, ChromaPlanes), String> {
+    let tag = if bpc > 8 { "420p10" } else { "420p8" };
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let load = |kind: &str| -> Result<ChromaPlanes, String> {
+        let p = data.join(format!("src01_{kind}_576x324_{tag}_3f.yuv"));
+        let planes = try_read_chroma(&p, 576, 324, bpc, 3)?;
+        Ok(planes
+            .iter()
+            .map(|[u, v]| {
+                if (cw, ch) == (288, 162) {
+                    [u.clone(), v.clone()]
+                } else {
+                    [upscale(u, 288, 162, cw, ch), upscale(v, 288, 162, cw, ch)]
+                }
+            })
+            .collect())
     };
     Ok((load("ref")?, load("dis")?))
 }
