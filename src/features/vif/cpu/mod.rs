@@ -444,7 +444,7 @@ mod simd_tests {
             .collect();
         eprintln!("SIMD kernels tested: {isas:?}");
         let mut cases = 0;
-        for &(w, h) in &[(67usize, 29usize), (96, 40), (203, 37)] {
+        for &(w, h) in &[(67usize, 29usize), (96, 40), (203, 37), (613, 19)] {
             for bpc in [8u32, 10, 12, 16] {
                 for kind in 0..5u32 {
                     let mut vif = match Vif::new(w, h, bpc) {
@@ -500,7 +500,7 @@ mod simd_tests {
                 }
             }
         }
-        assert_eq!(cases, 3 * 4 * 5 * 2 * 4 * isas.len());
+        assert_eq!(cases, 4 * 4 * 5 * 2 * 4 * isas.len());
     }
 
     /// The kernels' subsampling against the portable one (every output sample) and the
@@ -521,7 +521,7 @@ mod simd_tests {
                 eprintln!("skipped {isa:?}: not on this CPU");
                 continue;
             }
-            for &(w, h) in &[(67usize, 29usize), (130, 41), (203, 37)] {
+            for &(w, h) in &[(67usize, 29usize), (130, 41), (203, 37), (613, 19)] {
                 for bpc in [8u32, 10, 16] {
                     for kind in 0..5u32 {
                         let r = plane(w, h, bpc, kind, 99 + u64::from(kind));

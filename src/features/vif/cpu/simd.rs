@@ -96,6 +96,8 @@ impl Wide {
     }
 }
 
+/// Columns per chunk of the horizontal pass: 5 rows of `CHUNK + 16` `f64` (about 11 KiB).
+const CHUNK: usize = 256;
 const INV16: f64 = 1.0 / 65536.0;
 const INV32: f64 = 1.0 / 4294967296.0;
 const TWO31: f64 = 2147483648.0;
@@ -269,40 +271,51 @@ macro_rules! kernel {
                 table,
                 ..
             } = wide;
-            // Conversions: vectorised by the compiler (u16/u32 to f64 are exact).
-            for (d, &s) in mu1.iter_mut().zip(&row.mu1).take(len) {
-                *d = f64::from(s);
-            }
-            for (d, &s) in mu2.iter_mut().zip(&row.mu2).take(len) {
-                *d = f64::from(s);
-            }
-            for (d, &s) in xx.iter_mut().zip(&row.ref_sq).take(len) {
-                *d = f64::from(s);
-            }
-            for (d, &s) in yy.iter_mut().zip(&row.dis_sq).take(len) {
-                *d = f64::from(s);
-            }
-            for (d, &s) in xy.iter_mut().zip(&row.ref_dis).take(len) {
-                *d = f64::from(s);
-            }
             let taps: [f64; N] = core::array::from_fn(|k| f64::from(filt[k]));
             let half = N / 2;
             let mut terms = Terms::new(limit);
             let done = w / LANES * LANES;
-            for j in (0..done).step_by(LANES) {
-                let base = PAD + j - half;
-                // SAFETY: base + N - 1 + LANES <= PAD + (done - LANES) + half + LANES
-                // <= w + 2 * PAD = len (half <= PAD), and every row is `len` long.
-                let (m1, m2, sxx, syy, sxy) = unsafe {
-                    (
-                        filter(mu1, base, &taps),
-                        filter(mu2, base, &taps),
-                        filter(xx, base, &taps),
-                        filter(yy, base, &taps),
-                        filter(xy, base, &taps),
-                    )
-                };
-                terms.add(table, m1, m2, sxx, syy, sxy);
+            // Columns in chunks whose converted samples stay in the L1 cache between the
+            // conversion and the filter's reads (whole rows made the filter wait on L2).
+            let mut converted = 0;
+            for j0 in (0..done).step_by(CHUNK) {
+                let j1 = (j0 + CHUNK).min(done);
+                // The last step reads up to index PAD + j1 + half - 1.
+                let need = (PAD + j1 + half).min(len);
+                let span = converted..need;
+                // Conversions: vectorised by the compiler (u16/u32 to f64 are exact).
+                for (d, &s) in mu1[span.clone()].iter_mut().zip(&row.mu1[span.clone()]) {
+                    *d = f64::from(s);
+                }
+                for (d, &s) in mu2[span.clone()].iter_mut().zip(&row.mu2[span.clone()]) {
+                    *d = f64::from(s);
+                }
+                for (d, &s) in xx[span.clone()].iter_mut().zip(&row.ref_sq[span.clone()]) {
+                    *d = f64::from(s);
+                }
+                for (d, &s) in yy[span.clone()].iter_mut().zip(&row.dis_sq[span.clone()]) {
+                    *d = f64::from(s);
+                }
+                for (d, &s) in xy[span.clone()].iter_mut().zip(&row.ref_dis[span]) {
+                    *d = f64::from(s);
+                }
+                converted = need;
+                for j in (j0..j1).step_by(LANES) {
+                    let base = PAD + j - half;
+                    // SAFETY: base + N - 1 + LANES <= PAD + (done - LANES) + half + LANES
+                    // <= w + 2 * PAD = len (half <= PAD), every row is `len` long, and
+                    // indices below `need` are converted.
+                    let (m1, m2, sxx, syy, sxy) = unsafe {
+                        (
+                            filter(mu1, base, &taps),
+                            filter(mu2, base, &taps),
+                            filter(xx, base, &taps),
+                            filter(yy, base, &taps),
+                            filter(xy, base, &taps),
+                        )
+                    };
+                    terms.add(table, m1, m2, sxx, syy, sxy);
+                }
             }
             acc.num_log += hsum(terms.num_log);
             acc.den_log += hsum(terms.den_log);
