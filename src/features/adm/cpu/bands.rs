@@ -4,14 +4,15 @@
 use super::*;
 
 /// Shared inputs of [`decouple`].
-pub(super) struct DecoupleCtx<'a> {
-    pub(super) lookup: &'a [i32],
+pub(super) struct DecoupleCtx {
     pub(super) cos_1deg_sq: f32,
     pub(super) gain: f64,
 }
 
 /// `k = clamp(t / o, 0, 1)` in Q15 via the reciprocal table (`adm_decouple` /
-/// `adm_decouple_s123`), branch-free.
+/// `adm_decouple_s123`), branch-free: libvmaf's integer arithmetic, the reference that
+/// [`restore_f64`] is tested against.
+#[cfg(test)]
 #[inline(always)]
 pub(super) fn ratio<const S0: bool>(lut: &[i32; 65537], o: i32, t: i32) -> i64 {
     let k = if S0 {
@@ -45,7 +46,9 @@ pub(super) fn ratio<const S0: bool>(lut: &[i32; 65537], o: i32, t: i32) -> i64 {
 ///
 /// libvmaf applies the gain limit in `f64` (`MIN(rst * gain, t)` then truncation); with
 /// `INT_GAIN` the gain is an integer in `1..=2^20`, for which the same value is computed exactly
-/// in `i64` (`gain_i`).
+/// in `i64` (`gain_i`). libvmaf's integer arithmetic, the reference that
+/// [`decouple_row_f64`] is tested against.
+#[cfg(test)]
 #[inline(always)]
 pub(super) fn restore<const S0: bool, const INT_GAIN: bool>(
     lut: &[i32; 65537],
@@ -139,10 +142,16 @@ fn trunc_to_i32(v: f64) -> i32 {
     (v.trunc() + 6755399441055744.0).to_bits() as u32 as i32
 }
 
-/// One row of [`decouple`] in `f64` lanes; every slice has the same length. Exact when the h/v
-/// coefficients are below [`F64_EXACT_LIMIT`] (always true at scale 0, whose bands are 16-bit).
+/// One row of [`decouple`] in `f64` lanes; every slice has the same length.
+///
+/// The angle test's dot product and squared magnitudes are rounded once to `f32` from their
+/// exact values, as libvmaf does from `int64_t`: with `WIDE` they are summed in `i64` (exact for
+/// any `i32` coefficients); without, in `f64`, exact when the h/v coefficients are below
+/// [`F64_EXACT_LIMIT`] (always at scale 0, whose bands are 16-bit), and cheaper without
+/// AVX-512's 64-bit multiplications and conversions. Everything else is exact for any `i32`
+/// (see [`restore_f64`]).
 #[inline(always)]
-pub(super) fn decouple_row_f64<const S0: bool>(
+pub(super) fn decouple_row_f64<const S0: bool, const WIDE: bool>(
     o: [&[i32]; 3],
     t: [&[i32]; 3],
     r: [&mut [i32]; 3],
@@ -177,14 +186,24 @@ pub(super) fn decouple_row_f64<const S0: bool>(
     for j in 0..n {
         let (o_h, o_v, o_d) = (oh[j], ov[j], od[j]);
         let (t_h, t_v, t_d) = (th[j], tv[j], td[j]);
-        let (fo_h, fo_v, ft_h, ft_v) = (o_h as f64, o_v as f64, t_h as f64, t_v as f64);
-        let ot_dp = fo_h * ft_h + fo_v * ft_v;
-        let o_mag_sq = fo_h * fo_h + fo_v * fo_v;
-        let t_mag_sq = ft_h * ft_h + ft_v * ft_v;
-        let dp = ot_dp as f32 as f64 / 4096.0;
+        let (ot_dp, o_mag_sq, t_mag_sq) = if WIDE {
+            let (io_h, io_v, it_h, it_v) = (o_h as i64, o_v as i64, t_h as i64, t_v as i64);
+            (
+                (io_h * it_h + io_v * it_v) as f32,
+                (io_h * io_h + io_v * io_v) as f32,
+                (it_h * it_h + it_v * it_v) as f32,
+            )
+        } else {
+            let (fo_h, fo_v, ft_h, ft_v) = (o_h as f64, o_v as f64, t_h as f64, t_v as f64);
+            (
+                (fo_h * ft_h + fo_v * ft_v) as f32,
+                (fo_h * fo_h + fo_v * fo_v) as f32,
+                (ft_h * ft_h + ft_v * ft_v) as f32,
+            )
+        };
+        let dp = ot_dp as f64 / 4096.0;
         let angle_flag = (dp >= 0.0)
-            & (dp * dp
-                >= cos_sq * (o_mag_sq as f32 as f64 / 4096.0) * (t_mag_sq as f32 as f64 / 4096.0));
+            & (dp * dp >= cos_sq * (o_mag_sq as f64 / 4096.0) * (t_mag_sq as f64 / 4096.0));
         let r_h = restore_f64::<S0>(o_h, t_h, angle_flag, gain);
         let r_v = restore_f64::<S0>(o_v, t_v, angle_flag, gain);
         let r_d = restore_f64::<S0>(o_d, t_d, angle_flag, gain);
@@ -215,7 +234,7 @@ pub(super) fn decouple_row_f64<const S0: bool>(
     "x86_64+avx2+fma",
     "x86_64+sse4.1"
 ))]
-pub(super) fn decouple<const S0: bool, const INT_GAIN: bool>(
+pub(super) fn decouple<const S0: bool>(
     ctx: &DecoupleCtx,
     refb: &[Vec<i32>; 3],
     disb: &[Vec<i32>; 3],
@@ -227,14 +246,6 @@ pub(super) fn decouple<const S0: bool, const INT_GAIN: bool>(
     let len = reg.right - reg.left;
     let cos_sq = ctx.cos_1deg_sq as f64;
     let gain = ctx.gain;
-    let gain_i = gain as i64;
-    let Some(lut) = ctx
-        .lookup
-        .get(..65537)
-        .and_then(|l| <&[i32; 65537]>::try_from(l).ok())
-    else {
-        return;
-    };
     let [oh_b, ov_b, od_b] = refb;
     let [th_b, tv_b, td_b] = disb;
     let [rh_b, rv_b, rd_b] = rst;
@@ -262,47 +273,11 @@ pub(super) fn decouple<const S0: bool, const INT_GAIN: bool>(
         ) else {
             return;
         };
+        let (o, t, r, a) = ([oh, ov, od], [th, tv, td], [rh, rv, rd], [ah, av, ad]);
         if S0 || row_fits_f64(oh, ov, th, tv) {
-            decouple_row_f64::<S0>(
-                [oh, ov, od],
-                [th, tv, td],
-                [rh, rv, rd],
-                [ah, av, ad],
-                cos_sq,
-                gain,
-            );
-            continue;
-        }
-        for j in 0..len {
-            let (o_h, o_v, o_d) = (oh[j], ov[j], od[j]);
-            let (t_h, t_v, t_d) = (th[j], tv[j], td[j]);
-            let ot_dp = (o_h as i64 * t_h as i64).wrapping_add(o_v as i64 * t_v as i64);
-            let o_mag_sq = (o_h as i64 * o_h as i64).wrapping_add(o_v as i64 * o_v as i64);
-            let t_mag_sq = (t_h as i64 * t_h as i64).wrapping_add(t_v as i64 * t_v as i64);
-            let dp = ot_dp as f32 as f64 / 4096.0;
-            let angle_flag = dp >= 0.0
-                && dp * dp
-                    >= cos_sq
-                        * (o_mag_sq as f32 as f64 / 4096.0)
-                        * (t_mag_sq as f32 as f64 / 4096.0);
-            let r_h = restore::<S0, INT_GAIN>(lut, o_h, t_h, angle_flag, gain, gain_i);
-            let r_v = restore::<S0, INT_GAIN>(lut, o_v, t_v, angle_flag, gain, gain_i);
-            let r_d = restore::<S0, INT_GAIN>(lut, o_d, t_d, angle_flag, gain, gain_i);
-            if S0 {
-                rh[j] = wrap16(r_h);
-                rv[j] = wrap16(r_v);
-                rd[j] = wrap16(r_d);
-                ah[j] = wrap16(t_h.wrapping_sub(wrap16(r_h)));
-                av[j] = wrap16(t_v.wrapping_sub(wrap16(r_v)));
-                ad[j] = wrap16(t_d.wrapping_sub(wrap16(r_d)));
-            } else {
-                rh[j] = r_h;
-                rv[j] = r_v;
-                rd[j] = r_d;
-                ah[j] = t_h.wrapping_sub(r_h);
-                av[j] = t_v.wrapping_sub(r_v);
-                ad[j] = t_d.wrapping_sub(r_d);
-            }
+            decouple_row_f64::<S0, false>(o, t, r, a, cos_sq, gain);
+        } else {
+            decouple_row_f64::<S0, true>(o, t, r, a, cos_sq, gain);
         }
     }
 }
@@ -636,4 +611,144 @@ pub(super) fn cm<const S0: bool>(
     let noise = ((reg.area() as f64 * noise_weight) as f32).powf(1.0f32 / 3.0);
     let n = f_accum.map(|a| a.powf(1.0f32 / 3.0) + noise);
     n[0] + n[1] + n[2]
+}
+
+#[cfg(test)]
+mod tests {
+    //! The `f64` decoupling against libvmaf's integer arithmetic ([`restore`] with the
+    //! reciprocal table), on coefficients of every magnitude up to the `i32` range: the
+    //! scales 1..3 bands reach 2^28 on real content, past [`F64_EXACT_LIMIT`].
+
+    use super::*;
+
+    /// libvmaf's `div_lookup`: `2^30 / i` truncated, at `32768 + i` for `i` in
+    /// `-32768..=32768`, `i != 0`.
+    fn div_lookup() -> Vec<i32> {
+        let mut lut = vec![0i32; 65537];
+        for i in 1..=32768i32 {
+            let recip = (1i32 << 30) / i;
+            lut[(32768 + i) as usize] = recip;
+            lut[(32768 - i) as usize] = -recip;
+        }
+        lut
+    }
+
+    /// The reference row: libvmaf's `adm_decouple_s123` per coefficient.
+    fn reference_row(
+        lut: &[i32; 65537],
+        o: [&[i32]; 3],
+        t: [&[i32]; 3],
+        cos_sq: f64,
+        gain: f64,
+    ) -> ([Vec<i32>; 3], [Vec<i32>; 3]) {
+        let int_gain = gain.fract() == 0.0 && (1.0..=1048576.0).contains(&gain);
+        let n = o[0].len();
+        let mut r: [Vec<i32>; 3] = Default::default();
+        let mut a: [Vec<i32>; 3] = Default::default();
+        for j in 0..n {
+            let (o_h, o_v) = (o[0][j] as i64, o[1][j] as i64);
+            let (t_h, t_v) = (t[0][j] as i64, t[1][j] as i64);
+            let ot_dp = (o_h * t_h).wrapping_add(o_v * t_v);
+            let o_mag_sq = (o_h * o_h).wrapping_add(o_v * o_v);
+            let t_mag_sq = (t_h * t_h).wrapping_add(t_v * t_v);
+            let dp = ot_dp as f32 as f64 / 4096.0;
+            let angle = dp >= 0.0
+                && dp * dp
+                    >= cos_sq
+                        * (o_mag_sq as f32 as f64 / 4096.0)
+                        * (t_mag_sq as f32 as f64 / 4096.0);
+            for b in 0..3 {
+                let v = if int_gain {
+                    restore::<false, true>(lut, o[b][j], t[b][j], angle, gain, gain as i64)
+                } else {
+                    restore::<false, false>(lut, o[b][j], t[b][j], angle, gain, gain as i64)
+                };
+                r[b].push(v);
+                a[b].push(t[b][j].wrapping_sub(v));
+            }
+        }
+        (r, a)
+    }
+
+    #[test]
+    fn f64_rows_equal_libvmaf_integer_decoupling() {
+        let lut_v = div_lookup();
+        let Ok(lut) = <&[i32; 65537]>::try_from(&lut_v[..]) else {
+            panic!("table size");
+        };
+        let c = (std::f64::consts::PI / 180.0).cos();
+        let cos_sq = ((c * c) as f32) as f64;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let n = 4096;
+        let mut rows = 0;
+        for bits in [12u32, 20, 26, 27, 29, 31] {
+            for gain in [100.0, 1.0, 2.5] {
+                // Reference coefficients of `bits` bits; distorted ones near them (scaled,
+                // rotated, sign-flipped) or unrelated, so every branch is taken.
+                let mut val = |m: u32| {
+                    let v = (next() >> (64 - m)) as i64 - (1i64 << (m - 1));
+                    v.clamp(i32::MIN as i64 + 1, i32::MAX as i64) as i32
+                };
+                let o: [Vec<i32>; 3] =
+                    core::array::from_fn(|_| (0..n).map(|_| val(bits)).collect());
+                let t: [Vec<i32>; 3] = core::array::from_fn(|b| {
+                    (0..n)
+                        .map(|j| {
+                            let x = o[b][j] as i64;
+                            let v = match j % 6 {
+                                0 => x / 2,
+                                1 => x + x / 64,
+                                2 => -x,
+                                3 => x * 3 / 2,
+                                4 => 0,
+                                _ => (next() >> 40) as i64 - (1 << 23),
+                            };
+                            v.clamp(i32::MIN as i64 + 1, i32::MAX as i64) as i32
+                        })
+                        .collect()
+                });
+                let (rr, ra) = reference_row(
+                    lut,
+                    [&o[0], &o[1], &o[2]],
+                    [&t[0], &t[1], &t[2]],
+                    cos_sq,
+                    gain,
+                );
+                for wide in [true, false] {
+                    if !wide && bits > 26 {
+                        continue;
+                    }
+                    let mut r: [Vec<i32>; 3] = core::array::from_fn(|_| vec![0; n]);
+                    let mut a: [Vec<i32>; 3] = core::array::from_fn(|_| vec![0; n]);
+                    {
+                        let [r0, r1, r2] = &mut r;
+                        let [a0, a1, a2] = &mut a;
+                        let (o, t) = ([&o[0][..], &o[1], &o[2]], [&t[0][..], &t[1], &t[2]]);
+                        let (rs, as_) = ([&mut r0[..], r1, r2], [&mut a0[..], a1, a2]);
+                        if wide {
+                            decouple_row_f64::<false, true>(o, t, rs, as_, cos_sq, gain);
+                        } else {
+                            decouple_row_f64::<false, false>(o, t, rs, as_, cos_sq, gain);
+                        }
+                    }
+                    assert_eq!(
+                        r, rr,
+                        "restored, {bits}-bit coefficients, gain {gain}, wide {wide}"
+                    );
+                    assert_eq!(
+                        a, ra,
+                        "additive, {bits}-bit coefficients, gain {gain}, wide {wide}"
+                    );
+                    rows += 1;
+                }
+            }
+        }
+        assert_eq!(rows, 3 * 6 + 3 * 3);
+    }
 }

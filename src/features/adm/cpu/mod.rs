@@ -59,8 +59,6 @@ pub struct Adm {
     bpc: u32,
     /// `dims[s]` = (width, height) of the DWT input at scale `s`; `dims[s + 1]` its bands.
     dims: [(usize, usize); 5],
-    /// `div_lookup[32768 + i] = 2^30 / i` (truncated), `i` in `-32768..=32768`, `i != 0`.
-    div_lookup: Vec<i32>,
     /// `f32` value of cos(1 degree)^2 as libvmaf computes it.
     cos_1deg_sq: f32,
     /// Vertical-pass rows (low and high), one sample of mirror padding left, two right.
@@ -123,12 +121,6 @@ impl Adm {
             dims[s] = (w.div_ceil(2), h.div_ceil(2));
         }
         let band_len = dims[1].0 * dims[1].1;
-        let mut div_lookup = vec![0i32; 65537];
-        for i in 1..=32768i32 {
-            let recip = (1i32 << 30) / i;
-            div_lookup[(32768 + i) as usize] = recip;
-            div_lookup[(32768 - i) as usize] = -recip;
-        }
         let c = (1.0f64 * std::f64::consts::PI / 180.0).cos();
         let cos_1deg_sq = (c * c) as f32;
         let band = || vec![0i32; band_len];
@@ -138,7 +130,6 @@ impl Adm {
             height,
             bpc,
             dims,
-            div_lookup,
             cos_1deg_sq,
             tmp_lo: vec![0; width + 3],
             tmp_hi: vec![0; width + 3],
@@ -278,16 +269,11 @@ impl Adm {
         let reg = Region::scored(w, h);
         {
             let ctx = DecoupleCtx {
-                lookup: &self.div_lookup,
                 cos_1deg_sq: self.cos_1deg_sq,
                 gain,
             };
             let (r, d) = (&self.ref_hvd, &self.dis_hvd);
-            if gain.fract() == 0.0 && (1.0..=1048576.0).contains(&gain) {
-                decouple::<S0, true>(&ctx, r, d, &mut self.dec_r, &mut self.dec_a, w, ext);
-            } else {
-                decouple::<S0, false>(&ctx, r, d, &mut self.dec_r, &mut self.dec_a, w, ext);
-            }
+            decouple::<S0>(&ctx, r, d, &mut self.dec_r, &mut self.dec_a, w, ext);
         }
         let rf = csf_w.rf.get(scale).copied().unwrap_or_default();
         let irf = csf_w.irf(scale);
