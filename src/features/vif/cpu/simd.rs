@@ -477,46 +477,74 @@ macro_rules! kernel {
             let (mu_round, mu_shift, sq_round, sq_shift) = rnd;
             let taps = pair_taps(filt);
             let done = w / LANES16 * LANES16;
+            let half = N / 2;
+            let flip = splat_32(0x8000_8000u32 as i32);
+            let bias = splat_32(i32::MIN);
+            let up = 16u32.saturating_sub(sq_shift);
             for j in (0..done).step_by(LANES16) {
-                // SAFETY (every load): rows hold `w >= j + LANES16` samples.
-                let x = |k: usize| unsafe { load16(rr[k].as_ptr().add(j)) };
-                let y = |k: usize| unsafe { load16(rd[k].as_ptr().add(j)) };
+                // All quantities in one pass over the tap rows (each row loaded once): the
+                // means of both planes and the second moments, whole 16-bit products with
+                // `NARROW`, else their low and high halves. Each sum as in `fsum`.
+                let mut acc = [(bias, bias); 8];
+                for k in 0..=half {
+                    let m = N - 1 - k;
+                    // SAFETY: rows hold `w >= j + LANES16` samples.
+                    let (xa, xb, ya, yb) = unsafe {
+                        (
+                            load16(rr[k].as_ptr().add(j)),
+                            load16(rr[m].as_ptr().add(j)),
+                            load16(rd[k].as_ptr().add(j)),
+                            load16(rd[m].as_ptr().add(j)),
+                        )
+                    };
+                    let tap = taps[k];
+                    let mut fold = |q: usize, a: I, b: I| {
+                        let (a, b) = (xor(a, flip), xor(b, flip));
+                        acc[q].0 = add32(acc[q].0, madd(unpacklo16(a, b), tap));
+                        acc[q].1 = add32(acc[q].1, madd(unpackhi16(a, b), tap));
+                    };
+                    // The centre row pairs with itself, its tap split in two halves.
+                    let (xb, yb) = if k == half { (xa, ya) } else { (xb, yb) };
+                    fold(0, xa, xb);
+                    fold(1, ya, yb);
+                    fold(2, mullo16(xa, xa), mullo16(xb, xb));
+                    fold(3, mullo16(ya, ya), mullo16(yb, yb));
+                    fold(4, mullo16(xa, ya), mullo16(xb, yb));
+                    if !NARROW {
+                        fold(5, mulhi16(xa, xa), mulhi16(xb, xb));
+                        fold(6, mulhi16(ya, ya), mulhi16(yb, yb));
+                        fold(7, mulhi16(xa, ya), mulhi16(xb, yb));
+                    }
+                }
+                let at = PAD + j;
                 let means = |m: (I, I)| {
                     pack16(
                         round_shift(m.0, mu_round, mu_shift),
                         round_shift(m.1, mu_round, mu_shift),
                     )
                 };
-                let at = PAD + j;
                 // SAFETY (every store): `row`'s buffers hold `PAD + w` samples.
                 unsafe {
-                    store16(row.mu1.as_mut_ptr().add(at), means(fsum(&taps, x)));
-                    store16(row.mu2.as_mut_ptr().add(at), means(fsum(&taps, y)));
+                    store16(row.mu1.as_mut_ptr().add(at), means(acc[0]));
+                    store16(row.mu2.as_mut_ptr().add(at), means(acc[1]));
                 }
-                let up = 16u32.saturating_sub(sq_shift);
-                // One second moment from the products `p(k)` of the tap rows.
-                macro_rules! moment {
-                    ($out:expr, $a:ident, $b:ident) => {{
-                        let (lo, hi) = if NARROW {
-                            // 16-bit products (8-bit samples), summed unshifted.
-                            fsum(&taps, |k| mullo16($a(k), $b(k)))
-                        } else {
-                            // Sums of the products' low and high halves, then libvmaf's
-                            // rounded shift of the 64-bit sum, modulo 2^32.
-                            let lo = fsum(&taps, |k| mullo16($a(k), $b(k)));
-                            let hi = fsum(&taps, |k| mulhi16($a(k), $b(k)));
-                            (
-                                add32(shl32(hi.0, up), round_shift(lo.0, sq_round, sq_shift)),
-                                add32(shl32(hi.1, up), round_shift(lo.1, sq_round, sq_shift)),
-                            )
-                        };
-                        // SAFETY: `row`'s buffers hold `PAD + w` samples.
-                        unsafe { store32($out.as_mut_ptr().add(at), lo, hi) };
-                    }};
+                let outs = [&mut row.ref_sq, &mut row.dis_sq, &mut row.ref_dis];
+                for (q, out) in outs.into_iter().enumerate() {
+                    let (lo, hi) = if NARROW {
+                        // 16-bit products (8-bit samples), summed unshifted.
+                        acc[2 + q]
+                    } else {
+                        // libvmaf's rounded shift of the 64-bit sum, from the sums of the
+                        // products' low and high halves, modulo 2^32.
+                        let (lo, hi) = (acc[2 + q], acc[5 + q]);
+                        (
+                            add32(shl32(hi.0, up), round_shift(lo.0, sq_round, sq_shift)),
+                            add32(shl32(hi.1, up), round_shift(lo.1, sq_round, sq_shift)),
+                        )
+                    };
+                    // SAFETY: as above.
+                    unsafe { store32(out.as_mut_ptr().add(at), lo, hi) };
                 }
-                moment!(row.ref_sq, x, x);
-                moment!(row.dis_sq, y, y);
-                moment!(row.ref_dis, x, y);
             }
             done
         }
