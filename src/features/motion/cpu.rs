@@ -135,9 +135,14 @@ fn vertical_i32(rows: &[(&[u16], &[u16]); 5], round: i32, shift: u32, y: &mut [i
     };
     let mut any = 0i32;
     for j in 0..n {
+        // Wrapping: exact for samples below 2^bpc; samples above it (unspecified scores)
+        // must not panic where overflow checks are on.
         let d = |p: &[u16], c: &[u16]| i32::from(p[j]) - i32::from(c[j]);
-        let acc = F0 * (d(p0, c0) + d(p4, c4)) + F1 * (d(p1, c1) + d(p3, c3)) + F2 * d(p2, c2);
-        let v = (acc + round) >> shift;
+        let acc = F0
+            .wrapping_mul(d(p0, c0) + d(p4, c4))
+            .wrapping_add(F1.wrapping_mul(d(p1, c1) + d(p3, c3)))
+            .wrapping_add(F2.wrapping_mul(d(p2, c2)));
+        let v = acc.wrapping_add(round) >> shift;
         y[j] = v;
         any |= v;
     }
