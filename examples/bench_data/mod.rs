@@ -26,29 +26,8 @@ pub fn try_read_luma(
     bpc: u32,
     n: usize,
 ) -> Result<Planes, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let bps = if bpc > 8 { 2 } else { 1 };
-    let frame = (w * h + 2 * w.div_ceil(2) * h.div_ceil(2)) * bps;
-    if bytes.len() < n * frame {
-        return Err(format!(
-            "{}: {} bytes, {n} frames of {w}x{h} at {bpc} bits need {}",
-            path.display(),
-            bytes.len(),
-            n * frame
-        ));
-    }
-    Ok((0..n)
-        .map(|i| {
-            let y = &bytes[i * frame..i * frame + w * h * bps];
-            if bps == 1 {
-                y.iter().map(|&v| u16::from(v)).collect()
-            } else {
-                y.chunks_exact(2)
-                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                    .collect()
-            }
-        })
-        .collect())
+    let frames = read_frames(path, w, h, bpc, n)?;
+    Ok(frames.into_iter().map(|[y, _, _]| y).collect())
 }
 
 /// Chroma planes (Cb, Cr) of `n` frames of a raw 4:2:0 file at `bpc` bits.
@@ -61,12 +40,30 @@ pub fn try_read_chroma(
     bpc: u32,
     n: usize,
 ) -> Result<ChromaPlanes, String> {
+    let frames = read_frames(path, w, h, bpc, n)?;
+    Ok(frames.into_iter().map(|[_, u, v]| [u, v]).collect())
+}
+
+/// The Y, Cb and Cr planes of `n` frames of a raw 4:2:0 file (little-endian 16-bit samples
+/// above 8 bits).
+fn read_frames(
+    path: &Path,
+    w: usize,
+    h: usize,
+    bpc: u32,
+    n: usize,
+) -> Result<Vec<[Vec<u16>; 3]>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let bps = if bpc > 8 { 2 } else { 1 };
-    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-    let frame = (w * h + 2 * cw * ch) * bps;
+    let (luma, chroma) = (w * h * bps, w.div_ceil(2) * h.div_ceil(2) * bps);
+    let frame = luma + 2 * chroma;
     if bytes.len() < n * frame {
-        return Err(format!("{}: too short for {n} frames", path.display()));
+        return Err(format!(
+            "{}: {} bytes, {n} frames of {w}x{h} at {bpc} bits need {}",
+            path.display(),
+            bytes.len(),
+            n * frame
+        ));
     }
     let samples = |b: &[u8]| -> Vec<u16> {
         if bps == 1 {
@@ -77,11 +74,13 @@ pub fn try_read_chroma(
                 .collect()
         }
     };
-    Ok((0..n)
-        .map(|i| {
-            let u = i * frame + w * h * bps;
-            let v = u + cw * ch * bps;
-            [samples(&bytes[u..v]), samples(&bytes[v..v + cw * ch * bps])]
+    Ok(bytes
+        .chunks_exact(frame)
+        .take(n)
+        .map(|f| {
+            let (y, uv) = f.split_at(luma);
+            let (u, v) = uv.split_at(chroma);
+            [samples(y), samples(u), samples(v)]
         })
         .collect())
 }

@@ -201,52 +201,28 @@ impl Vif {
         set_scale(&mut scores, 0, num, den);
 
         // Scale 1..=3: subsample the previous scale, then the statistic.
+        let mut scaled =
+            |s: usize, (r, d): (Image, Image), row: &mut RowBuffers, wide: Option<&mut Wide>| {
+                let (num, den) = statistic(r, d, s, VpShift::SCALED, row, wide, log2_table, limit);
+                set_scale(&mut scores, s, num, den);
+            };
+        let rounding = (1 << (bpc - 1), bpc);
         let s1 = subsample(
             ref_img,
             dis_img,
             1,
-            1 << (bpc - 1),
-            bpc,
+            rounding.0,
+            rounding.1,
             row,
             wide.as_mut(),
             r1,
             d1,
         );
-        let (num, den) = statistic(
-            s1.0,
-            s1.1,
-            1,
-            VpShift::SCALED,
-            row,
-            wide.as_mut(),
-            log2_table,
-            limit,
-        );
-        set_scale(&mut scores, 1, num, den);
+        scaled(1, s1, row, wide.as_mut());
         let s2 = subsample(s1.0, s1.1, 2, 32768, 16, row, wide.as_mut(), r2, d2);
-        let (num, den) = statistic(
-            s2.0,
-            s2.1,
-            2,
-            VpShift::SCALED,
-            row,
-            wide.as_mut(),
-            log2_table,
-            limit,
-        );
-        set_scale(&mut scores, 2, num, den);
+        scaled(2, s2, row, wide.as_mut());
         let s3 = subsample(s2.0, s2.1, 3, 32768, 16, row, wide.as_mut(), r3, d3);
-        let (num, den) = statistic(
-            s3.0,
-            s3.1,
-            3,
-            VpShift::SCALED,
-            row,
-            wide.as_mut(),
-            log2_table,
-            limit,
-        );
-        set_scale(&mut scores, 3, num, den);
+        scaled(3, s3, row, wide.as_mut());
         Ok(scores)
     }
 
