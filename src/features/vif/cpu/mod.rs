@@ -411,12 +411,7 @@ mod simd_tests {
     fn avx2_pass_equals_portable() {
         let isas: Vec<simd::Isa> = [simd::Isa::Avx2, simd::Isa::Avx512]
             .into_iter()
-            .filter(|&isa| match isa {
-                simd::Isa::Avx2 => {
-                    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-                }
-                simd::Isa::Avx512 => is_x86_feature_detected!("avx512f"),
-            })
+            .filter(|isa| isa.runs_here())
             .collect();
         eprintln!("SIMD kernels tested: {isas:?}");
         let mut cases = 0;
@@ -497,14 +492,7 @@ mod simd_tests {
     fn simd_subsample_and_scores_equal_portable() {
         let mut cases = 0;
         for isa in [simd::Isa::Avx2, simd::Isa::Avx512] {
-            let runs = match isa {
-                simd::Isa::Avx2 => {
-                    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-                }
-                simd::Isa::Avx512 => {
-                    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
-                }
-            };
+            let runs = isa.runs_here();
             if !runs {
                 eprintln!("skipped {isa:?}: not on this CPU");
                 continue;

@@ -40,15 +40,22 @@ impl Isa {
         let cap = std::env::var("VMAFCOMPARE_SIMD").unwrap_or_default();
         if cap.eq_ignore_ascii_case("portable") {
             None
-        } else if is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && !cap.eq_ignore_ascii_case("avx2")
-        {
+        } else if Self::Avx512.runs_here() && !cap.eq_ignore_ascii_case("avx2") {
             Some(Self::Avx512)
-        } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        } else if Self::Avx2.runs_here() {
             Some(Self::Avx2)
         } else {
             None
+        }
+    }
+
+    /// Whether this CPU has the kernel's instruction sets.
+    pub(super) fn runs_here(self) -> bool {
+        match self {
+            Self::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+            Self::Avx512 => {
+                is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
+            }
         }
     }
 }
