@@ -98,8 +98,8 @@ pub(super) fn pow2(e: i64) -> f64 {
 
 /// Restored coefficient of one orientation, evaluated in `f64` lanes (vectorisable).
 ///
-/// Gives exactly [`restore`]'s result: the reciprocal `2^30 / msb` (`msb <= 2^15`) is truncated
-/// from a correctly rounded `f64` quotient, which cannot cross an integer; all other products and
+/// Gives exactly the result of libvmaf's integer arithmetic (`restore`, kept for the tests):
+/// the reciprocal `2^30 / msb` (`msb <= 2^15`) is truncated from a correctly rounded `f64` quotient, which cannot cross an integer; all other products and
 /// sums are integers below 2^53, hence exact, except `r * t` when `|r * t| >= 2^53`, where both the
 /// exact and the rounded ratio lie far outside the clamp range `[0, 2^15]`. Power-of-two scalings
 /// followed by `floor` are the arithmetic shifts.

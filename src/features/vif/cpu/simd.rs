@@ -1,23 +1,26 @@
-//! SIMD horizontal pass and per-pixel terms of VIF's statistic (x86-64 only): an AVX-512
-//! kernel (8 pixels at once) and an AVX2 + FMA one (4 pixels), the widest the CPU has picked
-//! at run time; [`super::filters::h_stat_block`] is the portable version and the reference
-//! both are tested against, bit for bit.
+//! SIMD kernels of VIF's statistic and subsampling (x86-64 only): an AVX-512 F+BW build
+//! (8 pixels a step in the horizontal pass, 32 columns in the vertical ones) and an AVX2 +
+//! FMA build (4 and 16) of one kernel written over vector operations ([`Isa::detect`] picks
+//! the widest the CPU runs). The portable passes in [`super::filters`] are the reference
+//! both builds are tested against, bit for bit; each `unsafe` block states why it is sound.
 //!
-//! The portable pass sums the second moments in 32-bit halves because each sum is a 48-bit
-//! integer. Here every filter sum is taken in `f64` instead: all operands and every partial
-//! sum are integers below 2^53 (samples below 2^32, taps below 2^16 summing to 2^16, so
-//! each sum stays below 2^48), so each `f64` addition, multiplication and fused
-//! multiply-add is exact and the results equal the integer sums bit for bit. The pixels are
-//! done at once per lane of a vector register, with one fused multiply-add per symmetric tap pair, instead of the portable
-//! pass's four 32-bit multiplications and eight other operations.
-//!
-//! The per-pixel information terms then follow libvmaf's arithmetic (Netflix/vmaf v3.2.0,
-//! `libvmaf/src/feature/integer_vif.c`, `vif_statistic_8`/`_16`): the gain `g` and the two
-//! log arguments in `f64` with the same operations in the same order as the scalar C (no
-//! contraction into fused operations there), and the fixed-point `log2` from the table of
-//! 2048 steps per octave: for an integer `x >= 2^15` held exactly in an
-//! `f64`, the top 16 bits `x >> k` of libvmaf's `log2_32`/`log2_64` are the implicit one and
-//! the top 15 mantissa bits, and `k = e - 15` for the binary exponent `e`.
+//! - Vertical passes (statistic and subsampling): every filtered quantity is a 16-bit value
+//!   (a sample, or the low or high half of a product of two), summed with the 16-bit signed
+//!   multiply-add of interleaved symmetric tap pairs after an offset of -2^15; the offsets
+//!   add up to -2^31 (the taps sum to 2^16), added back at the end, so each sum is exact
+//!   modulo 2^32 as in the portable pass (libvmaf's AVX2 code also multiplies 16-bit halves).
+//! - Horizontal pass of the statistic: the portable pass sums the second moments in 32-bit
+//!   halves because each sum is a 48-bit integer. Here every filter sum is taken in `f64`:
+//!   all operands and every partial sum are integers below 2^53 (values below 2^32, taps
+//!   below 2^16 summing to 2^16), so each addition, multiplication and fused multiply-add is
+//!   exact, with one fused multiply-add per symmetric tap pair.
+//! - Information terms: libvmaf's arithmetic (Netflix/vmaf v3.2.0,
+//!   `libvmaf/src/feature/integer_vif.c`, `vif_statistic_8`/`_16`): the gain `g` and the two
+//!   log arguments in `f64` with the same operations in the same order as the scalar C (no
+//!   contraction into fused operations there), and the fixed-point `log2` from the table of
+//!   2048 steps per octave, read with gathers: for an integer `x >= 2^15` held exactly in an
+//!   `f64`, the top 16 bits `x >> k` of libvmaf's `log2_32`/`log2_64` are the implicit one and
+//!   the top 15 mantissa bits, and `k = e - 15` for the binary exponent `e`.
 
 use std::arch::x86_64::*;
 
