@@ -17,11 +17,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{CudaStream, DevicePtr};
+use common::device::{Layout, Upload};
+use cudarc::driver::CudaStream;
 use gst::prelude::*;
-use gstvmafcompare::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
+use gstvmafcompare::cuda::memory::{alloc_zeroed, DeviceAlloc};
 use gstvmafcompare::cuda::{DevPlane, GpuDevice};
-use gstvmafcompare::engine::frame::{LumaPlane, SampleLayout};
+use gstvmafcompare::engine::frame::LumaPlane;
 use gstvmafcompare::features::adm::cpu::Adm;
 use gstvmafcompare::features::adm::cuda::AdmGpu;
 use gstvmafcompare::features::adm::{AdmConfig, AdmScores, CsfMode};
@@ -220,31 +221,20 @@ fn synthetic(w: usize, h: usize, bpc: u32) -> (String, Vec<Pair>) {
     )
 }
 
-/// A device copy of a luma plane (1-byte samples at 8 bits, `u16` otherwise) and its
-/// descriptor; the buffer must outlive the kernels that read it (held, never read).
-#[allow(dead_code)]
-enum Upload {
-    Bytes(DeviceAlloc<u8>),
-    Words(DeviceAlloc<u16>),
-}
-
-fn upload(stream: &Arc<CudaStream>, s: &[u16], w: usize, bpc: u32) -> (Upload, DevPlane) {
-    if bpc == 8 {
-        let bytes: Vec<u8> = s.iter().map(|&v| v as u8).collect();
-        let buf = alloc_copy(stream, &bytes[..], "test luma").expect("upload");
-        let layout = SampleLayout {
-            bytes: 1,
-            down: 0,
-            depth: 8,
-            up: 0,
-        };
-        let plane = DevPlane::new(buf.device_ptr(stream).0, w, layout);
-        (Upload::Bytes(buf), plane)
+/// A luma plane in device memory as the element hands it over: 1-byte samples at 8 bits,
+/// packed `u16` otherwise; the buffer must outlive the kernels that read it.
+fn upload(
+    stream: &Arc<CudaStream>,
+    s: &[u16],
+    (w, h): (usize, usize),
+    bpc: u32,
+) -> (Upload, DevPlane) {
+    let layout = if bpc == 8 {
+        Layout::U8 { pad: 0 }
     } else {
-        let buf = alloc_copy(stream, s, "test luma").expect("upload");
-        let plane = DevPlane::packed_u16(&buf, w, stream);
-        (Upload::Words(buf), plane)
-    }
+        Layout::U16Packed
+    };
+    common::device::upload(stream, s, w, h, layout)
 }
 
 /// Runs `gpu` on one uploaded pair and reads its words back.
@@ -279,7 +269,12 @@ fn run_case(dev: &GpuDevice, stream: &Arc<CudaStream>, name: &str, pairs: &[Pair
     let mut out = alloc_zeroed::<u64>(stream, AdmGpu::RESULT_WORDS, "test out").expect("out");
     let uploads: Vec<_> = pairs
         .iter()
-        .map(|p| (upload(stream, &p.r, w, bpc), upload(stream, &p.d, w, bpc)))
+        .map(|p| {
+            (
+                upload(stream, &p.r, (w, h), bpc),
+                upload(stream, &p.d, (w, h), bpc),
+            )
+        })
         .collect();
     let mut compared = 0;
     for (cname, cfg) in configs() {
@@ -313,8 +308,8 @@ fn time_ms(dev: &GpuDevice, stream: &Arc<CudaStream>, p: &Pair, cfg: &AdmConfig)
     let module = dev.modules().get("adm").expect("adm module");
     let mut gpu = AdmGpu::new(module, stream, p.w, p.h, p.bpc, cfg).expect("AdmGpu::new");
     let mut out = alloc_zeroed::<u64>(stream, AdmGpu::RESULT_WORDS, "test out").expect("out");
-    let (_ru, rp) = upload(stream, &p.r, p.w, p.bpc);
-    let (_du, dp) = upload(stream, &p.d, p.w, p.bpc);
+    let (_ru, rp) = upload(stream, &p.r, (p.w, p.h), p.bpc);
+    let (_du, dp) = upload(stream, &p.d, (p.w, p.h), p.bpc);
     let mut frame = || {
         gpu.enqueue(
             stream,
