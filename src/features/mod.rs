@@ -446,6 +446,22 @@ pub(crate) fn indexed(name: &str, prefix: &str, n: usize) -> Option<usize> {
     (i < n).then_some(i)
 }
 
+/// Deterministic xorshift64 numbers (shifts 13, 7, 17) for the CPU halves' unit tests; the
+/// state must not be 0.
+#[cfg(test)]
+pub(crate) struct XorShift(pub(crate) u64);
+
+#[cfg(test)]
+impl XorShift {
+    /// The next number.
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

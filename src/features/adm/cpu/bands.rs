@@ -678,13 +678,7 @@ mod tests {
         };
         let c = (std::f64::consts::PI / 180.0).cos();
         let cos_sq = ((c * c) as f32) as f64;
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::features::XorShift(0x9e37_79b9_7f4a_7c15);
         let n = 4096;
         let mut rows = 0;
         for bits in [12u32, 20, 26, 27, 29, 31] {
@@ -692,7 +686,7 @@ mod tests {
                 // Reference coefficients of `bits` bits; distorted ones near them (scaled,
                 // rotated, sign-flipped) or unrelated, so every branch is taken.
                 let mut val = |m: u32| {
-                    let v = (next() >> (64 - m)) as i64 - (1i64 << (m - 1));
+                    let v = (rng.next_u64() >> (64 - m)) as i64 - (1i64 << (m - 1));
                     v.clamp(i32::MIN as i64 + 1, i32::MAX as i64) as i32
                 };
                 let o: [Vec<i32>; 3] =
@@ -707,7 +701,7 @@ mod tests {
                                 2 => -x,
                                 3 => x * 3 / 2,
                                 4 => 0,
-                                _ => (next() >> 40) as i64 - (1 << 23),
+                                _ => (rng.next_u64() >> 40) as i64 - (1 << 23),
                             };
                             v.clamp(i32::MIN as i64 + 1, i32::MAX as i64) as i32
                         })

@@ -217,21 +217,15 @@ mod tests {
     /// [`shifted_sum_f64`] equals libvmaf's `int64_t` arithmetic on every magnitude of `i32`.
     #[test]
     fn f64_sums_equal_i64() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::features::XorShift(0x2545_f491_4f6c_dd1d);
         let edges = [i32::MIN, i32::MIN + 1, -1, 0, 1, i32::MAX];
         for round in 0..200_000 {
             let bits = 1 + (round % 32) as u32;
             let x: [i32; 4] = core::array::from_fn(|_| {
                 if round % 7 == 0 {
-                    edges[(next() % 6) as usize]
+                    edges[(rng.next_u64() % 6) as usize]
                 } else {
-                    ((next() as i64) >> (64 - bits)) as i32
+                    ((rng.next_u64() as i64) >> (64 - bits)) as i32
                 }
             });
             for (taps, (add, shift)) in [FILTER_LO, FILTER_HI]

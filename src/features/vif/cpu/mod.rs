@@ -360,26 +360,15 @@ mod simd_tests {
 
     use super::*;
 
-    /// Deterministic xorshift samples.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
-
     /// A plane of `kind`: 0 noise, 1 smooth ramp with light noise, 2 flat, 3 blocks of
     /// extremes, 4 any 16-bit value (out of range below 16 bits).
     fn plane(w: usize, h: usize, bpc: u32, kind: u32, seed: u64) -> Vec<u16> {
-        let mut rng = Rng(seed | 1);
+        let mut rng = crate::features::XorShift(seed | 1);
         let max = (1u64 << bpc) - 1;
         (0..w * h)
             .map(|i| {
                 let (x, y) = ((i % w) as u64, (i / w) as u64);
-                let r = rng.next();
+                let r = rng.next_u64();
                 let v = match kind {
                     0 => r % (max + 1),
                     1 => ((x * max / w as u64 + y) % (max + 1)).saturating_sub(r % 4),
