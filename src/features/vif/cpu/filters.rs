@@ -348,15 +348,9 @@ pub(super) fn stat_scale<const N: usize, const NARROW: bool>(
             },
             _ => 0,
         };
-        if done == 0 {
-            blocked!(w, |j, L| v_stat_block::<N, L, NARROW>(
-                &rr, &rd, filt, j, rnd, row
-            ));
-        } else {
-            for j in done..w {
-                v_stat_block::<N, 1, NARROW>(&rr, &rd, filt, j, rnd, row);
-            }
-        }
+        blocked!(done, w, |j, L| v_stat_block::<N, L, NARROW>(
+            &rr, &rd, filt, j, rnd, row
+        ));
         mirror_pad(&mut row.mu1, w, half);
         mirror_pad(&mut row.mu2, w, half);
         mirror_pad(&mut row.ref_sq, w, half);
@@ -368,15 +362,9 @@ pub(super) fn stat_scale<const N: usize, const NARROW: bool>(
             Some(wide) => unsafe { simd::h_stat_row::<N>(row, wide, filt, w, limit, &mut acc) },
             _ => 0,
         };
-        if done == 0 {
-            blocked!(w, |j, L| h_stat_block::<N, L>(
-                row, filt, j, &mut acc, table, limit
-            ));
-        } else {
-            for j in done..w {
-                h_stat_block::<N, 1>(row, filt, j, &mut acc, table, limit);
-            }
-        }
+        blocked!(done, w, |j, L| h_stat_block::<N, L>(
+            row, filt, j, &mut acc, table, limit
+        ));
     }
     acc
 }
@@ -534,15 +522,9 @@ pub(super) fn subsample_scale<const N: usize>(
                 },
                 _ => 0,
             };
-            if done == 0 {
-                blocked!(w, |j, L| v_mean_block::<N, L>(
-                    rows, filt, j, round, shift, mu
-                ));
-            } else {
-                for j in done..w {
-                    v_mean_block::<N, 1>(rows, filt, j, round, shift, mu);
-                }
-            }
+            blocked!(done, w, |j, L| v_mean_block::<N, L>(
+                rows, filt, j, round, shift, mu
+            ));
             mirror_pad(mu, w, half);
         }
         for (mu, out) in [(&*mu1, &mut *or), (&*mu2, &mut *od)] {
@@ -552,13 +534,7 @@ pub(super) fn subsample_scale<const N: usize>(
                 Some(wide) => unsafe { simd::h_decimate_row::<N>(wide, mu, filt, w, out) },
                 _ => 0,
             };
-            if done == 0 {
-                blocked!(w, |j, L| h_decimate_block::<N, L>(mu, filt, j, out));
-            } else {
-                for j in done..w {
-                    h_decimate_block::<N, 1>(mu, filt, j, out);
-                }
-            }
+            blocked!(done, w, |j, L| h_decimate_block::<N, L>(mu, filt, j, out));
         }
     }
 }

@@ -324,13 +324,14 @@ fn chunk_mut<T, const N: usize>(s: &mut [T], at: usize) -> Option<&mut [T; N]> {
     s.get_mut(at..).and_then(|t| t.first_chunk_mut::<N>())
 }
 
-/// Runs `$body` for blocks of [`BLOCK`] columns starting at `$j` with the const `$l` set
-/// to `BLOCK`, then for each remaining column with `$l` set to 1.
+/// Runs `$body` over the columns `$from..$w`: for blocks of [`BLOCK`] columns starting at
+/// `$j` with the const `$l` set to `BLOCK`, then for each remaining column with `$l` set
+/// to 1. (`$from`: the columns a SIMD kernel has done, 0 without one.)
 macro_rules! blocked {
-    ($w:expr, |$j:ident, $l:ident| $body:expr) => {{
-        let w: usize = $w;
-        let full = w / BLOCK * BLOCK;
-        for $j in (0..full).step_by(BLOCK) {
+    ($from:expr, $w:expr, |$j:ident, $l:ident| $body:expr) => {{
+        let (from, w): (usize, usize) = ($from, $w);
+        let full = from + w.saturating_sub(from) / BLOCK * BLOCK;
+        for $j in (from..full).step_by(BLOCK) {
             const $l: usize = BLOCK;
             $body;
         }
