@@ -126,7 +126,7 @@ const TWO52: f64 = 4503599627370496.0;
 /// differences is reproduced).
 ///
 /// # Safety
-/// The CPU runs `wide.isa()` (true when `wide` comes from [`Wide::detect`]).
+/// The CPU runs `wide`'s kernel (true when `wide` comes from [`Wide::detect`]).
 pub(super) unsafe fn h_stat_row<const N: usize>(
     row: &RowBuffers,
     wide: &mut Wide,
@@ -168,7 +168,7 @@ pub(super) unsafe fn h_stat_row<const N: usize>(
 /// 2^32 as in the portable pass.
 ///
 /// # Safety
-/// The CPU runs `isa` (true for the kernel of a [`Wide`] from [`Wide::detect`]).
+/// The CPU runs `wide`'s kernel (true when `wide` comes from [`Wide::detect`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn v_stat_row<const N: usize, const NARROW: bool>(
     wide: &Wide,
@@ -226,8 +226,8 @@ pub(super) unsafe fn v_mean_row<const N: usize>(
 
 /// Horizontal filter and decimation of the subsampling, as
 /// [`super::filters::h_decimate_block`]: the padded row `src` filtered at the columns
-/// `0..done`, whose even columns `c` go to `out[c / 2]`; returns `done` (0 when `src` is
-/// too short).
+/// `0..done`, whose even columns `c` go to `out[c / 2]`; returns `done` (0 when `src`, or
+/// the scratch row made for the frame width, is too short: never for the frame's scales).
 ///
 /// # Safety
 /// As [`v_mean_row`].
@@ -238,11 +238,8 @@ pub(super) unsafe fn h_decimate_row<const N: usize>(
     w: usize,
     out: &mut [u16],
 ) -> usize {
-    if N / 2 > PAD || src.len() < w + 2 * PAD {
+    if N / 2 > PAD || src.len() < w + 2 * PAD || wide.full.len() < w {
         return 0;
-    }
-    if wide.full.len() < w {
-        wide.full.resize(w, 0);
     }
     // SAFETY: the caller guarantees the CPU runs the kernel; the lengths are checked above.
     unsafe {
