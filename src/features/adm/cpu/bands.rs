@@ -99,10 +99,11 @@ pub(super) fn pow2(e: i64) -> f64 {
 /// Restored coefficient of one orientation, evaluated in `f64` lanes (vectorisable).
 ///
 /// Gives exactly the result of libvmaf's integer arithmetic (`restore`, kept for the tests):
-/// the reciprocal `2^30 / msb` (`msb <= 2^15`) is truncated from a correctly rounded `f64` quotient, which cannot cross an integer; all other products and
-/// sums are integers below 2^53, hence exact, except `r * t` when `|r * t| >= 2^53`, where both the
-/// exact and the rounded ratio lie far outside the clamp range `[0, 2^15]`. Power-of-two scalings
-/// followed by `floor` are the arithmetic shifts.
+/// the reciprocal `2^30 / msb` (`msb <= 2^15`) is truncated from a correctly rounded `f64`
+/// quotient, which cannot cross an integer; all other products and sums are integers below
+/// 2^53, hence exact, except `r * t` when `|r * t| >= 2^53`, where both the exact and the
+/// rounded ratio lie far outside the clamp range `[0, 2^15]`. Power-of-two scalings followed
+/// by `floor` are the arithmetic shifts.
 #[inline(always)]
 pub(super) fn restore_f64<const S0: bool>(o: i32, t: i32, angle_flag: bool, gain: f64) -> i32 {
     let of = o as f64;
@@ -134,9 +135,10 @@ pub(super) fn restore_f64<const S0: bool>(o: i32, t: i32, angle_flag: bool, gain
     trunc_to_i32(v)
 }
 
-/// `v as i32` for `|v| < 2^31` (here `|v| <= max(|o| + 1, |t|)` with `|o|, |t| < 2^26`), without
-/// the saturating conversion, which the compiler cannot vectorise: after truncation, adding
-/// `1.5 * 2^52` leaves the integer in the low mantissa bits (any `|v| < 2^51`).
+/// `v as i32` for `|v| <= 2^31` (here `v` is `rst`, within `o`'s range, or lies between
+/// `rst * gain` and `t`, within `t`'s), without the saturating conversion, which the compiler
+/// cannot vectorise: after truncation, adding `1.5 * 2^52` leaves the integer in the low
+/// mantissa bits (any `|v| < 2^51`).
 #[inline(always)]
 fn trunc_to_i32(v: f64) -> i32 {
     (v.trunc() + 6755399441055744.0).to_bits() as u32 as i32
