@@ -21,7 +21,8 @@
 //!
 //! - `params.rs`: the options ([`CambiConfig`]) and everything fixed per geometry
 //!   ([`params::Params`]: sizes, window, thresholds, look-up tables);
-//! - `cpu.rs`: the CPU half ([`cpu::Cambi`]), the reference;
+//! - `cpu/`: the CPU half ([`cpu::Cambi`]), the reference of the CUDA half, with direct
+//!   (window-by-window) forms of its steps for its tests;
 //! - `cuda.rs`: the CUDA host half ([`cuda::CambiGpu`]) of `kernels/cambi.cu`.
 //!
 //! Both halves compute each scale's top-k sum of c-values exactly, as an integer in units of

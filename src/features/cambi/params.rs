@@ -510,7 +510,8 @@ impl Params {
         let vlt_luma = vlt_luma(cfg.vis_lum_threshold, eotf);
         let lo = i32::from(vlt_luma) - 3 * num_diffs as i32 + 1;
         let band_base = lo.max(0) as u16;
-        let band_size = (tvi[num_diffs - 1] + 1).wrapping_sub(band_base);
+        // Empty when the visibility threshold lies above every step's: no c-value then.
+        let band_size = (tvi[num_diffs - 1] + 1).saturating_sub(band_base);
         let mut scales = [(0, 0); NUM_SCALES];
         let (mut sw, mut sh) = (ew, eh);
         for (s, slot) in scales.iter_mut().enumerate() {
