@@ -359,7 +359,9 @@ pub(super) fn stat_scale<const N: usize, const NARROW: bool>(
         let done = match wide.as_deref_mut() {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `wide` exists only with the kernel the CPU runs (`Wide::detect`).
-            Some(wide) => unsafe { simd::h_stat_row::<N>(row, wide, filt, w, limit, &mut acc) },
+            Some(wide) => unsafe {
+                simd::h_stat_row::<N>(row, wide, filt, w, table, limit, &mut acc)
+            },
             _ => 0,
         };
         blocked!(done, w, |j, L| h_stat_block::<N, L>(

@@ -113,7 +113,7 @@ impl Vif {
         let scaled = |s: u32| vec![0u16; (width >> s) * (height >> s)];
         let row_len = width + 2 * PAD;
         #[cfg(target_arch = "x86_64")]
-        let wide = Wide::detect(width, &log2_table);
+        let wide = Wide::detect(width);
         #[cfg(not(target_arch = "x86_64"))]
         let wide = None;
         Ok(Self {
@@ -447,7 +447,7 @@ mod simd_tests {
                         .into_iter()
                         .flat_map(|l| isas.iter().map(move |i| (l, i)))
                     {
-                        vif.wide = Some(Wide::with_isa(isa, w, &vif.log2_table));
+                        vif.wide = Some(Wide::with_isa(isa, w));
                         for scale in 0..4 {
                             let vp = if scale == 0 { vp } else { VpShift::SCALED };
                             let (ri, di) = (image(&r, w, h), image(&d, w, h));
@@ -504,8 +504,7 @@ mod simd_tests {
                             Ok(v) => v,
                             Err(e) => panic!("{e}"),
                         };
-                        let log2_table = vif.log2_table.clone();
-                        let mut wide = Wide::with_isa(isa, w, &log2_table);
+                        let mut wide = Wide::with_isa(isa, w);
                         let (w2, h2) = (w / 2, h / 2);
                         let (mut fr, mut fd) = (vec![0u16; w2 * h2], vec![0u16; w2 * h2]);
                         let (mut sr, mut sd) = (vec![1u16; w2 * h2], vec![1u16; w2 * h2]);
@@ -551,7 +550,7 @@ mod simd_tests {
                         };
                         let (rp, dp) = (lp(&r[..]), lp(&d[..]));
                         let cfg = VifConfig::default();
-                        vif.wide = Some(Wide::with_isa(isa, w, &log2_table));
+                        vif.wide = Some(Wide::with_isa(isa, w));
                         let fast = vif.compute(&rp, &dp, &cfg);
                         vif.wide = None;
                         let slow = vif.compute(&rp, &dp, &cfg);

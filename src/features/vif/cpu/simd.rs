@@ -20,7 +20,11 @@
 //!   contraction into fused operations there), and the fixed-point `log2` from the table of
 //!   2048 steps per octave, read with gathers: for an integer `x >= 2^15` held exactly in an
 //!   `f64`, the top 16 bits `x >> k` of libvmaf's `log2_32`/`log2_64` are the implicit one and
-//!   the top 15 mantissa bits, and `k = e - 15` for the binary exponent `e`.
+//!   the top 15 mantissa bits, and `k = e - 15` for the binary exponent `e`. The gathers read
+//!   32-bit words of the `u16` table itself (64 KiB, no wider copy) and keep the upper half.
+//!   The means' Q32 products and the moments' rounding run in 64-bit integer lanes
+//!   (unsigned 32 x 32 -> 64 multiplies), on the integers' low bits taken from the `f64`
+//!   sums by adding 2^52; the wrapped differences go back to `f64` through `i32`.
 
 use std::arch::x86_64::*;
 
@@ -72,27 +76,19 @@ pub(super) struct Wide {
     xx: Vec<f64>,
     yy: Vec<f64>,
     xy: Vec<f64>,
-    /// `log2_table[32768 + i]` for `i` in `0..32768` (the only half the statistic reads).
-    table: Box<[i64]>,
     /// One row of the subsampling's horizontal filter at full resolution.
     full: Vec<u16>,
 }
 
 impl Wide {
     /// Scratch for rows of `width` samples, or `None` when the CPU lacks AVX2 + FMA.
-    pub(super) fn detect(width: usize, log2_table: &[u16; 65536]) -> Option<Self> {
-        Isa::detect().map(|isa| Self::with_isa(isa, width, log2_table))
+    pub(super) fn detect(width: usize) -> Option<Self> {
+        Isa::detect().map(|isa| Self::with_isa(isa, width))
     }
 
     /// Scratch for the kernel `isa`, which the caller has checked the CPU runs.
-    pub(super) fn with_isa(isa: Isa, width: usize, log2_table: &[u16; 65536]) -> Self {
+    pub(super) fn with_isa(isa: Isa, width: usize) -> Self {
         let len = width + 2 * PAD;
-        let table = log2_table
-            .get(32768..)
-            .unwrap_or(&[])
-            .iter()
-            .map(|&v| i64::from(v))
-            .collect();
         Self {
             isa,
             mu1: vec![0.0; len],
@@ -100,7 +96,6 @@ impl Wide {
             xx: vec![0.0; len],
             yy: vec![0.0; len],
             xy: vec![0.0; len],
-            table,
             full: vec![0; width],
         }
     }
@@ -108,10 +103,6 @@ impl Wide {
 
 /// Columns per chunk of the horizontal pass: 5 rows of `CHUNK + 16` `f64` (about 11 KiB).
 const CHUNK: usize = 256;
-const INV16: f64 = 1.0 / 65536.0;
-const INV32: f64 = 1.0 / 4294967296.0;
-const TWO31: f64 = 2147483648.0;
-const TWO32: f64 = 4294967296.0;
 /// `2^52`: adding it to an integer in `[0, 2^52)` leaves the integer in the low mantissa bits.
 const TWO52: f64 = 4503599627370496.0;
 
@@ -127,17 +118,18 @@ const TWO52: f64 = 4503599627370496.0;
 ///
 /// # Safety
 /// The CPU runs `wide`'s kernel (true when `wide` comes from [`Wide::detect`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn h_stat_row<const N: usize>(
     row: &RowBuffers,
     wide: &mut Wide,
     filt: &[u16; N],
     w: usize,
+    table: &[u16; 65536],
     limit: f64,
     acc: &mut Accum,
 ) -> usize {
     let len = w + 2 * PAD;
     if N / 2 > PAD
-        || wide.table.len() != 32768
         || [&wide.mu1, &wide.mu2, &wide.xx, &wide.yy, &wide.xy]
             .iter()
             .map(|r| r.len())
@@ -150,8 +142,8 @@ pub(super) unsafe fn h_stat_row<const N: usize>(
     // SAFETY: the caller guarantees the CPU runs the kernel; the lengths are checked above.
     unsafe {
         match wide.isa {
-            Isa::Avx2 => avx2::row::<N>(row, wide, filt, w, limit, acc),
-            Isa::Avx512 => avx512::row::<N>(row, wide, filt, w, limit, acc),
+            Isa::Avx2 => avx2::row::<N>(row, wide, filt, w, table, limit, acc),
+            Isa::Avx512 => avx512::row::<N>(row, wide, filt, w, table, limit, acc),
         }
     }
 }
@@ -258,13 +250,14 @@ macro_rules! kernel {
         ///
         /// # Safety
         /// The CPU has `$features`; every row of `wide` and `row` holds `w + 2 * PAD` samples,
-        /// `wide.table` 32768 entries and `N / 2 <= PAD`.
+        /// and `N / 2 <= PAD`.
         #[target_feature(enable = $features)]
         pub(super) unsafe fn row<const N: usize>(
             row: &RowBuffers,
             wide: &mut Wide,
             filt: &[u16; N],
             w: usize,
+            table: &[u16; 65536],
             limit: f64,
             acc: &mut Accum,
         ) -> usize {
@@ -275,7 +268,6 @@ macro_rules! kernel {
                 xx,
                 yy,
                 xy,
-                table,
                 ..
             } = wide;
             let taps: [f64; N] = core::array::from_fn(|k| f64::from(filt[k]));
@@ -352,58 +344,46 @@ macro_rules! kernel {
             }
         }
 
-        /// `(hi, lo)` with `m = hi * 2^16 + lo`, `lo < 2^16`, for integers `0 <= m < 2^32`.
+        /// The low 32 bits of the integer `x` (`0 <= x < 2^52`) in the low half of each
+        /// lane (the high half is not defined): `x` added to 2^52 leaves it in the low
+        /// mantissa bits.
         #[target_feature(enable = $features)]
         #[inline]
-        fn split16(m: D) -> (D, D) {
-            let hi = floor(mul(m, splat(INV16)));
-            (hi, fnmadd(hi, splat(65536.0), m))
+        fn low_bits(x: D) -> I {
+            bits(add(x, splat(TWO52)))
         }
 
-        /// `(a * b + 2^31) >> 32` of 32-bit `a = a1 * 2^16 + a0`, `b = b1 * 2^16 + b0` (the
-        /// Q32 product of libvmaf's means), exact: every intermediate is an integer below
-        /// 2^50.
+        /// `(a * b + 2^31) >> 32` (the Q32 product of libvmaf's means) of the unsigned
+        /// 32-bit low halves of `a` and `b`, exact in 64 bits (`(2^32 - 1)^2 + 2^31 < 2^64`).
         #[target_feature(enable = $features)]
         #[inline]
-        fn mul_q32(a: (D, D), b: (D, D)) -> D {
-            let (a1, a0) = a;
-            let (b1, b0) = b;
-            let high = mul(a1, b1);
-            let mid = fmadd(a1, b0, mul(a0, b1));
-            let low = fmadd(a0, b0, splat(TWO31));
-            let r = fmadd(mid, splat(65536.0), low);
-            add(high, floor(mul(r, splat(INV32))))
+        fn mul_q32(a: I, b: I) -> I {
+            shr32_64(add_i(mul_u32(a, b), splat_i(1 << 31)))
         }
 
-        /// `d` wrapped into `[-2^31, 2^31)` modulo 2^32 (libvmaf's `uint32_t` difference read
-        /// as `int32_t`), for integers `|d| < 2^50`.
+        /// `(s + 32768) >> 16` of an integer `0 <= s < 2^52 - 2^15`, correct in its low 32
+        /// bits (all that the wrapped differences read).
         #[target_feature(enable = $features)]
         #[inline]
-        fn wrap32(d: D) -> D {
-            let q = floor(mul(add(d, splat(TWO31)), splat(INV32)));
-            fnmadd(q, splat(TWO32), d)
-        }
-
-        /// `(s + 32768) >> 16` of an integer `0 <= s < 2^52`.
-        #[target_feature(enable = $features)]
-        #[inline]
-        fn round16(s: D) -> D {
-            floor(mul(add(s, splat(32768.0)), splat(INV16)))
+        fn round16(s: D) -> I {
+            shr16_64(bits(add(s, splat(TWO52 + 32768.0))))
         }
 
         /// libvmaf's fixed-point `log2` (`log2_32` / `log2_64`) of integers `x >= 2^15` held
         /// exactly in `f64`, plus `2048 * 1038` (which cancels in differences).
         #[target_feature(enable = $features)]
         #[inline]
-        fn log2_biased(table: &[i64], x: D) -> I {
+        fn log2_biased(table: &[u16; 65536], x: D) -> I {
             let bits = bits(x);
             // 2048 * (e + 1023) from the biased exponent field.
             let octave = shl11(shr52(bits));
-            let index = and(shr37(bits), splat_i(0x7fff));
-            // SAFETY: every index is masked to 0..=32767 and `table` has 32768 entries
-            // (checked by `h_stat_row`).
-            let entries = unsafe { gather(table, index) };
-            add_i(entries, octave)
+            // The entry is table[32768 + m] for the top 15 mantissa bits m: the upper half
+            // of the 32-bit word at table[32767 + m].
+            let index = add_i(and(shr37(bits), splat_i(0x7fff)), splat_i(32767));
+            // SAFETY: every index is in 32767..=65534, so each 4-byte read lies inside the
+            // table's 131072 bytes.
+            let entries = unsafe { gather_u16_pair(table, index) };
+            add_i(shr16_64(entries), octave)
         }
 
         /// The per-row accumulators of the information terms, `i64` lanes.
@@ -433,12 +413,14 @@ macro_rules! kernel {
             /// `>> 16`).
             #[target_feature(enable = $features)]
             #[inline]
-            fn add(&mut self, table: &[i64], m1: D, m2: D, sxx: D, syy: D, sxy: D) {
-                let (h1, h2) = (split16(m1), split16(m2));
+            fn add(&mut self, table: &[u16; 65536], m1: D, m2: D, sxx: D, syy: D, sxy: D) {
+                // The means' and moments' integer forms: the differences are libvmaf's
+                // `uint32_t` ones read as `int32_t`, so only their low 32 bits count.
+                let (u1, u2) = (low_bits(m1), low_bits(m2));
                 let zero = splat(0.0);
-                let s1 = wrap32(sub(round16(sxx), mul_q32(h1, h1)));
-                let s2 = max(wrap32(sub(round16(syy), mul_q32(h2, h2))), zero);
-                let s12 = wrap32(sub(round16(sxy), mul_q32(h1, h2)));
+                let s1 = low32_f64(sub_i(round16(sxx), mul_q32(u1, u1)));
+                let s2 = max(low32_f64(sub_i(round16(syy), mul_q32(u2, u2))), zero);
+                let s12 = low32_f64(sub_i(round16(sxy), mul_q32(u1, u2)));
 
                 let nsq = splat(f64::from(SIGMA_NSQ));
                 let g = div(s12, add(s1, splat(65536.0 * 1.0e-10)));
@@ -696,8 +678,6 @@ mod avx2 {
         mul(a: D, b: D) -> D { _mm256_mul_pd(a, b) }
         div(a: D, b: D) -> D { _mm256_div_pd(a, b) }
         fmadd(a: D, b: D, c: D) -> D { _mm256_fmadd_pd(a, b, c) }
-        fnmadd(a: D, b: D, c: D) -> D { _mm256_fnmadd_pd(a, b, c) }
-        floor(x: D) -> D { _mm256_round_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(x) }
         trunc(x: D) -> D { _mm256_round_pd::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(x) }
         max(a: D, b: D) -> D { _mm256_max_pd(a, b) }
         min(a: D, b: D) -> D { _mm256_min_pd(a, b) }
@@ -713,6 +693,14 @@ mod avx2 {
         shr52(a: I) -> I { _mm256_srli_epi64::<52>(a) }
         shr37(a: I) -> I { _mm256_srli_epi64::<37>(a) }
         shl11(a: I) -> I { _mm256_slli_epi64::<11>(a) }
+        shr16_64(a: I) -> I { _mm256_srli_epi64::<16>(a) }
+        shr32_64(a: I) -> I { _mm256_srli_epi64::<32>(a) }
+        mul_u32(a: I, b: I) -> I { _mm256_mul_epu32(a, b) }
+        // The low 32 bits of each lane as `i32`, converted to `f64`.
+        low32_f64(a: I) -> D {
+            let low = _mm256_permutevar8x32_epi32(a, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+            _mm256_cvtepi32_pd(_mm256_castsi256_si128(low))
+        }
         splat_32(x: i32) -> I { _mm256_set1_epi32(x) }
         xor(a: I, b: I) -> I { _mm256_xor_si256(a, b) }
         mullo16(a: I, b: I) -> I { _mm256_mullo_epi16(a, b) }
@@ -744,15 +732,20 @@ mod avx2 {
         unsafe { _mm256_loadu_pd(p) }
     }
 
-    /// `table[index[l]]` for each lane.
+    /// `table[i] | table[i + 1] << 16` (the 4 bytes at `table[i]`, little-endian) for each
+    /// lane's index `i`, zero-extended.
     ///
     /// # Safety
-    /// Every index is in `0..table.len()`.
+    /// Every index is in `0..table.len() - 1`.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn gather(table: &[i64], index: I) -> I {
-        // SAFETY: the caller's contract.
-        unsafe { _mm256_i64gather_epi64::<8>(table.as_ptr(), index) }
+    unsafe fn gather_u16_pair(table: &[u16; 65536], index: I) -> I {
+        // SAFETY: the caller's contract: each read of 4 bytes at byte offset 2 * i lies
+        // inside the table (the gather reads unaligned words).
+        unsafe {
+            let words = _mm256_i64gather_epi32::<2>(table.as_ptr().cast(), index);
+            _mm256_cvtepu32_epi64(words)
+        }
     }
 
     /// Columns of `u16` per step of the vertical pass.
@@ -818,8 +811,6 @@ mod avx512 {
         mul(a: D, b: D) -> D { _mm512_mul_pd(a, b) }
         div(a: D, b: D) -> D { _mm512_div_pd(a, b) }
         fmadd(a: D, b: D, c: D) -> D { _mm512_fmadd_pd(a, b, c) }
-        fnmadd(a: D, b: D, c: D) -> D { _mm512_fnmadd_pd(a, b, c) }
-        floor(x: D) -> D { _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(x) }
         trunc(x: D) -> D { _mm512_roundscale_pd::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(x) }
         // VMAXPD / VMINPD return the second operand for NaN, as the AVX2 forms.
         max(a: D, b: D) -> D { _mm512_max_pd(a, b) }
@@ -836,6 +827,11 @@ mod avx512 {
         shr52(a: I) -> I { _mm512_srli_epi64::<52>(a) }
         shr37(a: I) -> I { _mm512_srli_epi64::<37>(a) }
         shl11(a: I) -> I { _mm512_slli_epi64::<11>(a) }
+        shr16_64(a: I) -> I { _mm512_srli_epi64::<16>(a) }
+        shr32_64(a: I) -> I { _mm512_srli_epi64::<32>(a) }
+        mul_u32(a: I, b: I) -> I { _mm512_mul_epu32(a, b) }
+        // The low 32 bits of each lane as `i32`, converted to `f64`.
+        low32_f64(a: I) -> D { _mm512_cvtepi32_pd(_mm512_cvtepi64_epi32(a)) }
         splat_32(x: i32) -> I { _mm512_set1_epi32(x) }
         xor(a: I, b: I) -> I { _mm512_xor_si512(a, b) }
         mullo16(a: I, b: I) -> I { _mm512_mullo_epi16(a, b) }
@@ -867,15 +863,20 @@ mod avx512 {
         unsafe { _mm512_loadu_pd(p) }
     }
 
-    /// `table[index[l]]` for each lane.
+    /// `table[i] | table[i + 1] << 16` (the 4 bytes at `table[i]`, little-endian) for each
+    /// lane's index `i`, zero-extended.
     ///
     /// # Safety
-    /// Every index is in `0..table.len()`.
+    /// Every index is in `0..table.len() - 1`.
     #[target_feature(enable = "avx512f,avx512bw")]
     #[inline]
-    unsafe fn gather(table: &[i64], index: I) -> I {
-        // SAFETY: the caller's contract.
-        unsafe { _mm512_i64gather_epi64::<8>(index, table.as_ptr()) }
+    unsafe fn gather_u16_pair(table: &[u16; 65536], index: I) -> I {
+        // SAFETY: the caller's contract: each read of 4 bytes at byte offset 2 * i lies
+        // inside the table (the gather reads unaligned words).
+        unsafe {
+            let words = _mm512_i64gather_epi32::<2>(index, table.as_ptr().cast());
+            _mm512_cvtepu32_epi64(words)
+        }
     }
 
     /// Columns of `u16` per step of the vertical pass.
