@@ -73,6 +73,10 @@ pub(super) struct Wide {
     isa: Isa,
     mu1: Vec<f64>,
     mu2: Vec<f64>,
+    /// The means offset into `i16` (`v ^ 0x8000`) for the 16-bit multiply-adds, one sample
+    /// longer than the other rows (see `means16`).
+    mu1s: Vec<u16>,
+    mu2s: Vec<u16>,
     xx: Vec<f64>,
     yy: Vec<f64>,
     xy: Vec<f64>,
@@ -93,6 +97,8 @@ impl Wide {
             isa,
             mu1: vec![0.0; len],
             mu2: vec![0.0; len],
+            mu1s: vec![0; len + 1],
+            mu2s: vec![0; len + 1],
             xx: vec![0.0; len],
             yy: vec![0.0; len],
             xy: vec![0.0; len],
@@ -103,6 +109,8 @@ impl Wide {
 
 /// Columns per chunk of the horizontal pass: 5 rows of `CHUNK + 16` `f64` (about 11 KiB).
 const CHUNK: usize = 256;
+/// Most tap pairs of the 16-bit mean filter (17 taps at scale 0).
+const MAX_PAIRS: usize = 9;
 /// `2^52`: adding it to an integer in `[0, 2^52)` leaves the integer in the low mantissa bits.
 const TWO52: f64 = 4503599627370496.0;
 
@@ -130,6 +138,8 @@ pub(super) unsafe fn h_stat_row<const N: usize>(
 ) -> usize {
     let len = w + 2 * PAD;
     if N / 2 > PAD
+        || wide.mu1s.len() <= len
+        || wide.mu2s.len() <= len
         || [&wide.mu1, &wide.mu2, &wide.xx, &wide.yy, &wide.xy]
             .iter()
             .map(|r| r.len())
@@ -265,6 +275,8 @@ macro_rules! kernel {
             let Wide {
                 mu1,
                 mu2,
+                mu1s,
+                mu2s,
                 xx,
                 yy,
                 xy,
@@ -273,21 +285,34 @@ macro_rules! kernel {
             let taps: [f64; N] = core::array::from_fn(|k| f64::from(filt[k]));
             let half = N / 2;
             let mut terms = Terms::new(limit);
-            let done = w / LANES * LANES;
+            // The means by 16-bit multiply-adds when every tap is an `i16` (scales 0-2).
+            let narrow = N <= 2 * MAX_PAIRS && filt.iter().all(|&t| t < 0x8000);
+            let (pairs, bias) = tap_pairs(filt);
+            let done = w / GROUP * GROUP;
             // Columns in chunks whose converted samples stay in the L1 cache between the
             // conversion and the filter's reads (whole rows made the filter wait on L2).
             let mut converted = 0;
             for j0 in (0..done).step_by(CHUNK) {
                 let j1 = (j0 + CHUNK).min(done);
-                // The last step reads up to index PAD + j1 + half - 1.
+                // The last group reads up to index PAD + j1 + half - 1 (the 16-bit means'
+                // odd columns one more, with a zero tap: see `means16`).
                 let need = (PAD + j1 + half).min(len);
                 let span = converted..need;
                 // Conversions: vectorised by the compiler (u16/u32 to f64 are exact).
-                for (d, &s) in mu1[span.clone()].iter_mut().zip(&row.mu1[span.clone()]) {
-                    *d = f64::from(s);
-                }
-                for (d, &s) in mu2[span.clone()].iter_mut().zip(&row.mu2[span.clone()]) {
-                    *d = f64::from(s);
+                if narrow {
+                    for (d, &s) in mu1s[span.clone()].iter_mut().zip(&row.mu1[span.clone()]) {
+                        *d = s ^ 0x8000;
+                    }
+                    for (d, &s) in mu2s[span.clone()].iter_mut().zip(&row.mu2[span.clone()]) {
+                        *d = s ^ 0x8000;
+                    }
+                } else {
+                    for (d, &s) in mu1[span.clone()].iter_mut().zip(&row.mu1[span.clone()]) {
+                        *d = f64::from(s);
+                    }
+                    for (d, &s) in mu2[span.clone()].iter_mut().zip(&row.mu2[span.clone()]) {
+                        *d = f64::from(s);
+                    }
                 }
                 for (d, &s) in xx[span.clone()].iter_mut().zip(&row.ref_sq[span.clone()]) {
                     *d = f64::from(s);
@@ -299,21 +324,44 @@ macro_rules! kernel {
                     *d = f64::from(s);
                 }
                 converted = need;
-                for j in (j0..j1).step_by(LANES) {
-                    let base = PAD + j - half;
-                    // SAFETY: base + N - 1 + LANES <= PAD + (done - LANES) + half + LANES
-                    // <= w + 2 * PAD = len (half <= PAD), every row is `len` long, and
-                    // indices below `need` are converted.
-                    let (m1, m2, sxx, syy, sxy) = unsafe {
-                        (
-                            filter(mu1, base, &taps),
-                            filter(mu2, base, &taps),
-                            filter(xx, base, &taps),
-                            filter(yy, base, &taps),
-                            filter(xy, base, &taps),
-                        )
+                for g in (j0..j1).step_by(GROUP) {
+                    let base = PAD + g - half;
+                    // The group's means, `LANES` columns per entry.
+                    let (m1, m2) = if narrow {
+                        // SAFETY: the loads read base..=base + N + GROUP - 1 =
+                        // PAD + g + GROUP + half <= PAD + done + PAD <= len, inside `mu1s`
+                        // and `mu2s` (len + 1 long, checked by `h_stat_row`).
+                        unsafe {
+                            (
+                                means16::<N>(mu1s, base, &pairs, bias),
+                                means16::<N>(mu2s, base, &pairs, bias),
+                            )
+                        }
+                    } else {
+                        let mut m = [[splat_i(0); 4]; 2];
+                        for s in 0..4 {
+                            // SAFETY: as the moments' filters below.
+                            unsafe {
+                                m[0][s] = low_bits(filter(mu1, base + s * LANES, &taps));
+                                m[1][s] = low_bits(filter(mu2, base + s * LANES, &taps));
+                            }
+                        }
+                        (m[0], m[1])
                     };
-                    terms.add(table, m1, m2, sxx, syy, sxy);
+                    for s in 0..4 {
+                        let at = base + s * LANES;
+                        // SAFETY: at + N - 1 + LANES <= PAD + (done - LANES) + half + LANES
+                        // <= w + 2 * PAD = len (half <= PAD), every row is `len` long, and
+                        // indices below `need` are converted.
+                        let (sxx, syy, sxy) = unsafe {
+                            (
+                                filter(xx, at, &taps),
+                                filter(yy, at, &taps),
+                                filter(xy, at, &taps),
+                            )
+                        };
+                        terms.add(table, m1[s], m2[s], sxx, syy, sxy);
+                    }
                 }
             }
             acc.num_log += hsum(terms.num_log);
@@ -321,6 +369,55 @@ macro_rules! kernel {
             acc.num_non_log += hsum(terms.num_non_log);
             acc.den_non_log += hsum(terms.den_non_log);
             done
+        }
+
+        /// `(pairs, bias)` for [`means16`]: `pairs[m]` holds taps `2m` and `2m + 1` (0 past
+        /// the last) as the two `i16` of each 32-bit lane, `bias` is `2^15 * sum(taps)`
+        /// modulo 2^32. Meaningful when every tap is below 2^15 and `N <= 2 * MAX_PAIRS`.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn tap_pairs<const N: usize>(filt: &[u16; N]) -> ([I; MAX_PAIRS], I) {
+            let tap = |k: usize| u32::from(filt.get(k).copied().unwrap_or(0));
+            let mut pairs = [splat_32(0); MAX_PAIRS];
+            for (m, p) in pairs.iter_mut().enumerate() {
+                *p = splat_32((tap(2 * m) | (tap(2 * m + 1) << 16)) as i32);
+            }
+            let sum = filt.iter().map(|&t| u32::from(t)).sum::<u32>();
+            (pairs, splat_32(sum.wrapping_mul(0x8000) as i32))
+        }
+
+        /// The mean filter sums `sum_k taps[k] * (x[base + c + k] ^ 0x8000)` + `bias` (that
+        /// is, of the original 16-bit means) for the `GROUP` columns `c`, exact modulo 2^32
+        /// (they are below 2^32), as `LANES` unsigned 32-bit values in the low half of each
+        /// 64-bit lane, four steps in column order.
+        ///
+        /// Each 32-bit lane of a load at `base + 2m` (even columns) or `base + 2m + 1` (odd
+        /// columns) holds two neighbouring samples, multiplied by taps `2m`, `2m + 1` and
+        /// added in one signed multiply-add; the even and odd sums are interleaved back.
+        ///
+        /// # Safety
+        /// `base + N + GROUP - 1 < x.len()` when `N` is odd (the odd columns' last pair
+        /// reads one sample past the window, with tap 0), `base + N + GROUP - 2` when even.
+        #[target_feature(enable = $features)]
+        #[inline]
+        unsafe fn means16<const N: usize>(
+            x: &[u16],
+            base: usize,
+            pairs: &[I; MAX_PAIRS],
+            bias: I,
+        ) -> [I; 4] {
+            let (mut even, mut odd) = (bias, bias);
+            // SAFETY: load m reads x[base + 2m (+ 1) ..][..LANES16] with
+            // 2m + 1 <= N (m < (N + 1) / 2) and LANES16 = GROUP: inside `x` by the contract.
+            unsafe {
+                let p = x.as_ptr().add(base);
+                for (m, &pair) in pairs.iter().enumerate().take(N.div_ceil(2)) {
+                    even = add32(even, madd(load16(p.add(2 * m)), pair));
+                    odd = add32(odd, madd(load16(p.add(2 * m + 1)), pair));
+                }
+            }
+            let (lo, hi) = interleave32(even, odd);
+            [widen_lo(lo), widen_hi(lo), widen_lo(hi), widen_hi(hi)]
         }
 
         /// `sum_k taps[k] * x[base + k + l]` for each lane `l`, symmetric taps folded.
@@ -408,15 +505,14 @@ macro_rules! kernel {
                 }
             }
 
-            /// Adds the terms of one step of pixels from their filter sums: means `m1`, `m2`
-            /// (Q16 samples times Q16 taps) and second moments `sxx`, `syy`, `sxy` (before the
-            /// `>> 16`).
+            /// Adds the terms of one step of pixels from their filter sums: means `u1`, `u2`
+            /// (Q16 samples times Q16 taps, below 2^32, in the low 32 bits of each lane) and
+            /// second moments `sxx`, `syy`, `sxy` (before the `>> 16`).
             #[target_feature(enable = $features)]
             #[inline]
-            fn add(&mut self, table: &[u16; 65536], m1: D, m2: D, sxx: D, syy: D, sxy: D) {
-                // The means' and moments' integer forms: the differences are libvmaf's
-                // `uint32_t` ones read as `int32_t`, so only their low 32 bits count.
-                let (u1, u2) = (low_bits(m1), low_bits(m2));
+            fn add(&mut self, table: &[u16; 65536], u1: I, u2: I, sxx: D, syy: D, sxy: D) {
+                // The moments' integer forms: the differences are libvmaf's `uint32_t` ones
+                // read as `int32_t`, so only their low 32 bits count.
                 let zero = splat(0.0);
                 let s1 = low32_f64(sub_i(round16(sxx), mul_q32(u1, u1)));
                 let s2 = max(low32_f64(sub_i(round16(syy), mul_q32(u2, u2))), zero);
@@ -662,6 +758,8 @@ mod avx2 {
     /// All-ones lanes for true.
     type M = __m256i;
     const LANES: usize = 4;
+    /// Columns per group of the horizontal pass: one 16-bit load (four steps).
+    const GROUP: usize = 4 * LANES;
 
     macro_rules! ops {
         ($($name:ident($($a:ident: $t:ty),*) -> $r:ty $body:block)*) => {$(
@@ -696,6 +794,15 @@ mod avx2 {
         shr16_64(a: I) -> I { _mm256_srli_epi64::<16>(a) }
         shr32_64(a: I) -> I { _mm256_srli_epi64::<32>(a) }
         mul_u32(a: I, b: I) -> I { _mm256_mul_epu32(a, b) }
+        // `u32` lanes of the even (`e`) and odd (`o`) columns in column order: columns 0-7
+        // and 8-15.
+        interleave32(e: I, o: I) -> (I, I) {
+            let (lo, hi) = (_mm256_unpacklo_epi32(e, o), _mm256_unpackhi_epi32(e, o));
+            (_mm256_permute2x128_si256::<0x20>(lo, hi), _mm256_permute2x128_si256::<0x31>(lo, hi))
+        }
+        // The low / high four `u32` lanes zero-extended to 64 bits.
+        widen_lo(a: I) -> I { _mm256_cvtepu32_epi64(_mm256_castsi256_si128(a)) }
+        widen_hi(a: I) -> I { _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(a)) }
         // The low 32 bits of each lane as `i32`, converted to `f64`.
         low32_f64(a: I) -> D {
             let low = _mm256_permutevar8x32_epi32(a, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
@@ -750,6 +857,8 @@ mod avx2 {
 
     /// Columns of `u16` per step of the vertical pass.
     const LANES16: usize = 16;
+    // `means16` reads one group of columns per 16-bit load.
+    const _: () = assert!(LANES16 == GROUP);
 
     /// # Safety
     /// `p..p + 16` is readable.
@@ -795,6 +904,8 @@ mod avx512 {
     type I = __m512i;
     type M = __mmask8;
     const LANES: usize = 8;
+    /// Columns per group of the horizontal pass: one 16-bit load (four steps).
+    const GROUP: usize = 4 * LANES;
 
     macro_rules! ops {
         ($($name:ident($($a:ident: $t:ty),*) -> $r:ty $body:block)*) => {$(
@@ -830,6 +941,18 @@ mod avx512 {
         shr16_64(a: I) -> I { _mm512_srli_epi64::<16>(a) }
         shr32_64(a: I) -> I { _mm512_srli_epi64::<32>(a) }
         mul_u32(a: I, b: I) -> I { _mm512_mul_epu32(a, b) }
+        // `u32` lanes of the even (`e`) and odd (`o`) columns in column order: columns 0-15
+        // and 16-31. Each 128-bit block k of the unpacks holds columns 8k..8k+3 (`lo`) and
+        // 8k+4..8k+7 (`hi`); the 64-bit permutes put the blocks in order.
+        interleave32(e: I, o: I) -> (I, I) {
+            let (lo, hi) = (_mm512_unpacklo_epi32(e, o), _mm512_unpackhi_epi32(e, o));
+            let first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+            let second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+            (_mm512_permutex2var_epi64(lo, first, hi), _mm512_permutex2var_epi64(lo, second, hi))
+        }
+        // The low / high eight `u32` lanes zero-extended to 64 bits.
+        widen_lo(a: I) -> I { _mm512_cvtepu32_epi64(_mm512_castsi512_si256(a)) }
+        widen_hi(a: I) -> I { _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(a)) }
         // The low 32 bits of each lane as `i32`, converted to `f64`.
         low32_f64(a: I) -> D { _mm512_cvtepi32_pd(_mm512_cvtepi64_epi32(a)) }
         splat_32(x: i32) -> I { _mm512_set1_epi32(x) }
@@ -881,6 +1004,8 @@ mod avx512 {
 
     /// Columns of `u16` per step of the vertical pass.
     const LANES16: usize = 32;
+    // `means16` reads one group of columns per 16-bit load.
+    const _: () = assert!(LANES16 == GROUP);
 
     /// # Safety
     /// `p..p + 32` is readable.
