@@ -455,11 +455,28 @@ pub(super) fn centre_term<const S0: bool>(x: i32) -> i32 {
     }
 }
 
-/// Contrast-masking numerator of one scale (`adm_cm` / `i4_adm_cm`): per band, the cube root of
-/// the sum over `reg` of cubed CSF-weighted `masked` coefficients reduced by the masking
-/// threshold from (`dst`, `flt`), plus the noise floor term `noise_weight * area`. `irf`:
-/// the bands' fixed-point CSF factors ([`Csf::irf`]).
-/// Rows and columns outside the band read mirrored neighbours (-1 reads 1, `n` reads `n - 1`).
+/// The shifts of [`cm`] for `w` x `h` bands, per band (h, v, d): the threshold's left shift,
+/// the square's and the cube's right shifts; and the per-row sum's right shift.
+fn cm_shifts<const S0: bool>(w: usize, h: usize) -> ([u32; 3], [u32; 3], [u32; 3], u32) {
+    let log2w = (w as f64).log2();
+    let (sub, sq, cub) = if S0 {
+        let c_hv = ceil_u32(log2w - 4.0);
+        let c_d = ceil_u32(log2w - 3.0);
+        ([10, 10, 12], [29, 29, 30], [c_hv, c_hv, c_d])
+    } else {
+        let c = ceil_u32(log2w);
+        ([0; 3], [30; 3], [c; 3])
+    };
+    (sub, sq, cub, ceil_u32((h as f64).log2()))
+}
+
+/// Contrast masking (`adm_cm` / `i4_adm_cm`) of the rows `rows` (within `reg`'s): adds to
+/// `accum` (per band h, v, d) each row's sum of cubed CSF-weighted `masked` coefficients over
+/// `reg`'s columns, reduced by the masking threshold from (`dst`, `flt`) and shifted as
+/// libvmaf does per row; [`cm_score`] makes the numerator from the sums of all of `reg`'s rows.
+/// `irf`: the bands' fixed-point CSF factors ([`Csf::irf`]). Rows and columns outside the
+/// band read mirrored neighbours (-1 reads 1, `n` reads `n - 1`); `dst` and `flt` must hold
+/// the rows around `rows` (one above, one below, mirrored).
 #[allow(clippy::too_many_arguments)]
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
@@ -474,26 +491,15 @@ pub(super) fn cm<const S0: bool>(
     w: usize,
     h: usize,
     reg: Region,
-    scale: usize,
+    rows: std::ops::Range<usize>,
     irf: [i64; 3],
-    noise_weight: f64,
-) -> f32 {
-    let log2w = (w as f64).log2();
-    // Per band (h, v, d): subtract-shift, square shift and add, cube shift and add, x rfactor.
-    let (sub, sq, cub): ([u32; 3], [u32; 3], [u32; 3]) = if S0 {
-        let c_hv = ceil_u32(log2w - 4.0);
-        let c_d = ceil_u32(log2w - 3.0);
-        ([10, 10, 12], [29, 29, 30], [c_hv, c_hv, c_d])
-    } else {
-        let c = ceil_u32(log2w);
-        ([0; 3], [30; 3], [c; 3])
-    };
-    let shift_inner = ceil_u32((h as f64).log2());
+    accum: &mut [i64; 3],
+) {
+    let (sub, sq, cub, shift_inner) = cm_shifts::<S0>(w, h);
     let add_inner = round_add(shift_inner) as i64;
     let len = reg.right - reg.left;
-    let mut accum = [0i64; 3];
 
-    for i in reg.top..reg.bottom {
+    for i in rows.start.max(reg.top)..rows.end.min(reg.bottom) {
         let iu = if i == 0 { 1 } else { i - 1 };
         let id = if i + 1 >= h { h - 1 } else { i + 1 };
         // Masking threshold of this row, columns reg.left..reg.right.
@@ -516,24 +522,24 @@ pub(super) fn cm<const S0: bool>(
                     up.get(j0..j1),
                     up.get(j0 + 1..j1 + 1),
                 ) else {
-                    return 0.0;
+                    return;
                 };
                 let (Some(c0), Some(c2)) = (cur.get(j0 - 1..j1 - 1), cur.get(j0 + 1..j1 + 1))
                 else {
-                    return 0.0;
+                    return;
                 };
                 let (Some(d0), Some(d1), Some(d2)) = (
                     dn.get(j0 - 1..j1 - 1),
                     dn.get(j0..j1),
                     dn.get(j0 + 1..j1 + 1),
                 ) else {
-                    return 0.0;
+                    return;
                 };
                 let Some(cc) = c.get(j0..j1) else {
-                    return 0.0;
+                    return;
                 };
                 let Some(out) = thr.get_mut(j0 - reg.left..j0 - reg.left + n) else {
-                    return 0.0;
+                    return;
                 };
                 for k in 0..n {
                     let s = u0[k]
@@ -564,7 +570,7 @@ pub(super) fn cm<const S0: bool>(
         for b in 0..3 {
             let s = i * w + reg.left;
             let Some(src) = masked[b].get(s..s + len) else {
-                return 0.0;
+                return;
             };
             let (rfb, subb, sqb, cubb) = (irf[b], sub[b], sq[b], cub[b]);
             let add_sq = 1i64 << (sqb - 1);
@@ -589,7 +595,20 @@ pub(super) fn cm<const S0: bool>(
             accum[b] = accum[b].wrapping_add(inner.wrapping_add(add_inner) >> shift_inner);
         }
     }
+}
 
+/// The contrast-masking numerator of one scale from [`cm`]'s sums over all of `reg`'s rows:
+/// per band the cube root of the sum (scaled back from fixed point), plus the noise floor term
+/// `noise_weight * area`, summed over the bands as libvmaf's `f32`.
+pub(super) fn cm_score<const S0: bool>(
+    accum: [i64; 3],
+    w: usize,
+    h: usize,
+    reg: Region,
+    scale: usize,
+    noise_weight: f64,
+) -> f32 {
+    let (_, _, cub, shift_inner) = cm_shifts::<S0>(w, h);
     let f_accum: [f32; 3] = if S0 {
         let e =
             |c: u32, base: u32| 2.0f64.powf(base.wrapping_sub(c).wrapping_sub(shift_inner) as f64);
