@@ -359,7 +359,8 @@ pub(super) fn csf_den<const S0: bool>(
 
 /// CSF weighting of one band over `reg` (`adm_csf` / `i4_adm_csf`): `dst = rf * src` and
 /// `flt = |dst| / 30`, each rounded as libvmaf does. `irf`: band `t`'s fixed-point factor
-/// ([`Csf::irf`]: Q21/Q21/Q23 at scale 0, Q32 otherwise).
+/// ([`Csf::irf`]: Q21/Q21/Q23 at scale 0, Q32 otherwise). `src` holds the whole band; `dst`
+/// and `flt` hold a strip of it from row `base` (`<= reg.top`) on, with the same row stride.
 #[allow(clippy::too_many_arguments)]
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
@@ -372,6 +373,7 @@ pub(super) fn csf<const S0: bool>(
     flt: &mut [i32],
     w: usize,
     reg: Region,
+    base: usize,
     t: usize,
     irf: i64,
 ) {
@@ -385,9 +387,12 @@ pub(super) fn csf<const S0: bool>(
         };
         for i in reg.top..reg.bottom {
             let r = i * w + reg.left..i * w + reg.left + len;
-            let (Some(s), Some(d), Some(f)) =
-                (src.get(r.clone()), dst.get_mut(r.clone()), flt.get_mut(r))
-            else {
+            let o = i.wrapping_sub(base).wrapping_mul(w).wrapping_add(reg.left);
+            let (Some(s), Some(d), Some(f)) = (
+                src.get(r),
+                dst.get_mut(o..o.wrapping_add(len)),
+                flt.get_mut(o..o.wrapping_add(len)),
+            ) else {
                 return;
             };
             for ((&x, d), f) in s.iter().zip(d.iter_mut()).zip(f.iter_mut()) {
@@ -399,9 +404,12 @@ pub(super) fn csf<const S0: bool>(
     } else {
         for i in reg.top..reg.bottom {
             let r = i * w + reg.left..i * w + reg.left + len;
-            let (Some(s), Some(d), Some(f)) =
-                (src.get(r.clone()), dst.get_mut(r.clone()), flt.get_mut(r))
-            else {
+            let o = i.wrapping_sub(base).wrapping_mul(w).wrapping_add(reg.left);
+            let (Some(s), Some(d), Some(f)) = (
+                src.get(r),
+                dst.get_mut(o..o.wrapping_add(len)),
+                flt.get_mut(o..o.wrapping_add(len)),
+            ) else {
                 return;
             };
             for ((&x, d), f) in s.iter().zip(d.iter_mut()).zip(f.iter_mut()) {
@@ -416,7 +424,9 @@ pub(super) fn csf<const S0: bool>(
 /// Row `y` (width `w`) of a band with row stride `w`; empty if out of range.
 #[inline]
 pub(super) fn band_row(b: &[i32], y: usize, w: usize) -> &[i32] {
-    b.get(y * w..y * w + w).unwrap_or(&[])
+    y.checked_mul(w)
+        .and_then(|start| b.get(start..start.checked_add(w)?))
+        .unwrap_or(&[])
 }
 
 /// 3x3 neighbourhood sum of `flt` around column `j` plus the centre term of `dst`, for the rows
@@ -475,7 +485,8 @@ fn cm_shifts<const S0: bool>(w: usize, h: usize) -> ([u32; 3], [u32; 3], [u32; 3
 /// `reg`'s columns, reduced by the masking threshold from (`dst`, `flt`) and shifted as
 /// libvmaf does per row; [`cm_score`] makes the numerator from the sums of all of `reg`'s rows.
 /// `irf`: the bands' fixed-point CSF factors ([`Csf::irf`]). Rows and columns outside the
-/// band read mirrored neighbours (-1 reads 1, `n` reads `n - 1`); `dst` and `flt` must hold
+/// band read mirrored neighbours (-1 reads 1, `n` reads `n - 1`). `masked` holds the whole
+/// bands; `dst` and `flt` a strip from row `base` on ([`csf`]'s output), which must include
 /// the rows around `rows` (one above, one below, mirrored).
 #[allow(clippy::too_many_arguments)]
 #[multiversion::multiversion(targets(
@@ -487,6 +498,7 @@ pub(super) fn cm<const S0: bool>(
     masked: &[Vec<i32>; 3],
     dst: &[Vec<i32>; 3],
     flt: &[Vec<i32>; 3],
+    base: usize,
     thr: &mut [i32],
     w: usize,
     h: usize,
@@ -507,11 +519,11 @@ pub(super) fn cm<const S0: bool>(
         thr.fill(0);
         for t in 0..3 {
             let (up, cur, dn) = (
-                band_row(&flt[t], iu, w),
-                band_row(&flt[t], i, w),
-                band_row(&flt[t], id, w),
+                band_row(&flt[t], iu.wrapping_sub(base), w),
+                band_row(&flt[t], i.wrapping_sub(base), w),
+                band_row(&flt[t], id.wrapping_sub(base), w),
             );
-            let c = band_row(&dst[t], i, w);
+            let c = band_row(&dst[t], i.wrapping_sub(base), w);
             // Interior columns without mirroring.
             let j0 = reg.left.max(1);
             let j1 = reg.right.min(w - 1);

@@ -23,8 +23,8 @@
 //! Rust written so that the compiler vectorises it, with no fused multiply-add (Rust never
 //! contracts `a * b + c`). The decouple step runs its integer arithmetic in exact `f64` lanes
 //! (see `bands::restore_f64`; rows of very large coefficients sum the angle test in `i64`).
-//! CSF and CM alternate in strips of rows (`CM_STRIP`), so that CM reads the CSF output from
-//! the cache.
+//! Decoupling, CSF and CM go through each scale in strips of rows (`CM_STRIP`), so that each
+//! reads the previous one's output from the cache; the CSF output is one strip long.
 //!
 //! The arithmetic is that of libvmaf's portable C functions (bit-identical results, checked
 //! against a build of them). libvmaf's x86 AVX2 variants give the same results on ordinary
@@ -73,7 +73,8 @@ pub struct Adm {
     /// Decoupled restored (`r`) and additive (`a`) detail.
     dec_r: [Vec<i32>; 3],
     dec_a: [Vec<i32>; 3],
-    /// CSF-weighted bands and their 1/30-filtered magnitudes.
+    /// CSF-weighted bands and their 1/30-filtered magnitudes: one strip of rows
+    /// (`CM_STRIP + 2` rows of the widest band).
     csf_dst: [Vec<i32>; 3],
     csf_flt: [Vec<i32>; 3],
     /// Masking threshold of one CM row.
@@ -126,6 +127,7 @@ impl Adm {
         let cos_1deg_sq = (c * c) as f32;
         let band = || vec![0i32; band_len];
         let hvd = || [band(), band(), band()];
+        let strip = || std::array::from_fn(|_| vec![0i32; (CM_STRIP + 2) * dims[1].0]);
         Ok(Self {
             width,
             height,
@@ -139,8 +141,8 @@ impl Adm {
             dis_hvd: hvd(),
             dec_r: hvd(),
             dec_a: hvd(),
-            csf_dst: hvd(),
-            csf_flt: hvd(),
+            csf_dst: strip(),
+            csf_flt: strip(),
             thr: vec![0; dims[1].0],
             deint: vec![0; 2 * (dims[1].0 + 1)],
         })
@@ -268,75 +270,86 @@ impl Adm {
         let n = w * h;
         let ext = Region::extended(w, h);
         let reg = Region::scored(w, h);
-        {
-            let ctx = DecoupleCtx {
-                cos_1deg_sq: self.cos_1deg_sq,
-                gain,
-            };
-            let (r, d) = (&self.ref_hvd, &self.dis_hvd);
-            decouple::<S0>(&ctx, r, d, &mut self.dec_r, &mut self.dec_a, w, ext);
-        }
         let rf = csf_w.rf.get(scale).copied().unwrap_or_default();
         let irf = csf_w.irf(scale);
         let den = csf_den::<S0>(&self.ref_hvd, w, reg, scale, rf, cfg.noise_weight);
 
-        // CSF and CM in strips of rows, so that CM reads the CSF rows from the cache.
-        let mut out = [0.0f32; 2];
-        for (pass, o) in out.iter_mut().enumerate() {
-            // pass 0: DLM (r masked by CSF(a)); pass 1: AIM (a masked by CSF(r)).
-            let (masker, masked, nw) = if pass == 0 {
-                (&self.dec_a, &self.dec_r, cfg.noise_weight)
-            } else {
-                (&self.dec_r, &self.dec_a, 0.0)
+        // Decouple, then CSF and CM of both passes, in strips of rows, so that each stage
+        // reads the previous one's rows from the cache.
+        let ctx = DecoupleCtx {
+            cos_1deg_sq: self.cos_1deg_sq,
+            gain,
+        };
+        let mut accum = [[0i64; 3]; 2];
+        // Decoupled rows so far; CM's rows need their neighbours (row 1 for row 0, mirrored),
+        // all within `ext`.
+        let mut decoupled = ext.top;
+        for top in (reg.top..reg.bottom).step_by(CM_STRIP) {
+            let bottom = (top + CM_STRIP).min(reg.bottom);
+            let base = top.saturating_sub(1);
+            let need = (bottom + 1).max(2).min(ext.bottom);
+            if need > decoupled {
+                let rows = Region {
+                    top: decoupled,
+                    bottom: need,
+                    ..ext
+                };
+                let (r, d) = (&self.ref_hvd, &self.dis_hvd);
+                decouple::<S0>(&ctx, r, d, &mut self.dec_r, &mut self.dec_a, w, rows);
+                decoupled = need;
+            }
+            let strip = Region {
+                top: base,
+                bottom: need,
+                ..ext
             };
-            let mut accum = [0i64; 3];
-            // CSF rows done: CM's rows need their neighbours (row 1 for row 0, mirrored), all
-            // within `ext`.
-            let mut done = ext.top;
-            for top in (reg.top..reg.bottom).step_by(CM_STRIP) {
-                let bottom = (top + CM_STRIP).min(reg.bottom);
-                let need = (bottom + 1).max(2).min(ext.bottom);
-                if need > done {
-                    let strip = Region {
-                        top: done,
-                        bottom: need,
-                        ..ext
-                    };
-                    for t in 0..3 {
-                        csf::<S0>(
-                            &masker[t][..n],
-                            &mut self.csf_dst[t][..n],
-                            &mut self.csf_flt[t][..n],
-                            w,
-                            strip,
-                            t,
-                            irf[t],
-                        );
-                    }
-                    done = need;
+            for (pass, acc) in accum.iter_mut().enumerate() {
+                // pass 0: DLM (r masked by CSF(a)); pass 1: AIM (a masked by CSF(r)).
+                let (masker, masked) = if pass == 0 {
+                    (&self.dec_a, &self.dec_r)
+                } else {
+                    (&self.dec_r, &self.dec_a)
+                };
+                // The strip's CSF rows `base..need`, row `base` first in the buffers.
+                for t in 0..3 {
+                    csf::<S0>(
+                        &masker[t][..n],
+                        &mut self.csf_dst[t],
+                        &mut self.csf_flt[t],
+                        w,
+                        strip,
+                        base,
+                        t,
+                        irf[t],
+                    );
                 }
                 cm::<S0>(
                     masked,
                     &self.csf_dst,
                     &self.csf_flt,
+                    base,
                     &mut self.thr[..w],
                     w,
                     h,
                     reg,
                     top..bottom,
                     irf,
-                    &mut accum,
+                    acc,
                 );
             }
-            *o = cm_score::<S0>(accum, w, h, reg, scale, nw);
         }
+        let out = [
+            cm_score::<S0>(accum[0], w, h, reg, scale, cfg.noise_weight),
+            cm_score::<S0>(accum[1], w, h, reg, scale, 0.0),
+        ];
 
         (out[0], den, out[1])
     }
 }
 
-/// Rows of CSF then CM at a time: at 4K's scale 0 (1920-wide bands) a strip of CSF output is
-/// 3 bands x 2 arrays x 16 rows of `i32`, 0.7 MB, which stays in L2 until CM reads it.
+/// Rows of decoupling, CSF and CM at a time: at 4K's scale 0 (1920-wide bands) a strip of
+/// decoupled bands and CSF output is 3 bands x 4 arrays x 16 rows of `i32`, 1.5 MB, mostly
+/// within L2 until the next stage reads it.
 const CM_STRIP: usize = 16;
 
 mod bands;
