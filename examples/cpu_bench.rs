@@ -37,7 +37,7 @@ use gstvmafcompare::engine::{
 #[derive(Parser)]
 #[command(about = "Prints the CPU backend's fps beside libvmaf's at equal thread counts")]
 struct Args {
-    /// Frame pairs per row (0: at least 24 at 1080p and 8 at 2160p, and 4 / 2 per thread).
+    /// Frame pairs per row (0: at least 24, and 4 per thread).
     #[arg(long, default_value_t = 0)]
     frames: usize,
     /// Frame sizes: 1080p, 2160p, or WxH.
@@ -255,7 +255,8 @@ fn main() {
                 bpc,
             };
             let n = match args.frames {
-                0 if w * h > 1920 * 1080 => (2 * most).max(8),
+                // Enough that start-up (ffmpeg's, and the first frame's allocations on
+                // each of our threads) weighs little at either size.
                 0 => (4 * most).max(24),
                 n => n,
             };

@@ -18,8 +18,8 @@ use cudarc::driver::{
 };
 
 use super::{
-    ceil_u32, den_finish, finish_scores, AdmConfig, AdmScores, Csf, CsfMode, Region, MIN_HEIGHT,
-    MIN_WIDTH,
+    ceil_u32, cm_shifts, den_finish, finish_scores, AdmConfig, AdmScores, Csf, CsfMode, Region,
+    MIN_HEIGHT, MIN_WIDTH,
 };
 use crate::cuda::context::{launch, param};
 use crate::cuda::error::{CudaError, DriverResultExt};
@@ -277,17 +277,8 @@ impl AdmGpu {
         let ext = Region::extended(w, h);
         let reg = Region::scored(w, h);
         let rf = csf.rf.get(s).copied().unwrap_or_default();
-        let log2w = (w as f64).log2();
-        let (sub, sq, cub): ([u32; 3], [u32; 3], [u32; 3]) = if s == 0 {
-            let c_hv = ceil_u32(log2w - 4.0);
-            let c_d = ceil_u32(log2w - 3.0);
-            ([10, 10, 12], [29, 29, 30], [c_hv, c_hv, c_d])
-        } else {
-            let c = ceil_u32(log2w);
-            ([0; 3], [30; 3], [c; 3])
-        };
+        let (sub, sq, cub, shift_inner) = cm_shifts(s == 0, w, h);
         let irf = csf.irf(s);
-        let shift_inner = ceil_u32((h as f64).log2());
         let area = reg.area();
         let (den_sq, den_cub, den_row, den_div) = if s == 0 {
             let shift = ((area as f64).log2() - 20.0).ceil().max(0.0) as u32;

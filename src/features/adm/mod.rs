@@ -123,6 +123,22 @@ pub(crate) fn ceil_u32(x: f64) -> u32 {
     x.ceil().max(0.0) as u32
 }
 
+/// The contrast-masking shifts of `w` x `h` bands (`adm_cm` / `i4_adm_cm`, scale 0 when `s0`),
+/// per band (h, v, d): the threshold's left shift, the square's and the cube's right shifts;
+/// and the per-row sum's right shift. Shared by the CPU's CM and the CUDA host's constants.
+pub(crate) fn cm_shifts(s0: bool, w: usize, h: usize) -> ([u32; 3], [u32; 3], [u32; 3], u32) {
+    let log2w = (w as f64).log2();
+    let (sub, sq, cub) = if s0 {
+        let c_hv = ceil_u32(log2w - 4.0);
+        let c_d = ceil_u32(log2w - 3.0);
+        ([10, 10, 12], [29, 29, 30], [c_hv, c_hv, c_d])
+    } else {
+        let c = ceil_u32(log2w);
+        ([0; 3], [30; 3], [c; 3])
+    };
+    (sub, sq, cub, ceil_u32((h as f64).log2()))
+}
+
 /// Final floating-point part of the denominator, in libvmaf's precision; `noise_weight` is
 /// [`AdmConfig::noise_weight`].
 pub(crate) fn den_finish(

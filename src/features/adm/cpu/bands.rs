@@ -357,6 +357,28 @@ pub(super) fn csf_den<const S0: bool>(
     )
 }
 
+/// Row `i` of [`csf`]'s `src` over `reg`'s columns, and the same columns of the strip row
+/// `i - base` of `dst` and `flt`; `None` when a row lies outside its buffer.
+#[inline]
+fn csf_row<'a>(
+    src: &'a [i32],
+    dst: &'a mut [i32],
+    flt: &'a mut [i32],
+    w: usize,
+    reg: Region,
+    base: usize,
+    i: usize,
+) -> Option<(&'a [i32], &'a mut [i32], &'a mut [i32])> {
+    let len = reg.right - reg.left;
+    let r = i.checked_mul(w)? + reg.left;
+    let o = i.checked_sub(base)?.checked_mul(w)? + reg.left;
+    Some((
+        src.get(r..r + len)?,
+        dst.get_mut(o..o + len)?,
+        flt.get_mut(o..o + len)?,
+    ))
+}
+
 /// CSF weighting of one band over `reg` (`adm_csf` / `i4_adm_csf`): `dst = rf * src` and
 /// `flt = |dst| / 30`, each rounded as libvmaf does. `irf`: band `t`'s fixed-point factor
 /// ([`Csf::irf`]: Q21/Q21/Q23 at scale 0, Q32 otherwise). `src` holds the whole band; `dst`
@@ -377,7 +399,6 @@ pub(super) fn csf<const S0: bool>(
     t: usize,
     irf: i64,
 ) {
-    let len = reg.right - reg.left;
     if S0 {
         let irf = irf as i32;
         let (add, shift) = if t == 2 {
@@ -386,13 +407,7 @@ pub(super) fn csf<const S0: bool>(
             (16384, 15)
         };
         for i in reg.top..reg.bottom {
-            let r = i * w + reg.left..i * w + reg.left + len;
-            let o = i.wrapping_sub(base).wrapping_mul(w).wrapping_add(reg.left);
-            let (Some(s), Some(d), Some(f)) = (
-                src.get(r),
-                dst.get_mut(o..o.wrapping_add(len)),
-                flt.get_mut(o..o.wrapping_add(len)),
-            ) else {
+            let Some((s, d, f)) = csf_row(src, dst, flt, w, reg, base, i) else {
                 return;
             };
             for ((&x, d), f) in s.iter().zip(d.iter_mut()).zip(f.iter_mut()) {
@@ -403,13 +418,7 @@ pub(super) fn csf<const S0: bool>(
         }
     } else {
         for i in reg.top..reg.bottom {
-            let r = i * w + reg.left..i * w + reg.left + len;
-            let o = i.wrapping_sub(base).wrapping_mul(w).wrapping_add(reg.left);
-            let (Some(s), Some(d), Some(f)) = (
-                src.get(r),
-                dst.get_mut(o..o.wrapping_add(len)),
-                flt.get_mut(o..o.wrapping_add(len)),
-            ) else {
+            let Some((s, d, f)) = csf_row(src, dst, flt, w, reg, base, i) else {
                 return;
             };
             for ((&x, d), f) in s.iter().zip(d.iter_mut()).zip(f.iter_mut()) {
@@ -465,21 +474,6 @@ pub(super) fn centre_term<const S0: bool>(x: i32) -> i32 {
     }
 }
 
-/// The shifts of [`cm`] for `w` x `h` bands, per band (h, v, d): the threshold's left shift,
-/// the square's and the cube's right shifts; and the per-row sum's right shift.
-fn cm_shifts<const S0: bool>(w: usize, h: usize) -> ([u32; 3], [u32; 3], [u32; 3], u32) {
-    let log2w = (w as f64).log2();
-    let (sub, sq, cub) = if S0 {
-        let c_hv = ceil_u32(log2w - 4.0);
-        let c_d = ceil_u32(log2w - 3.0);
-        ([10, 10, 12], [29, 29, 30], [c_hv, c_hv, c_d])
-    } else {
-        let c = ceil_u32(log2w);
-        ([0; 3], [30; 3], [c; 3])
-    };
-    (sub, sq, cub, ceil_u32((h as f64).log2()))
-}
-
 /// Contrast masking (`adm_cm` / `i4_adm_cm`) of the rows `rows` (within `reg`'s): adds to
 /// `accum` (per band h, v, d) each row's sum of cubed CSF-weighted `masked` coefficients over
 /// `reg`'s columns, reduced by the masking threshold from (`dst`, `flt`) and shifted as
@@ -507,7 +501,7 @@ pub(super) fn cm<const S0: bool>(
     irf: [i64; 3],
     accum: &mut [i64; 3],
 ) {
-    let (sub, sq, cub, shift_inner) = cm_shifts::<S0>(w, h);
+    let (sub, sq, cub, shift_inner) = cm_shifts(S0, w, h);
     let add_inner = round_add(shift_inner) as i64;
     let len = reg.right - reg.left;
 
@@ -620,7 +614,7 @@ pub(super) fn cm_score<const S0: bool>(
     scale: usize,
     noise_weight: f64,
 ) -> f32 {
-    let (_, _, cub, shift_inner) = cm_shifts::<S0>(w, h);
+    let (_, _, cub, shift_inner) = cm_shifts(S0, w, h);
     let f_accum: [f32; 3] = if S0 {
         let e =
             |c: u32, base: u32| 2.0f64.powf(base.wrapping_sub(c).wrapping_sub(shift_inner) as f64);
