@@ -67,8 +67,9 @@ impl Isa {
     }
 }
 
-/// Samples converted to `f64` for the horizontal pass: one row per filtered quantity, with
-/// the same `PAD` margins as [`RowBuffers`].
+/// Samples converted for the horizontal pass: one row per filtered quantity in `f64`, and the
+/// means also offset into `i16` for the multiply-adds, with the same `PAD` margins as
+/// [`RowBuffers`].
 pub(super) struct Wide {
     isa: Isa,
     mu1: Vec<f64>,
@@ -115,9 +116,11 @@ const MAX_PAIRS: usize = 9;
 const TWO52: f64 = 4503599627370496.0;
 
 /// Horizontal pass and information terms of one row of the statistic: the columns
-/// `0..w / lanes * lanes` are added to `acc`; returns that count (the caller does the rest
-/// with the portable pass). Returns 0 and adds nothing when `wide` or `row` is shorter than
-/// `w + 2 * PAD` samples (never with buffers made for `w`).
+/// `0..w / group * group` (groups of 16 columns with AVX2, 32 with AVX-512) are added to
+/// `acc`; returns that count (the caller does the rest with the portable pass). Returns 0
+/// and adds nothing when `wide` or `row` is shorter than `w + 2 * PAD` samples (never with
+/// buffers made for `w`). `table` is libvmaf's `log2` table (`log2_table[i]` for `i` in
+/// `32768..65536` is read).
 ///
 /// `row` holds the vertical pass's output with mirrored margins, as
 /// [`super::filters::h_stat_block`] reads it; the sums equal that function's for every
@@ -259,8 +262,8 @@ macro_rules! kernel {
         /// [`super::h_stat_row`] after its checks.
         ///
         /// # Safety
-        /// The CPU has `$features`; every row of `wide` and `row` holds `w + 2 * PAD` samples,
-        /// and `N / 2 <= PAD`.
+        /// The CPU has `$features`; every row of `wide` and `row` holds `w + 2 * PAD` samples
+        /// (`wide.mu1s` and `wide.mu2s` one more), and `N / 2 <= PAD`.
         #[target_feature(enable = $features)]
         pub(super) unsafe fn row<const N: usize>(
             row: &RowBuffers,
