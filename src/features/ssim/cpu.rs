@@ -57,6 +57,8 @@ fn mirror(i: isize, n: usize) -> usize {
 pub struct Ssim {
     reference: Image,
     distorted: Image,
+    /// `float_ssim`'s down-scaled plane before it replaces the full-size one.
+    small: Image,
     /// MS-SSIM pyramids (scale 0 is the input).
     ref_scales: Vec<Image>,
     dis_scales: Vec<Image>,
@@ -100,11 +102,10 @@ impl Ssim {
         to_float(reference, &mut self.reference);
         to_float(distorted, &mut self.distorted);
         if scale > 1 {
-            let mut small = Image::default();
-            box_decimate(&self.reference, scale, &mut small);
-            std::mem::swap(&mut self.reference, &mut small);
-            box_decimate(&self.distorted, scale, &mut small);
-            std::mem::swap(&mut self.distorted, &mut small);
+            box_decimate(&self.reference, scale, &mut self.small);
+            std::mem::swap(&mut self.reference, &mut self.small);
+            box_decimate(&self.distorted, scale, &mut self.small);
+            std::mem::swap(&mut self.distorted, &mut self.small);
         }
         let (r, d) = (
             std::mem::take(&mut self.reference),
