@@ -311,13 +311,12 @@ fn decimate(
     let hi = (src.w.saturating_sub(1 + last as usize) / factor + 1).clamp(lo, sw);
     for (y, dst) in out.data.chunks_exact_mut(sw).enumerate() {
         let cy = (y * factor) as isize;
-        let rows: Vec<usize> = (-half..=last)
-            .map(|v| mirror(cy + v, src.h) * src.w)
-            .collect();
+        // Start of the source row of window row `v` (mirrored).
+        let rows = || (-half..=last).map(|v| mirror(cy + v, src.h) * src.w);
         let edge = |x: usize| -> f32 {
             let cx = (x * factor) as isize;
             let mut sum = 0.0f64;
-            for (ky, &row) in rows.iter().enumerate() {
+            for (ky, row) in rows().enumerate() {
                 for (kx, u) in (-half..=last).enumerate() {
                     let px = src.data[row + mirror(cx + u, src.w)];
                     sum += f64::from(px * k(ky, kx));
@@ -330,7 +329,7 @@ fn decimate(
         }
         filter_blocks(&mut dst[lo..hi], |x0, n, acc| {
             let cx = (lo + x0) * factor;
-            for (ky, &row) in rows.iter().enumerate() {
+            for (ky, row) in rows().enumerate() {
                 for (kx, u) in (-half..=last).enumerate() {
                     let tap = k(ky, kx);
                     let start = (row + cx).wrapping_add_signed(u);
