@@ -137,11 +137,18 @@ pub(super) fn restore_f64<const S0: bool>(o: i32, t: i32, angle_flag: bool, gain
 
 /// `v as i32` for `|v| <= 2^31` (here `v` is `rst`, within `o`'s range, or lies between
 /// `rst * gain` and `t`, within `t`'s), without the saturating conversion, which the compiler
-/// cannot vectorise: after truncation, adding `1.5 * 2^52` leaves the integer in the low
-/// mantissa bits (any `|v| < 2^51`).
+/// cannot vectorise (see [`low_i32`]).
 #[inline(always)]
 fn trunc_to_i32(v: f64) -> i32 {
-    (v.trunc() + 6755399441055744.0).to_bits() as u32 as i32
+    low_i32(v.trunc())
+}
+
+/// The low 32 bits, as `i32`, of an integer `v` held in an `f64` (`|v| < 2^51`): adding
+/// `1.5 * 2^52` leaves it in the low mantissa bits (two's complement below the 2^51 bit).
+/// Vectorises where `as i32` (saturating) does not.
+#[inline(always)]
+pub(super) fn low_i32(v: f64) -> i32 {
+    (v + 6755399441055744.0).to_bits() as u32 as i32
 }
 
 /// One row of [`decouple`] in `f64` lanes; every slice has the same length.

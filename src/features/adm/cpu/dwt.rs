@@ -87,7 +87,7 @@ impl VerticalPass for i32 {
 /// `((sum_k taps[k] * x[k] + add) >> shift) as i32` of libvmaf's `int64_t` arithmetic, in `f64`:
 /// every product is below 2^46 in magnitude (taps below 2^15, samples `i32`) and every partial
 /// sum below 2^48, so the sums are exact; the shift is a power-of-two scaling and `floor`, and
-/// the final truncation to 32 bits takes the low bits of the mantissa after adding `1.5 * 2^52`.
+/// the final truncation to 32 bits is [`low_i32`].
 /// Unlike `i64` multiplications (three micro-operations per AVX-512 lane group, none before
 /// AVX-512), `f64` ones vectorise on every target.
 #[inline(always)]
@@ -95,7 +95,7 @@ pub(super) fn shifted_sum_f64(taps: &[i32; 4], x: [i32; 4], add: i32, shift: u32
     let t = |k: usize| f64::from(taps[k]) * f64::from(x[k]);
     let s = t(0) + t(1) + t(2) + t(3) + f64::from(add);
     let q = (s * f64::from_bits(((1023 - shift as u64) & 0x7ff) << 52)).floor();
-    (q + 6755399441055744.0).to_bits() as u32 as i32
+    low_i32(q)
 }
 
 /// Horizontal 4-tap pass with step 2 over a padded row (`pad[k + 1]` = tap `k`, `k` in
