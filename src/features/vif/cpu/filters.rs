@@ -499,11 +499,10 @@ pub(super) fn subsample_scale<const N: usize>(
     round: u32,
     shift: u32,
     row: &mut RowBuffers,
-    wide: Option<&mut Wide>,
+    mut wide: Option<&mut Wide>,
     out_r: &mut [u16],
     out_d: &mut [u16],
 ) {
-    let mut wide = wide;
     let half = N / 2;
     let w = r.width.min(d.width);
     let h = r.height.min(d.height);

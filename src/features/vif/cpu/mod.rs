@@ -58,6 +58,19 @@ struct RowBuffers {
     ref_dis: Vec<u32>,
 }
 
+impl RowBuffers {
+    /// Length of the shortest of the five rows.
+    fn shortest(&self) -> usize {
+        let means = self.mu1.len().min(self.mu2.len());
+        let moments = self
+            .ref_sq
+            .len()
+            .min(self.dis_sq.len())
+            .min(self.ref_dis.len());
+        means.min(moments)
+    }
+}
+
 /// One luma plane as the filters see it.
 #[derive(Clone, Copy)]
 struct Image<'a> {
@@ -206,13 +219,12 @@ impl Vif {
                 let (num, den) = statistic(r, d, s, VpShift::SCALED, row, wide, log2_table, limit);
                 set_scale(&mut scores, s, num, den);
             };
-        let rounding = (1 << (bpc - 1), bpc);
         let s1 = subsample(
             ref_img,
             dis_img,
             1,
-            rounding.0,
-            rounding.1,
+            1 << (bpc - 1),
+            bpc,
             row,
             wide.as_mut(),
             r1,

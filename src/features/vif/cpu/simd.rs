@@ -143,12 +143,10 @@ pub(super) unsafe fn h_stat_row<const N: usize>(
     if N / 2 > PAD
         || wide.mu1s.len() <= len
         || wide.mu2s.len() <= len
+        || row.shortest() < len
         || [&wide.mu1, &wide.mu2, &wide.xx, &wide.yy, &wide.xy]
             .iter()
-            .map(|r| r.len())
-            .chain([row.mu1.len(), row.mu2.len()])
-            .chain([row.ref_sq.len(), row.dis_sq.len(), row.ref_dis.len()])
-            .any(|l| l < len)
+            .any(|r| r.len() < len)
     {
         return 0;
     }
@@ -184,13 +182,7 @@ pub(super) unsafe fn v_stat_row<const N: usize, const NARROW: bool>(
     rnd: (u32, u32, u32, u32),
     row: &mut RowBuffers,
 ) -> usize {
-    if N / 2 > PAD
-        || rr.iter().chain(rd).any(|r| r.len() < w)
-        || [row.mu1.len(), row.mu2.len()]
-            .into_iter()
-            .chain([row.ref_sq.len(), row.dis_sq.len(), row.ref_dis.len()])
-            .any(|l| l < PAD + w)
-    {
+    if N / 2 > PAD || rr.iter().chain(rd).any(|r| r.len() < w) || row.shortest() < PAD + w {
         return 0;
     }
     // SAFETY: the caller guarantees the CPU runs the kernel; the lengths are checked above.
