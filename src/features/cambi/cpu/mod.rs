@@ -295,7 +295,7 @@ impl Cambi {
                     0
                 } else {
                     // The counter of the window centred on `x` for value `v + k`.
-                    let at = (usize::from(b) + nd) * pitch + x + pad;
+                    let at = window(b, x) + pad;
                     let count = |k: i32| hist[(at as isize + k as isize * pitch as isize) as usize];
                     (c_value(p, v, count) * FIXED_ONE) as u64
                 };
@@ -409,14 +409,7 @@ fn band_bins(img: &[u16], mask: &[u8], p: &Params, bins: &mut [u16]) {
 /// never leaves `0..=window^2`).
 #[inline]
 fn update_window(cells: &mut [u16], inc: u16) {
-    let mut chunks = cells.chunks_exact_mut(8);
-    for chunk in &mut chunks {
-        chunk.iter_mut().for_each(|c| *c = c.wrapping_add(inc));
-    }
-    chunks
-        .into_remainder()
-        .iter_mut()
-        .for_each(|c| *c = c.wrapping_add(inc));
+    cells.iter_mut().for_each(|c| *c = c.wrapping_add(inc));
 }
 
 /// Every other sample of every other row: `dst` (`dw` x `dh`) from `src` (row pitch `sw`).
