@@ -9,6 +9,7 @@ pub mod log;
 pub mod model;
 pub mod model_set;
 pub mod pool;
+pub mod scale;
 pub mod scorer;
 pub mod window;
 
