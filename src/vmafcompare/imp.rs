@@ -15,7 +15,8 @@ use gst_base::subclass::prelude::*;
 use gst_video::prelude::*;
 
 use super::{
-    FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend, META_NAME,
+    FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend,
+    VmafScaleMethod, META_NAME,
 };
 use crate::cpu::{self, CpuPool};
 use crate::cuda::context::PeerAccess;
@@ -26,6 +27,7 @@ use crate::engine::{
     DeviceLuma, EngineError, FeatureSet, FrameScores, HostComponent, HostLuma, LogFormat,
     LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan, Scored, Scorer, YuvToRgb,
 };
+use crate::engine::scale::{InputScaling, ScaleError, ScaleMethod, Siting, StreamScaler};
 use crate::engine::{CpuBackend, CudaBackend, Geometry};
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
@@ -92,8 +94,14 @@ struct State {
     reference: Option<PadVideo>,
     distorted: Option<PadVideo>,
     scorer: Option<Scorer<Tag>>,
-    /// Geometry the scorer's backend was made for: (width, height, bpc).
+    /// Geometry the scorer's backend was made for: (width, height, bpc) of the scored frames.
     geometry: Option<(u32, u32, u32)>,
+    /// The pads' sizes the scorer's backend was made for ([0]: reference, [1]: distorted).
+    input_sizes: [(u32, u32); 2],
+    /// How each stream is scaled to the scoring size.
+    scaling: InputScaling,
+    /// How each pad was scaled during the stream (`none`, `bicubic 1280x720->1920x1080`).
+    scaled: [BTreeSet<String>; 2],
     log: Option<LogWriter>,
     /// How each pad's frames reached the backend ([0]: reference, [1]: distorted).
     paths: [BTreeSet<InputPath>; 2],

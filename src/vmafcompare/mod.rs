@@ -42,6 +42,41 @@ pub enum VmafBackend {
     Cuda = 2,
 }
 
+/// How a stream of another size is scaled to the scoring size (`scale-method` property).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
+#[repr(u32)]
+#[enum_type(name = "GstVmafCompareScaleMethod")]
+pub enum VmafScaleMethod {
+    /// FFmpeg swscale's bicubic (B = 0, C = 0.6), as `scale=W:H:flags=bicubic`.
+    #[default]
+    #[enum_value(
+        name = "Bicubic: FFmpeg swscale's (flags=bicubic+accurate_rnd), Netflix's recommended practice",
+        nick = "bicubic"
+    )]
+    Bicubic = 0,
+    /// FFmpeg swscale's bilinear.
+    #[enum_value(name = "Bilinear: FFmpeg swscale's (flags=bilinear)", nick = "bilinear")]
+    Bilinear = 1,
+    /// FFmpeg swscale's Lanczos (3 lobes).
+    #[enum_value(name = "Lanczos: FFmpeg swscale's (flags=lanczos)", nick = "lanczos")]
+    Lanczos = 2,
+    /// No scaling: pads of different sizes are an error.
+    #[enum_value(name = "None: refuse pads of different sizes", nick = "none")]
+    None = 3,
+}
+
+impl From<VmafScaleMethod> for crate::engine::scale::ScaleMethod {
+    fn from(m: VmafScaleMethod) -> Self {
+        use crate::engine::scale::ScaleMethod as M;
+        match m {
+            VmafScaleMethod::Bicubic => M::Bicubic,
+            VmafScaleMethod::Bilinear => M::Bilinear,
+            VmafScaleMethod::Lanczos => M::Lanczos,
+            VmafScaleMethod::None => M::None,
+        }
+    }
+}
+
 /// Log format for `results-location` (`results-format` property).
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
 #[repr(u32)]
@@ -75,6 +110,7 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
         VmafBackend::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
         ResultsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
         OnFull::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+        VmafScaleMethod::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     }
     gst::Element::register(
         Some(plugin),
@@ -217,6 +253,17 @@ pub struct SummaryMessage {
     /// Frame pairs left unscored because scoring could not keep up with a live pipeline
     /// (`on-full=skip`).
     pub skipped: u64,
+    /// Width and height the frames were scored at (the reference's, or `score-width` x
+    /// `score-height`); 0 when no frame was scored.
+    pub scored_width: u32,
+    /// See `scored_width`.
+    pub scored_height: u32,
+    /// How the reference reached the scored size: `none` (already at it) or
+    /// `METHOD WxH->WxH` (e.g. `bicubic 3840x2160->1920x1080`), joined by `+` when it changed
+    /// during the stream.
+    pub reference_scaling: String,
+    /// The same for the distorted stream (e.g. `bicubic 1280x720->1920x1080`).
+    pub distorted_scaling: String,
     /// Scored frames whose buffer had to leave (live pipelines, to stay within the reported
     /// latency) before its score was ready: its message and log line carry the score, the
     /// buffer has no meta.
@@ -268,6 +315,10 @@ const SUMMARY_FIELDS: &[&str] = &[
     "distorted-input",
     "skipped",
     "late",
+    "scored-width",
+    "scored-height",
+    "reference-scaling",
+    "distorted-scaling",
 ];
 
 impl SummaryMessage {
@@ -292,6 +343,10 @@ impl SummaryMessage {
             .field("distorted-input", &self.distorted_input)
             .field("skipped", self.skipped)
             .field("late", self.late)
+            .field("scored-width", self.scored_width)
+            .field("scored-height", self.scored_height)
+            .field("reference-scaling", &self.reference_scaling)
+            .field("distorted-scaling", &self.distorted_scaling)
             .build();
         for (name, p) in &self.metrics {
             let pooled = gst::Structure::builder("pooled")
@@ -343,6 +398,10 @@ impl TryFrom<&gst::StructureRef> for SummaryMessage {
             metrics,
             skipped: count("skipped"),
             late: count("late"),
+            scored_width: s.get::<u32>("scored-width").unwrap_or(0),
+            scored_height: s.get::<u32>("scored-height").unwrap_or(0),
+            reference_scaling: text("reference-scaling"),
+            distorted_scaling: text("distorted-scaling"),
         })
     }
 }

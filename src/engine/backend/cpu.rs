@@ -15,6 +15,8 @@ use rayon::prelude::*;
 use super::cpu_parallel as parallel;
 pub use crate::cpu::{threads_per_core, CpuPool, PoolError};
 use crate::engine::model::Model;
+use crate::engine::scale::cpu::{scale_plane, Scratch};
+use crate::engine::scale::{InputScaling, PlaneScaler};
 use crate::engine::scorer::{Backend, EngineError, PlanError, ScorePlan};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
@@ -115,6 +117,43 @@ pub struct CpuBackend {
     done: VecDeque<RawFeatures>,
     /// Frames in flight on a pool ([`CpuBackend::with_pool`]).
     parallel: Option<parallel::Parallel>,
+    /// The streams scaled to the scoring size, and where their scaled planes go.
+    scaling: InputScaling,
+    scaled: Scaled,
+}
+
+/// Scaled planes (reference / distorted luma, then their Cb and Cr) and the scaler's
+/// scratch, reused frame after frame.
+#[derive(Default)]
+struct Scaled {
+    luma: [Vec<u16>; 2],
+    chroma: [[Vec<u16>; 2]; 2],
+    scratch: Scratch,
+}
+
+/// `plane` through `scaler` into `out`, as a plane of the scaler's output size; `plane` as it
+/// is without a scaler.
+fn scale_into<'a>(
+    scaler: Option<&PlaneScaler>,
+    plane: LumaPlane<'a>,
+    scratch: &mut Scratch,
+    out: &'a mut Vec<u16>,
+) -> Result<LumaPlane<'a>, EngineError> {
+    let Some(s) = scaler else {
+        return Ok(plane);
+    };
+    let (dw, dh) = s.dst();
+    let wrong = || {
+        EngineError::from(FeatureError::wrong_size(
+            "scale",
+            (s.src().0, s.src().1, plane.bpc),
+            (plane.width, plane.height),
+        ))
+    };
+    if !scale_plane(s, &plane, scratch, out) {
+        return Err(wrong());
+    }
+    LumaPlane::packed(out, dw, dh, plane.bpc).ok_or_else(wrong)
 }
 
 impl CpuBackend {
@@ -139,7 +178,19 @@ impl CpuBackend {
             scratch_dis: Vec::new(),
             done: VecDeque::with_capacity(2),
             parallel: None,
+            scaling: InputScaling::default(),
+            scaled: Scaled::default(),
         })
+    }
+
+    /// Scales the streams `scaling` names to the scoring size (the backend's geometry) before
+    /// any feature reads them: their planes are then submitted at the scaler's source size,
+    /// luma and, when a metric reads chroma, the chroma planes (FFmpeg swscale's arithmetic,
+    /// [`crate::engine::scale`]). Scaling runs on the submitting thread, before the pair is
+    /// handed to the pool.
+    pub fn with_scaling(mut self, scaling: InputScaling) -> Self {
+        self.scaling = scaling;
+        self
     }
 
     /// The features of one model (each with the model's options), luma only, for `width` x
@@ -238,24 +289,10 @@ impl Backend for CpuBackend {
         chroma: Option<ChromaPair<'_>>,
         full: bool,
     ) -> Result<(), EngineError> {
-        if let Some(p) = self.parallel.as_mut() {
-            return p.submit(&self.plan, &reference, &distorted, chroma.as_ref(), full);
+        if !self.scaling.is_identity() {
+            return self.submit_scaled(reference, distorted, chroma, full);
         }
-        let raw = {
-            let mut scratch_ref = std::mem::take(&mut self.scratch_ref);
-            let mut scratch_dis = std::mem::take(&mut self.scratch_dis);
-            let r = host_plane(&self.plan, &reference, &mut scratch_ref);
-            let d = host_plane(&self.plan, &distorted, &mut scratch_dis);
-            let raw = match (r, d) {
-                (Ok(r), Ok(d)) => self.extract_frame(&r, &d, chroma.as_ref(), full),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-            };
-            self.scratch_ref = scratch_ref;
-            self.scratch_dis = scratch_dis;
-            raw?
-        };
-        self.done.push_back(raw);
-        Ok(())
+        self.submit_unscaled(reference, distorted, chroma, full)
     }
 
     fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
@@ -279,6 +316,112 @@ impl Backend for CpuBackend {
         if let Some(p) = self.parallel.as_mut() {
             p.reset();
         }
+    }
+}
+
+impl CpuBackend {
+    /// [`Backend::submit_frame`] of planes at the scoring size.
+    fn submit_unscaled(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaPair<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        if let Some(p) = self.parallel.as_mut() {
+
+            return p.submit(&self.plan, &reference, &distorted, chroma.as_ref(), full);
+        }
+        let raw = {
+            let mut scratch_ref = std::mem::take(&mut self.scratch_ref);
+            let mut scratch_dis = std::mem::take(&mut self.scratch_dis);
+            let r = host_plane(&self.plan, &reference, &mut scratch_ref);
+            let d = host_plane(&self.plan, &distorted, &mut scratch_dis);
+            let raw = match (r, d) {
+                (Ok(r), Ok(d)) => self.extract_frame(&r, &d, chroma.as_ref(), full),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+            self.scratch_ref = scratch_ref;
+            self.scratch_dis = scratch_dis;
+            raw?
+        };
+        self.done.push_back(raw);
+        Ok(())
+    }
+
+    /// [`Backend::submit_frame`] with the streams of [`CpuBackend::with_scaling`] scaled to
+    /// the scoring size first (luma, and chroma when given).
+    fn submit_scaled(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaPair<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        let mut scaled = std::mem::take(&mut self.scaled);
+        let mut scratch_ref = std::mem::take(&mut self.scratch_ref);
+        let mut scratch_dis = std::mem::take(&mut self.scratch_dis);
+        let result = (|| {
+            let Scaled {
+                luma: [luma_r, luma_d],
+                chroma: [chroma_r, chroma_d],
+                scratch,
+            } = &mut scaled;
+            let bpc = self.plan.geometry.bpc;
+            let r = any_plane(&reference, bpc, &mut scratch_ref)?;
+            let d = any_plane(&distorted, bpc, &mut scratch_dis)?;
+            let (rs, ds) = (self.scaling.reference.as_ref(), self.scaling.distorted.as_ref());
+            let r = scale_into(rs.map(|s| &s.luma), r, scratch, luma_r)?;
+            let d = scale_into(ds.map(|s| &s.luma), d, scratch, luma_d)?;
+            let chroma = match chroma {
+                Some(c) => {
+                    let (rc, dc) = (rs.and_then(|s| s.chroma.as_ref()), ds.and_then(|s| s.chroma.as_ref()));
+                    let [r0, r1] = chroma_r;
+                    let [d0, d1] = chroma_d;
+                    Some(ChromaPair {
+                        reference: [
+                            scale_into(rc, c.reference[0], scratch, r0)?,
+                            scale_into(rc, c.reference[1], scratch, r1)?,
+                        ],
+                        distorted: [
+                            scale_into(dc, c.distorted[0], scratch, d0)?,
+                            scale_into(dc, c.distorted[1], scratch, d1)?,
+                        ],
+                    })
+                }
+                None => None,
+            };
+            self.submit_unscaled(
+                LumaInput::Packed(r),
+                LumaInput::Packed(d),
+                chroma,
+                full,
+            )
+        })();
+        self.scaled = scaled;
+        self.scratch_ref = scratch_ref;
+        self.scratch_dis = scratch_dis;
+        result
+    }
+}
+
+/// A `u16` view of any host input at `bpc` bits (the scaler's input): packed planes as they
+/// are, host rows converted into `scratch`.
+fn any_plane<'s>(
+    input: &'s LumaInput<'_>,
+    bpc: u32,
+    scratch: &'s mut Vec<u16>,
+) -> Result<LumaPlane<'s>, EngineError> {
+    match input {
+        LumaInput::Packed(p) => Ok(*p),
+        LumaInput::Host(h) => {
+            h.to_packed(scratch);
+            LumaPlane::packed(scratch, h.width, h.height, bpc).ok_or_else(|| {
+                FeatureError::wrong_size("scale", (h.width, h.height, bpc), (h.width, h.height))
+                    .into()
+            })
+        }
+        LumaInput::Device(_) => Err(device_refused()),
     }
 }
 

@@ -20,6 +20,7 @@ use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::fault::{Counted, Handle};
 use crate::cuda::plane::DevPlane;
 use crate::cuda::staging::{in_bands, stage_rows};
+use crate::engine::scale::InputScaling;
 use crate::engine::scorer::{Backend, EngineError};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
@@ -192,6 +193,20 @@ impl CudaBackend {
     /// The layout this backend computes.
     pub fn layout(&self) -> &Arc<Layout> {
         &self.layout
+    }
+
+    /// Scales the streams `scaling` names to the scoring size before the features read
+    /// them (see [`crate::engine::scale`]).
+    ///
+    /// Errors: [`CudaError`] from the scalers' allocations.
+    pub fn with_scaling(self, _dev: &GpuDevice, scaling: InputScaling) -> Result<Self, CudaError> {
+        if scaling.is_identity() {
+            return Ok(self);
+        }
+        Err(CudaError::Driver {
+            call: "scale",
+            code: "not yet".into(),
+        })
     }
 
     /// Bytes copied to the device for input planes (luma and chroma, host uploads and

@@ -25,6 +25,7 @@
 //! 8-bit input path into 10-bit output (`hScale8To15` then `yuv2planeX_10`).
 
 pub mod cpu;
+pub mod cuda;
 
 use std::fmt;
 
@@ -531,5 +532,41 @@ impl StreamScaler {
             luma,
             chroma,
         })
+    }
+}
+
+/// How each stream of a pair reaches the scoring size: `None` for a stream already at it.
+///
+/// Both backends take one ([`crate::engine::CpuBackend::with_scaling`],
+/// [`crate::engine::CudaBackend::with_scaling`]) and scale before any feature reads the
+/// frames; a scaled stream's planes arrive at the scaler's source size, the others at the
+/// scoring size.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputScaling {
+    /// The reference's scaler (only with a fixed scoring size other than its own).
+    pub reference: Option<StreamScaler>,
+    /// The distorted stream's scaler.
+    pub distorted: Option<StreamScaler>,
+}
+
+impl InputScaling {
+    /// Whether neither stream is scaled.
+    pub fn is_identity(&self) -> bool {
+        self.reference.is_none() && self.distorted.is_none()
+    }
+
+    /// The luma size each stream arrives at, given the scoring size.
+    pub fn input_sizes(&self, scoring: (usize, usize)) -> [(usize, usize); 2] {
+        let of = |s: &Option<StreamScaler>| s.as_ref().map_or(scoring, |s| s.luma.src());
+        [of(&self.reference), of(&self.distorted)]
+    }
+
+    /// The chroma size each stream arrives at, given the scoring chroma size.
+    pub fn chroma_sizes(&self, scoring: Option<(usize, usize)>) -> [Option<(usize, usize)>; 2] {
+        let of = |s: &Option<StreamScaler>| match s.as_ref().and_then(|s| s.chroma.as_ref()) {
+            Some(c) => Some(c.src()),
+            None => scoring,
+        };
+        [of(&self.reference), of(&self.distorted)]
     }
 }

@@ -65,30 +65,44 @@ pub(super) fn component_offset(finfo: &gst_video::VideoFormatInfo, c: usize) -> 
 /// What the backends need to know of the frames' format besides the luma geometry.
 #[derive(Debug, Clone)]
 pub(super) struct FrameFormat {
-    /// Chroma plane size when both pads' formats have chroma of one size.
+    /// Chroma plane size at the scoring size when both pads' formats have chroma of one
+    /// subsampling.
     pub(super) chroma: Option<(usize, usize)>,
     /// Each pad's format name and chroma size (`None`: no chroma).
     pub(super) pads: [(String, Option<(usize, usize)>); 2],
+    /// Each pad's chroma subsampling shifts (horizontal, vertical); `None`: no chroma.
+    pub(super) subsampling: [Option<(u32, u32)>; 2],
     /// SSIMULACRA2's YUV -> RGB conversion, from the reference pad's colorimetry.
     pub(super) colour: YuvToRgb,
 }
 
+/// A format's chroma subsampling shifts (horizontal, vertical), `None` without chroma.
+fn subsampling(v: &PadVideo) -> Option<(u32, u32)> {
+    let f = v.info.format_info();
+    (f.n_components() >= 3).then(|| (f.w_sub()[1], f.h_sub()[1]))
+}
+
+/// The chroma plane size of a `(w, h)` luma plane subsampled by `(hs, vs)` (rounded up).
+pub(super) fn chroma_size((w, h): (usize, usize), (hs, vs): (u32, u32)) -> (usize, usize) {
+    (w.div_ceil(1 << hs), h.div_ceil(1 << vs))
+}
+
 impl FrameFormat {
-    pub(super) fn of(reference: &PadVideo, distorted: &PadVideo) -> Self {
+    /// The format of `reference` and `distorted` frames scored at `scoring` size.
+    pub(super) fn of(reference: &PadVideo, distorted: &PadVideo, scoring: (usize, usize)) -> Self {
         let chroma_of = |v: &PadVideo| {
-            let f = v.info.format_info();
-            (f.n_components() >= 3).then(|| {
-                (
-                    f.scale_width(1, v.info.width()) as usize,
-                    f.scale_height(1, v.info.height()) as usize,
-                )
-            })
+            let (w, h) = v.size();
+            subsampling(v).map(|sub| chroma_size((w as usize, h as usize), sub))
         };
-        let (rc, dc) = (chroma_of(reference), chroma_of(distorted));
+        let (rs, ds) = (subsampling(reference), subsampling(distorted));
         let name = |v: &PadVideo| v.info.format().to_str().to_string();
         Self {
-            chroma: rc.filter(|_| rc == dc),
-            pads: [(name(reference), rc), (name(distorted), dc)],
+            chroma: rs.filter(|_| rs == ds).map(|sub| chroma_size(scoring, sub)),
+            pads: [
+                (name(reference), chroma_of(reference)),
+                (name(distorted), chroma_of(distorted)),
+            ],
+            subsampling: [rs, ds],
             colour: yuv_to_rgb(&reference.info),
         }
     }
@@ -108,8 +122,9 @@ impl FrameFormat {
                 show(dc)
             )
         };
+        let [rsub, dsub] = self.subsampling;
         match (rc, dc) {
-            (Some(a), Some(b)) if a != b && features.reads_chroma() => Some(format!(
+            (Some(_), Some(_)) if rsub != dsub && features.reads_chroma() => Some(format!(
                 "{} compare chroma planes of one size, but the pads differ in chroma \
                  subsampling: {}",
                 features
@@ -163,6 +178,52 @@ pub(super) fn yuv_to_rgb(info: &gst_video::VideoInfo) -> YuvToRgb {
 }
 
 impl VmafCompare {
+    /// Checks `(w, h)` against the smallest frames VMAF's filters and the extra metrics
+    /// accept; the error names `what` (a pad, or the scoring size) and what to change.
+    pub(super) fn check_min_size(&self, what: &str, (w, h): (u32, u32)) -> Result<(), gst::ErrorMessage> {
+        let (vmaf_min, extra_mins) = lock(&self.prepared)
+            .as_ref()
+            .map(Prepared::minimums)
+            .unwrap_or_default();
+        if (w as usize) < vmaf_min.0 || (h as usize) < vmaf_min.1 {
+            return Err(gst::error_msg!(
+                gst::CoreError::Negotiation,
+                (
+                    "{}: {}x{} is smaller than the {}x{} minimum that VMAF's filters need",
+                    what,
+                    w,
+                    h,
+                    vmaf_min.0,
+                    vmaf_min.1
+                ),
+                ["Score at a larger size (score-width / score-height, or a larger reference)."]
+            ));
+        }
+        if let Some((name, (mw, mh))) = extra_mins
+            .into_iter()
+            .find(|(_, (mw, mh))| (w as usize) < *mw || (h as usize) < *mh)
+        {
+            return Err(gst::error_msg!(
+                gst::CoreError::Negotiation,
+                (
+                    "{}: {}x{} is smaller than the {}x{} minimum of {}",
+                    what,
+                    w,
+                    h,
+                    mw,
+                    mh,
+                    name
+                ),
+                [
+                    "libvmaf refuses such frames too (MS-SSIM's five scales each halve the frame \
+                     and must still hold its 11x11 window). Remove {} from features.",
+                    name
+                ]
+            ));
+        }
+        Ok(())
+    }
+
     pub(super) fn other_pad(&self, pad: &gst_base::AggregatorPad) -> &'static str {
         if pad == &self.reference_pad {
             "distorted"
@@ -185,48 +246,13 @@ impl VmafCompare {
             }
         };
         let (w, h) = video.size();
-        let (vmaf_min, extra_mins) = lock(&self.prepared)
-            .as_ref()
-            .map(Prepared::minimums)
-            .unwrap_or_default();
-        if (w as usize) < vmaf_min.0 || (h as usize) < vmaf_min.1 {
-            gst::element_imp_error!(
-                self,
-                gst::CoreError::Negotiation,
-                (
-                    "{} pad: {}x{} is smaller than the {}x{} minimum that VMAF's filters need",
-                    pad.name(),
-                    w,
-                    h,
-                    vmaf_min.0,
-                    vmaf_min.1
-                )
-            );
-            return false;
-        }
-        if let Some((name, (mw, mh))) = extra_mins
-            .into_iter()
-            .find(|(_, (mw, mh))| (w as usize) < *mw || (h as usize) < *mh)
-        {
-            gst::element_imp_error!(
-                self,
-                gst::CoreError::Negotiation,
-                (
-                    "{} pad: {}x{} is smaller than the {}x{} minimum of {}",
-                    pad.name(),
-                    w,
-                    h,
-                    mw,
-                    mh,
-                    name
-                ),
-                [
-                    "libvmaf refuses such frames too (MS-SSIM's five scales each halve the frame \
-                     and must still hold its 11x11 window). Remove {} from features.",
-                    name
-                ]
-            );
-            return false;
+        // A stream that will be scaled may be smaller than the metrics' minimum: the scoring
+        // size is checked when the scorer is made (`ensure_scorer`).
+        if lock(&self.settings).scale_method == VmafScaleMethod::None {
+            if let Err(e) = self.check_min_size(&format!("{} pad", pad.name()), (w, h)) {
+                self.post_error_message(e);
+                return false;
+            }
         }
         if w > MAX_DIMENSION || h > MAX_DIMENSION {
             gst::element_imp_error!(

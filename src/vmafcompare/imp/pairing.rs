@@ -93,8 +93,10 @@ impl VmafCompare {
                 .pack_chroma(bpc, dc)
                 .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
         }
+        // Each stream's chroma at its own size: a scaled stream's is brought to the scoring
+        // size by the backend, which refuses any other size.
         let pair = match sizes {
-            [Some(rs), Some(ds)] if rs == ds => {
+            [Some(rs), Some(ds)] => {
                 fn plane(
                     v: &[u16],
                     (w, h): (usize, usize),
@@ -110,8 +112,8 @@ impl VmafCompare {
                         plane(&chroma[0][1], rs, bpc)?,
                     ],
                     distorted: [
-                        plane(&chroma[1][0], rs, bpc)?,
-                        plane(&chroma[1][1], rs, bpc)?,
+                        plane(&chroma[1][0], ds, bpc)?,
+                        plane(&chroma[1][1], ds, bpc)?,
                     ],
                 })
             }
@@ -160,7 +162,7 @@ impl VmafCompare {
             .inputs(bpc, wants_chroma)
             .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
         let chroma = match (rc, dc) {
-            (Some(reference), Some(distorted)) if reference[0].size() == distorted[0].size() => {
+            (Some(reference), Some(distorted)) => {
                 Some(ChromaInput {
                     reference,
                     distorted,
@@ -198,10 +200,12 @@ impl VmafCompare {
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
         let running_time = Self::running_time(&self.distorted_pad, &distorted);
         let mut state = lock(&self.state);
-        let mismatch = matches!(
-            (state.reference.as_ref(), state.distorted.as_ref()),
-            (Some(r), Some(d)) if r.size() != d.size()
-        );
+        let refuse_sizes = lock(&self.settings).scale_method == VmafScaleMethod::None;
+        let mismatch = refuse_sizes
+            && matches!(
+                (state.reference.as_ref(), state.distorted.as_ref()),
+                (Some(r), Some(d)) if r.size() != d.size()
+            );
         if mismatch {
             // The pads disagree: ensure_scorer ends the stream with an error. Frames still in
             // flight (CPU pool, GPU) are completed and sent first, as a synchronous backend
@@ -262,7 +266,8 @@ impl VmafCompare {
                     colour,
                     ..Geometry::luma(w, h, bpc)
                 };
-                match plan.map(|p| self.cpu_backend(&p, geometry)) {
+                let scaling = state.scaling.clone();
+                match plan.map(|p| self.cpu_backend(&p, geometry).map(|b| b.with_scaling(scaling))) {
                     Some(Ok(cpu)) => {
                         let lost = match state.scorer.as_mut() {
                             Some(scorer) => {

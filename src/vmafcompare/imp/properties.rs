@@ -29,6 +29,11 @@ pub(super) struct Settings {
     pub(super) device_id: u32,
     /// CPU scoring threads (0: one per core).
     pub(super) threads: u32,
+    /// How a stream of another size is scaled (`none`: refused).
+    pub(super) scale_method: VmafScaleMethod,
+    /// Fixed scoring size (0: the reference's width / height).
+    pub(super) score_width: u32,
+    pub(super) score_height: u32,
 }
 
 impl Default for Settings {
@@ -43,6 +48,9 @@ impl Default for Settings {
             frame_message: true,
             device_id: DEFAULT_DEVICE_ID,
             threads: DEFAULT_THREADS,
+            scale_method: VmafScaleMethod::Bicubic,
+            score_width: 0,
+            score_height: 0,
         }
     }
 }
@@ -142,6 +150,45 @@ impl ObjectImpl for VmafCompare {
                     .default_value(DEFAULT_THREADS)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecEnum::builder_with_default("scale-method", VmafScaleMethod::Bicubic)
+                    .nick("Scale method")
+                    .blurb(
+                        "How a stream whose size differs from the scoring size (the reference's, \
+                         or score-width x score-height) is scaled before scoring, on the \
+                         backend that scores (GPU kernels on CUDA memory, in place): bicubic \
+                         (default; FFmpeg swscale's, equal sample for sample to ffmpeg \
+                         scale=W:H:flags=bicubic+accurate_rnd, Netflix's recommended practice \
+                         for renditions of a ladder), bilinear, lanczos (swscale's), or none \
+                         (pads of different sizes are an error naming both). Luma, and chroma \
+                         when a metric reads it; each stream at its own bit depth scaled at the \
+                         scoring depth. The summary and the log name the scored size and how \
+                         each pad was scaled",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("score-width")
+                    .nick("Scoring width")
+                    .blurb(
+                        "Score at this width instead of the reference's (0, default: the \
+                         reference's): both streams are scaled to score-width x score-height \
+                         with scale-method, e.g. 1920 x 1080 for a 2160p reference and its \
+                         renditions with vmaf_v0.6.1, as libvmaf's documentation advises for \
+                         that model. 0 with score-height set keeps the reference's width",
+                    )
+                    .maximum(MAX_DIMENSION)
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("score-height")
+                    .nick("Scoring height")
+                    .blurb(
+                        "Score at this height instead of the reference's (0, default: the \
+                         reference's); see score-width",
+                    )
+                    .maximum(MAX_DIMENSION)
+                    .default_value(0)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecBoolean::builder("frame-message")
                     .nick("Frame message")
                     .blurb(
@@ -191,6 +238,9 @@ impl ObjectImpl for VmafCompare {
             "frame-message" => s.frame_message = value.get().unwrap_or(true),
             "device-id" => s.device_id = value.get().unwrap_or(DEFAULT_DEVICE_ID),
             "threads" => s.threads = value.get().unwrap_or(DEFAULT_THREADS),
+            "scale-method" => s.scale_method = value.get().unwrap_or_default(),
+            "score-width" => s.score_width = value.get().unwrap_or(0),
+            "score-height" => s.score_height = value.get().unwrap_or(0),
             other => gst::warning!(CAT, imp = self, "unknown property {other}"),
         }
     }
@@ -210,6 +260,9 @@ impl ObjectImpl for VmafCompare {
             "frame-message" => s.frame_message.to_value(),
             "device-id" => s.device_id.to_value(),
             "threads" => s.threads.to_value(),
+            "scale-method" => s.scale_method.to_value(),
+            "score-width" => s.score_width.to_value(),
+            "score-height" => s.score_height.to_value(),
             _ => glib::Value::from_type(pspec.value_type()),
         }
     }

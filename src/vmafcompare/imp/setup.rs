@@ -271,20 +271,42 @@ impl VmafCompare {
             );
             return Err(gst::FlowError::NotNegotiated);
         };
-        let (w, h) = d.size();
-        if r.size() != (w, h) {
-            let (rw, rh) = r.size();
+        let (method, score_w, score_h) = {
+            let st = lock(&self.settings);
+            (st.scale_method, st.score_width, st.score_height)
+        };
+        let (rw, rh) = r.size();
+        let (dw, dh) = d.size();
+        let (w, h) = (
+            if score_w > 0 { score_w } else { rw },
+            if score_h > 0 { score_h } else { rh },
+        );
+        if method == VmafScaleMethod::None && (r.size() != (w, h) || d.size() != (w, h)) {
             gst::element_imp_error!(
                 self,
                 gst::CoreError::Negotiation,
-                ("reference is {}x{} but distorted is {}x{}: both pads must carry the same width and height", rw, rh, w, h),
-                ["Scale one stream (e.g. videoscale) so both have the same size."]
+                (
+                    "reference is {}x{} but distorted is {}x{} and scale-method=none: both pads \
+                     must carry the {}x{} scoring size",
+                    rw,
+                    rh,
+                    dw,
+                    dh,
+                    w,
+                    h
+                ),
+                ["Set scale-method=bicubic (the default) to scale the distorted stream to the reference's size."]
             );
             return Err(gst::FlowError::NotNegotiated);
         }
         let bpc = r.depth.max(d.depth);
-        if state.geometry == Some((w, h, bpc)) && state.scorer.is_some() {
+        let sizes = [r.size(), d.size()];
+        if state.geometry == Some((w, h, bpc)) && state.input_sizes == sizes && state.scorer.is_some() {
             return Ok(Vec::new());
+        }
+        if let Err(e) = self.check_min_size("the scoring size", (w, h)) {
+            self.post_error_message(e);
+            return Err(gst::FlowError::NotNegotiated);
         }
         let Some((models, features, gpu)) = lock(&self.prepared)
             .as_ref()
@@ -304,7 +326,7 @@ impl VmafCompare {
                 }
             },
         };
-        let frame = FrameFormat::of(r, d);
+        let frame = FrameFormat::of(r, d, (w as usize, h as usize));
         if let Some(why) = frame.chroma_mismatch(&plan.features) {
             gst::element_imp_error!(
                 self,
@@ -322,8 +344,46 @@ impl VmafCompare {
                 log.note("ssimulacra2_yuv_to_rgb", frame.colour.to_string());
             }
         }
-        let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame)?;
+        let scaling = match input_scaling(method.into(), [r, d], (w, h), &frame, plan.chroma) {
+            Ok(s) => s,
+            Err(e) => {
+                gst::element_imp_error!(
+                    self,
+                    gst::CoreError::Negotiation,
+                    ("{}", e),
+                    ["Score at another size (score-width / score-height) or use a less extreme rendition."]
+                );
+                return Err(gst::FlowError::NotNegotiated);
+            }
+        };
+        let reports = [
+            describe_scaling(scaling.reference.as_ref()),
+            describe_scaling(scaling.distorted.as_ref()),
+        ];
+        if !scaling.is_identity() || (w, h) != (rw, rh) {
+            gst::info!(
+                CAT,
+                imp = self,
+                "scoring at {w}x{h}: reference {}, distorted {}",
+                reports[0],
+                reports[1]
+            );
+        }
+        state.scaling = scaling;
+        let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame, &state.scaling)?;
+        for (set, report) in state.scaled.iter_mut().zip(reports) {
+            set.insert(report);
+        }
+        if let Some(log) = state.log.as_mut() {
+            if !state.scaling.is_identity() {
+                log.note("scored_size", format!("{w}x{h}"));
+                let joined = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join("+");
+                log.note("reference_scaling", joined(&state.scaled[0]));
+                log.note("distorted_scaling", joined(&state.scaled[1]));
+            }
+        }
         state.geometry = Some((w, h, bpc));
+        state.input_sizes = sizes;
         let done = match state.scorer.as_mut() {
             Some(s) => s
                 .replace_backend(backend)
@@ -345,6 +405,7 @@ impl VmafCompare {
         plan: &ScorePlan,
         (w, h, bpc): (u32, u32, u32),
         frame: &FrameFormat,
+        scaling: &InputScaling,
     ) -> Result<Box<dyn Backend>, gst::FlowError> {
         let geometry = Geometry {
             chroma: frame.chroma.filter(|_| plan.chroma),
@@ -360,7 +421,9 @@ impl VmafCompare {
             );
         }
         if let Some(dev) = gpu {
-            match CudaBackend::new(dev, plan.layout(), geometry) {
+            match CudaBackend::new(dev, plan.layout(), geometry.clone())
+                .and_then(|b| b.with_scaling(dev, scaling.clone()))
+            {
                 Ok(b) => {
                     gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the GPU");
                     return Ok(Box::new(b));
@@ -382,6 +445,7 @@ impl VmafCompare {
         }
         match self.cpu_backend(plan, geometry) {
             Ok(b) => {
+                let b = b.with_scaling(scaling.clone());
                 gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the CPU");
                 Ok(Box::new(b))
             }
@@ -443,5 +507,61 @@ impl VmafCompare {
             p.cpu_pool = pool;
         }
         Ok(())
+    }
+}
+
+/// The scalers that bring each pad's frames to the scoring size `(w, h)` (`None` for a pad at
+/// it): luma, and chroma when `chroma` (a metric reads it) and both formats have chroma of
+/// one subsampling. Chroma is sited as FFmpeg's `scale` filter sites it (swscale's default,
+/// centred), whatever the caps' `chroma-site`: that is what `ffmpeg scale + libvmaf` users get.
+///
+/// Errors: a ratio one scaling pass cannot do ([`ScaleError`]).
+pub(super) fn input_scaling(
+    method: ScaleMethod,
+    pads: [&PadVideo; 2],
+    (w, h): (u32, u32),
+    frame: &FrameFormat,
+    chroma: bool,
+) -> Result<InputScaling, ScaleError> {
+    let dst = (w as usize, h as usize);
+    let mut out = [None, None];
+    for (i, pad) in pads.into_iter().enumerate() {
+        let (pw, ph) = pad.size();
+        let src = (pw as usize, ph as usize);
+        if src == dst {
+            continue;
+        }
+        let chroma_scaler = match (frame.chroma.filter(|_| chroma), frame.subsampling[i]) {
+            (Some(dst_c), Some(sub)) => Some((
+                chroma_size(src, sub),
+                dst_c,
+                Siting {
+                    h_sub: sub.0,
+                    v_sub: sub.1,
+                    h_pos: None,
+                    v_pos: None,
+                    chroma: true,
+                },
+            )),
+            _ => None,
+        };
+        out[i] = Some(StreamScaler::new(method, src, dst, chroma_scaler)?);
+    }
+    let [reference, distorted] = out;
+    Ok(InputScaling {
+        reference,
+        distorted,
+    })
+}
+
+/// How a stream reaches the scoring size, for the summary and the log: `none`, or
+/// `METHOD WxH->WxH`.
+pub(super) fn describe_scaling(s: Option<&StreamScaler>) -> String {
+    match s {
+        None => "none".to_owned(),
+        Some(s) => {
+            let ((sw, sh), (dw, dh)) = (s.luma.src(), s.luma.dst());
+            format!("{} {sw}x{sh}->{dw}x{dh}", s.method)
+        }
     }
 }
