@@ -124,9 +124,9 @@ fn harness_identical_frames_give_perfect_features() {
 }
 
 #[test]
-fn size_mismatch_is_a_negotiation_error_naming_both_sizes() {
+fn size_mismatch_with_scale_method_none_is_a_negotiation_error_naming_both_sizes() {
     let out = run(
-        "vmafcompare name=cmp backend=cpu ! fakesink \
+        "vmafcompare name=cmp backend=cpu scale-method=none ! fakesink \
          videotestsrc num-buffers=5 ! video/x-raw,format=I420,width=160,height=90 ! cmp.reference \
          videotestsrc num-buffers=5 ! video/x-raw,format=I420,width=176,height=144 ! cmp.distorted",
         LONG,

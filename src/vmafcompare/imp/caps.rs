@@ -247,8 +247,14 @@ impl VmafCompare {
         };
         let (w, h) = video.size();
         // A stream that will be scaled may be smaller than the metrics' minimum: the scoring
-        // size is checked when the scorer is made (`ensure_scorer`).
-        if lock(&self.settings).scale_method == VmafScaleMethod::None {
+        // size is checked when the scorer is made (`ensure_scorer`). The reference is the
+        // scoring size unless score-width / score-height say otherwise.
+        let at_scoring_size = {
+            let s = lock(&self.settings);
+            s.scale_method == VmafScaleMethod::None
+                || (pad == &self.reference_pad && s.score_width == 0 && s.score_height == 0)
+        };
+        if at_scoring_size {
             if let Err(e) = self.check_min_size(&format!("{} pad", pad.name()), (w, h)) {
                 self.post_error_message(e);
                 return false;

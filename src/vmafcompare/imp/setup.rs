@@ -369,6 +369,9 @@ impl VmafCompare {
                 reports[1]
             );
         }
+        if state.scorer.is_none() {
+            self.warn_mismatched_streams(r, d);
+        }
         state.scaling = scaling;
         let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame, &state.scaling)?;
         for (set, report) in state.scaled.iter_mut().zip(reports) {
@@ -395,6 +398,55 @@ impl VmafCompare {
             }
         };
         Ok(done)
+    }
+
+    /// Warns about pads that will be scored although they do not show the same pictures at
+    /// the same rate: another frame rate (pairs are made by running time, frames without a
+    /// partner are counted as unpaired) or another display aspect ratio (the distorted picture
+    /// is stretched to the scoring size, as `ffmpeg scale=W:H` does).
+    fn warn_mismatched_streams(&self, r: &PadVideo, d: &PadVideo) {
+        let (rf, df) = (r.info.fps(), d.info.fps());
+        if rf.numer() > 0 && df.numer() > 0 && rf != df {
+            gst::element_imp_warning!(
+                self,
+                gst::StreamError::Format,
+                (
+                    "reference is {}/{} fps but distorted is {}/{} fps: frames are paired by \
+                     running time and those without a partner are not scored",
+                    rf.numer(),
+                    rf.denom(),
+                    df.numer(),
+                    df.denom()
+                ),
+                ["Put videorate before the distorted pad to score every reference frame against the distorted frame shown at its time."]
+            );
+        }
+        let dar = |v: &PadVideo| {
+            let par = v.info.par();
+            let (w, h) = v.size();
+            let (n, dn) = (par.numer().max(1) as f64, par.denom().max(1) as f64);
+            f64::from(w) * n / (f64::from(h) * dn)
+        };
+        let (ra, da) = (dar(r), dar(d));
+        if (ra / da - 1.0).abs() > 0.01 {
+            let (rw, rh) = r.size();
+            let (dw, dh) = d.size();
+            gst::element_imp_warning!(
+                self,
+                gst::StreamError::Format,
+                (
+                    "display aspect ratios differ: reference {}x{} is {:.3}:1, distorted {}x{} \
+                     is {:.3}:1; the distorted picture is stretched to the scoring size",
+                    rw,
+                    rh,
+                    ra,
+                    dw,
+                    dh,
+                    da
+                ),
+                ["Crop or pad the distorted stream to the reference's picture if it was letterboxed or cropped."]
+            );
+        }
     }
 
     /// The backend for one geometry: the GPU when the element holds one (with
