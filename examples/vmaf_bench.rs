@@ -45,6 +45,24 @@
 //!   at once (1920x1080, 8 bits, system memory); aggregate fps is the sum of each pipeline's
 //!   steady rate over the time in which all of them were scoring.
 //!
+//! Renditions (`--renditions 1280x720,960x540`, none by default): after each cell whose size
+//! is larger than a rendition, a row `WxH <- RxS` in which the reference pad carries the
+//! cell's frames and the distorted pad frames of the rendition's size (the same src01
+//! content, scaled from 576x324 to the rendition's size as the cells are to theirs, with caps
+//! of that size), so the element scales the distorted stream to the reference's size
+//! (`scale-method`, `--scale-method`, default bicubic; on `backend=cuda` on the GPU, from CUDA
+//! memory in place) before scoring. Such a row measures `system fps` (median of `--repeat`),
+//! `cuda fps` and `cuda input` (both pads pre-uploaded by `cudaupload`, each at its own size),
+//! `device MiB` and `cpu fps` as above; no paced latency run (`-`). Every run of the row must
+//! report the summary's `distorted-scaling` `METHOD RxS->WxH` (e.g. `bicubic
+//! 1280x720->1920x1080`) and `reference-scaling` `none`, else its cell is an error; `scores`
+//! compares the row's runs as above, so `= cpu` also says the GPU scaled every sample as the
+//! CPU did.
+//! - The scaling cost table: per reference size, rendition, depth and path (system memory,
+//!   CUDA memory, CPU), the extra time per pair the scaling costs, `(fps(same-size row) /
+//!   fps(rendition row) - 1) * 100` %: negative when the rendition pair is faster (e.g. less
+//!   to upload). The goal on the GPU is at most 10% at 1080p; GPU cells above it say so.
+//!
 //! `--profile 1920x1080x8 --frames 20` instead scores 20 pairs of that size with
 //! `backend=cuda` and exits, for a profiler (`ncu`) to watch the kernels.
 //!
@@ -145,10 +163,21 @@ struct Args {
     /// The element's `model` list for every run (e.g. `vmaf_v1.0.16_3d0h` for VMAF v1).
     #[arg(long, default_value = "vmaf_v0.6.1")]
     model: String,
+    /// Rendition sizes, comma-separated `WxH` (empty: none): after each cell of a larger
+    /// size, a row with distorted frames of this size (scaled by the element to the cell's
+    /// size) and the scaling cost table. Main table only (not `--extras`, `--multi-gpu`).
+    #[arg(long, default_value = "")]
+    renditions: String,
+    /// The element's `scale-method` for every run (bicubic, bilinear, lanczos); the rendition
+    /// rows check that the summary names it.
+    #[arg(long, default_value = "bicubic")]
+    scale_method: String,
 }
 
 /// `--model`, for every pipeline [`run`] builds.
 static MODEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// `--scale-method`, for every pipeline [`run`] builds.
+static SCALE_METHOD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// One table cell: a number, or why there is none.
 #[derive(Clone, Debug)]
@@ -159,6 +188,8 @@ enum Val {
     Na(String),
     /// The measurement failed: the error. The program exits 1.
     Failed(String),
+    /// Not measured for this kind of row (the rendition rows' latency): `-`.
+    Skip,
 }
 
 impl Val {
@@ -168,6 +199,7 @@ impl Val {
             Val::Num(v) => format!("{v:.decimals$}"),
             Val::Na(why) => format!("n/a ({why})"),
             Val::Failed(e) => format!("error: {}", cell_text(e)),
+            Val::Skip => "-".into(),
         }
     }
 
@@ -284,8 +316,10 @@ struct Frames {
     refs: Vec<gst::Buffer>,
     /// Distorted frames, `diss[i]` paired with `refs[i]`.
     diss: Vec<gst::Buffer>,
-    /// Caps of both `appsrc`.
+    /// Caps of the reference `appsrc`.
     caps: gst::Caps,
+    /// Caps of the distorted `appsrc`: `caps`, or another size in a rendition row.
+    dis_caps: gst::Caps,
 }
 
 /// A full 4:2:0 frame (the luma plane, neutral chroma) as a GStreamer buffer in system memory.
@@ -310,20 +344,31 @@ fn frame_buffer(luma: &[u16], w: usize, h: usize, bpc: u32) -> gst::Buffer {
 
 /// The src01 pair at `cell`'s size and depth, in system memory.
 fn host_frames(data: &std::path::Path, cell: Cell) -> Result<Frames, BoxError> {
-    let (r, d) = bench_data::try_pair_planes(data, cell.width, cell.height, cell.bpc)?;
+    pair_frames(data, cell, cell)
+}
+
+/// The src01 pair in system memory: the reference at `cell`'s size and depth, the distorted
+/// at `dis`'s (a rendition row; `cell` itself for a same-size pair), each scaled from
+/// 576x324 by [`bench_data::upscale`] when its size differs.
+fn pair_frames(data: &std::path::Path, cell: Cell, dis: Cell) -> Result<Frames, BoxError> {
+    let (r, mut d) = bench_data::try_pair_planes(data, cell.width, cell.height, cell.bpc)?;
+    if dis != cell {
+        d = bench_data::try_pair_planes(data, dis.width, dis.height, dis.bpc)?.1;
+    }
     if r.is_empty() || r.len() != d.len() {
         return Err("reference data: no frames".into());
     }
-    let make = |planes: &[Vec<u16>]| {
+    let make = |planes: &[Vec<u16>], c: Cell| {
         planes
             .iter()
-            .map(|p| frame_buffer(p, cell.width, cell.height, cell.bpc))
+            .map(|p| frame_buffer(p, c.width, c.height, c.bpc))
             .collect()
     };
     Ok(Frames {
-        refs: make(&r),
-        diss: make(&d),
+        refs: make(&r, cell),
+        diss: make(&d, dis),
         caps: cell.caps(false),
+        dis_caps: dis.caps(false),
     })
 }
 
@@ -550,9 +595,13 @@ fn run(spec: &RunSpec<'_>) -> Result<Outcome, BoxError> {
         return Err("no frames to push".into());
     }
     let pipeline = gst::Pipeline::new();
-    let (rsrc, dsrc) = (appsrc(&f.caps), appsrc(&f.caps));
+    let (rsrc, dsrc) = (appsrc(&f.caps), appsrc(&f.dis_caps));
     let cmp = gst::ElementFactory::make("vmafcompare")
         .property_from_str("backend", spec.backend)
+        .property_from_str(
+            "scale-method",
+            SCALE_METHOD.get().map_or("bicubic", String::as_str),
+        )
         .property("model", MODEL.get().map_or("vmaf_v0.6.1", String::as_str))
         .property("features", spec.features)
         .property("device-id", spec.device)
@@ -769,12 +818,23 @@ impl Drop for CudaFrames {
     }
 }
 
-/// Uploads `host` (frames of `cell`) once to CUDA memory of `gpu`'s primary context through
-/// `appsrc ! cudaupload ! video/x-raw(memory:CUDAMemory) ! appsink`.
+/// `caps` with the `memory:CUDAMemory` feature.
+fn cuda_caps(caps: &gst::Caps) -> gst::Caps {
+    let mut c = caps.copy();
+    c.make_mut()
+        .set_features_simple(Some(gst::CapsFeatures::new([
+            gst_cuda::CAPS_FEATURE_CUDA_MEMORY,
+        ])));
+    c
+}
+
+/// Uploads `host` once to CUDA memory of `gpu`'s primary context through
+/// `appsrc ! cudaupload ! video/x-raw(memory:CUDAMemory) ! appsink`, one pipeline per pad,
+/// each with that pad's caps (the distorted frames of a rendition row keep their size).
 ///
 /// Errors: `Ok(Err(reason))` when CUDA memory cannot be made here (no `cudaupload`, no
 /// `libgstcuda-1.0`); `Err` when the upload failed.
-fn upload(gpu: &Gpu, host: &Frames, cell: Cell) -> Result<Result<CudaFrames, String>, BoxError> {
+fn upload(gpu: &Gpu, host: &Frames) -> Result<Result<CudaFrames, String>, BoxError> {
     if gst::ElementFactory::find("cudaupload").is_none() {
         return Ok(Err("no cudaupload element".into()));
     }
@@ -796,11 +856,15 @@ fn upload(gpu: &Gpu, host: &Frames, cell: Cell) -> Result<Result<CudaFrames, Str
         frames: Frames {
             refs: Vec::new(),
             diss: Vec::new(),
-            caps: cell.caps(true),
+            caps: cuda_caps(&host.caps),
+            dis_caps: cuda_caps(&host.dis_caps),
         },
         pipelines: Vec::new(),
     };
-    for (i, list) in [&host.refs, &host.diss].into_iter().enumerate() {
+    for (i, (list, caps)) in [(&host.refs, &host.caps), (&host.diss, &host.dis_caps)]
+        .into_iter()
+        .enumerate()
+    {
         let pipeline = gst::parse::launch(
             "appsrc name=src format=time ! cudaupload \
              ! video/x-raw(memory:CUDAMemory) ! appsink name=sink sync=false",
@@ -818,7 +882,7 @@ fn upload(gpu: &Gpu, host: &Frames, cell: Cell) -> Result<Result<CudaFrames, Str
             .by_name("sink")
             .and_then(|e| e.downcast::<gst_app::AppSink>().ok())
             .ok_or("no appsink")?;
-        src.set_caps(Some(&host.caps));
+        src.set_caps(Some(caps));
         pipeline.set_state(gst::State::Playing).map_err(|e| {
             pipeline
                 .bus()
@@ -856,6 +920,8 @@ fn upload(gpu: &Gpu, host: &Frames, cell: Cell) -> Result<Result<CudaFrames, Str
 struct Row {
     /// Size and depth.
     cell: Cell,
+    /// A rendition row: the distorted frames' size (scaled by the element to `cell`'s).
+    rendition: Option<(usize, usize)>,
     /// `backend=cuda` fps, system memory: the median of `--repeat` runs.
     system: Val,
     /// Lowest and highest system-memory fps of those runs.
@@ -885,6 +951,7 @@ impl Row {
     fn all(cell: Cell, v: Val) -> Row {
         Row {
             cell,
+            rendition: None,
             system: v.clone(),
             system_range: "-".into(),
             cuda: v.clone(),
@@ -896,6 +963,15 @@ impl Row {
             lag: v.clone(),
             cpu: v,
             scores: "-".into(),
+        }
+    }
+
+    /// The size column: `1920x1080`, or `1920x1080 <- 1280x720` for a rendition row.
+    fn size(&self) -> String {
+        let (w, h) = (self.cell.width, self.cell.height);
+        match self.rendition {
+            Some((rw, rh)) => format!("{w}x{h} <- {rw}x{rh}"),
+            None => format!("{w}x{h}"),
         }
     }
 
@@ -935,15 +1011,35 @@ fn failed(what: &str, e: impl std::fmt::Display) -> Val {
     Val::Failed(e.to_string())
 }
 
-/// Measures one size and depth: `gpu` is the usable GPU or why there is none.
-fn measure_cell(args: &Args, cell: Cell, gpu: Result<&Gpu, &str>, backends: &[String]) -> Row {
-    eprintln!("{}: building frames", cell.label());
-    let host = match host_frames(&args.data, cell) {
+/// Measures one size and depth: `gpu` is the usable GPU or why there is none. With
+/// `rendition`, the distorted frames have that size (a rendition row: no paced run, and every
+/// run's summary must name the scaling).
+fn measure_cell(
+    args: &Args,
+    cell: Cell,
+    rendition: Option<(usize, usize)>,
+    gpu: Result<&Gpu, &str>,
+    backends: &[String],
+) -> Row {
+    let dis = rendition.map_or(cell, |(width, height)| Cell {
+        width,
+        height,
+        ..cell
+    });
+    let row_of = |v: Val| Row {
+        rendition,
+        ..Row::all(cell, v)
+    };
+    match rendition {
+        Some(_) => eprintln!("{} <- {}: building frames", cell.label(), dis.label()),
+        None => eprintln!("{}: building frames", cell.label()),
+    }
+    let host = match pair_frames(&args.data, cell, dis) {
         Ok(f) => f,
-        Err(e) => return Row::all(cell, failed("reading the reference data", e)),
+        Err(e) => return row_of(failed("reading the reference data", e)),
     };
     let wants = |b: &str| backends.iter().any(|x| x == b);
-    let mut row = Row::all(cell, Val::Na("--backends".into()));
+    let mut row = row_of(Val::Na("--backends".into()));
     let mut runs: Vec<(&str, Outcome)> = Vec::new();
     if wants("cuda") {
         match gpu {
@@ -951,11 +1047,14 @@ fn measure_cell(args: &Args, cell: Cell, gpu: Result<&Gpu, &str>, backends: &[St
                 let na = Val::Na(why.to_owned());
                 row = Row {
                     cpu: row.cpu,
-                    ..Row::all(cell, na)
+                    ..row_of(na)
                 };
             }
-            Ok(gpu) => measure_gpu(args, cell, gpu, &host, &mut row, &mut runs),
+            Ok(gpu) => measure_gpu(args, gpu, &host, &mut row, &mut runs),
         }
+    }
+    if rendition.is_some() {
+        (row.p50, row.p99, row.paced, row.lag) = (Val::Skip, Val::Skip, Val::Skip, Val::Skip);
     }
     if wants("cpu") {
         let spec = RunSpec {
@@ -980,14 +1079,46 @@ fn measure_cell(args: &Args, cell: Cell, gpu: Result<&Gpu, &str>, backends: &[St
             Err(e) => failed("cpu", e),
         };
     }
+    if rendition.is_some() {
+        let expected = format!(
+            "{} {}x{}->{}x{}",
+            SCALE_METHOD.get().map_or("bicubic", String::as_str),
+            dis.width,
+            dis.height,
+            cell.width,
+            cell.height
+        );
+        for (name, o) in &runs {
+            if let Err(e) = check_scaling(o, &expected) {
+                let cell = match *name {
+                    "system" => &mut row.system,
+                    "cuda" => &mut row.cuda,
+                    _ => &mut row.cpu,
+                };
+                *cell = failed(&format!("{name} scaling"), e);
+            }
+        }
+    }
     row.scores = compare(&runs);
     row
+}
+
+/// Whether the summary of `o` says the distorted stream was scaled as `expected` (`METHOD
+/// WxH->WxH`) and the reference was not scaled. Errors: what the summary said instead.
+fn check_scaling(o: &Outcome, expected: &str) -> Result<(), String> {
+    let s = o.summary.as_ref().ok_or("no summary message")?;
+    if s.distorted_scaling != expected || s.reference_scaling != "none" {
+        return Err(format!(
+            "summary distorted-scaling '{}', reference-scaling '{}'; expected '{expected}', 'none'",
+            s.distorted_scaling, s.reference_scaling
+        ));
+    }
+    Ok(())
 }
 
 /// The `backend=cuda` cells of `row`; each finished run goes to `runs`.
 fn measure_gpu(
     args: &Args,
-    cell: Cell,
     gpu: &Gpu,
     host: &Frames,
     row: &mut Row,
@@ -1044,9 +1175,10 @@ fn measure_gpu(
         };
         runs.push(("system", o));
     }
-    // Latency, paced below the measured throughput.
+    // Latency, paced below the measured throughput (same-size rows only).
     let pace = args.pace_fps.or(system_fps.map(|f| f * args.pace));
     match pace.filter(|p| p.is_finite() && *p > 0.0) {
+        _ if row.rendition.is_some() => {}
         None => {
             let na = Val::Na("no system fps to pace by".into());
             (row.p50, row.p99, row.paced, row.lag) = (na.clone(), na.clone(), na.clone(), na);
@@ -1082,7 +1214,7 @@ fn measure_gpu(
         }
     }
     // CUDA memory, made once before timing.
-    match upload(gpu, host, cell) {
+    match upload(gpu, host) {
         Ok(Ok(cuda)) => {
             let spec = RunSpec {
                 backend: "cuda",
@@ -1132,7 +1264,7 @@ fn extras(args: &Args, gpu: &Gpu, cells: &[Cell], sets: &str) -> Result<bool, Bo
     let mut ok = true;
     for &cell in cells {
         let host = host_frames(&args.data, cell)?;
-        let cuda = upload(gpu, &host, cell)?;
+        let cuda = upload(gpu, &host)?;
         let mut base: Option<(f64, f64)> = None;
         for features in std::iter::once("").chain(sets.split(';').map(str::trim)) {
             let label = if features.is_empty() {
@@ -1356,7 +1488,7 @@ fn multi_gpu(args: &Args, streams: &[usize]) -> Result<bool, BoxError> {
     let host = host_frames(&args.data, cell)?;
     let mut cuda = Vec::new();
     for g in &gpus {
-        cuda.push(upload(g, &host, cell)?.map_err(|e| format!("CUDA memory: {e}"))?);
+        cuda.push(upload(g, &host)?.map_err(|e| format!("CUDA memory: {e}"))?);
     }
     let mut ok = true;
     let mut base: Option<Outcome> = None;
@@ -1503,6 +1635,7 @@ fn bench() -> Result<bool, BoxError> {
     gst::init()?;
     gstvmafcompare::plugin_register_static()?;
     let _ = MODEL.set(args.model.clone());
+    let _ = SCALE_METHOD.set(args.scale_method.clone());
     println!("model: {}", args.model);
     if let Some(spec) = args.profile.as_deref() {
         return profile(&args, spec).map(|()| true);
@@ -1527,6 +1660,10 @@ fn bench() -> Result<bool, BoxError> {
         }
     }
     let streams = parse_list::<usize>(&args.streams)?;
+    let mut renditions = Vec::new();
+    for size in args.renditions.split(',').filter(|s| !s.trim().is_empty()) {
+        renditions.push(parse_size(size)?);
+    }
     let wants_cuda = backends.iter().any(|b| b == "cuda");
     let gpu = if wants_cuda {
         Gpu::open()
@@ -1573,10 +1710,16 @@ fn bench() -> Result<bool, BoxError> {
         let gpu = gpu_ref.map_err(|why| format!("--extras needs a GPU: {why}"))?;
         return extras(&args, gpu, &cells, sets);
     }
-    let rows: Vec<Row> = cells
-        .iter()
-        .map(|&c| measure_cell(&args, c, gpu_ref, &backends))
-        .collect();
+    let mut rows: Vec<Row> = Vec::new();
+    for &c in &cells {
+        rows.push(measure_cell(&args, c, None, gpu_ref, &backends));
+        // Renditions smaller than the cell, scaled up to it by the element.
+        for &(rw, rh) in &renditions {
+            if rw <= c.width && rh <= c.height && (rw, rh) != (c.width, c.height) {
+                rows.push(measure_cell(&args, c, Some((rw, rh)), gpu_ref, &backends));
+            }
+        }
+    }
     // Several elements at once, 1080p 8-bit, system memory.
     let mut agg_rows = Vec::new();
     if !streams.is_empty() {
@@ -1653,14 +1796,21 @@ fn print_tables(args: &Args, gpu: Result<&Gpu, &str>, rows: &[Row], agg: &[AggRo
             None => format!("{} x system fps", args.pace),
         }
     );
+    if rows.iter().any(|r| r.rendition.is_some()) {
+        println!(
+            "rendition rows (WxH <- RxS): distorted frames of RxS, scaled by the element \
+             (scale-method={}) to the reference's WxH; summary's distorted-scaling checked; no \
+             paced run",
+            args.scale_method
+        );
+    }
     println!();
     println!("| size | bits | system fps | system range | cuda fps | cuda input | device MiB | p50 ms | p99 ms | paced fps | lag | cpu fps | scores |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for r in rows {
         println!(
-            "| {}x{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.cell.width,
-            r.cell.height,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.size(),
             r.cell.bpc,
             r.system.show(1),
             r.system_range,
@@ -1680,7 +1830,8 @@ fn print_tables(args: &Args, gpu: Result<&Gpu, &str>, rows: &[Row], agg: &[AggRo
     println!();
     println!("| size | system | cuda memory | cpu |");
     println!("| --- | --- | --- | --- |");
-    let sizes: Vec<(usize, usize)> = rows.iter().fold(Vec::new(), |mut v, r| {
+    let same_size = || rows.iter().filter(|r| r.rendition.is_none());
+    let sizes: Vec<(usize, usize)> = same_size().fold(Vec::new(), |mut v, r| {
         if !v.contains(&(r.cell.width, r.cell.height)) {
             v.push((r.cell.width, r.cell.height));
         }
@@ -1688,8 +1839,7 @@ fn print_tables(args: &Args, gpu: Result<&Gpu, &str>, rows: &[Row], agg: &[AggRo
     });
     for (w, h) in sizes {
         let at = |bpc: u32| {
-            rows.iter()
-                .find(|r| (r.cell.width, r.cell.height, r.cell.bpc) == (w, h, bpc))
+            same_size().find(|r| (r.cell.width, r.cell.height, r.cell.bpc) == (w, h, bpc))
         };
         let ratio = |pick: fn(&Row) -> &Val| match (at(8).map(pick), at(10).map(pick)) {
             (Some(a), Some(b)) => match (a.num(), b.num()) {
@@ -1708,6 +1858,7 @@ fn print_tables(args: &Args, gpu: Result<&Gpu, &str>, rows: &[Row], agg: &[AggRo
             ratio(|r| &r.cpu)
         );
     }
+    print_scaling_cost(rows);
     if agg.is_empty() {
         return;
     }
@@ -1735,6 +1886,56 @@ fn print_tables(args: &Args, gpu: Result<&Gpu, &str>, rows: &[Row], agg: &[AggRo
             r.elements,
             r.fps.show(1),
             r.scores
+        );
+    }
+}
+
+/// The scaling cost table: for each rendition row, the extra time per pair against the
+/// same-size row of its reference size and depth, per path.
+fn print_scaling_cost(rows: &[Row]) {
+    if rows.iter().all(|r| r.rendition.is_none()) {
+        return;
+    }
+    println!();
+    println!(
+        "Scaling cost: extra time per pair of a rendition against the same-size pair, \
+         (fps(same size) / fps(rendition) - 1) * 100 %, negative: the rendition pair is faster; \
+         goal on the GPU at most 10% at 1920x1080"
+    );
+    println!();
+    println!("| reference | rendition | bits | system | cuda memory | cpu |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for r in rows {
+        let Some((rw, rh)) = r.rendition else {
+            continue;
+        };
+        let same = rows
+            .iter()
+            .find(|s| s.rendition.is_none() && s.cell == r.cell);
+        let cost = |pick: fn(&Row) -> &Val, gpu: bool| {
+            let Some(same) = same else {
+                return "-".to_owned();
+            };
+            match (pick(same), pick(r)) {
+                (Val::Na(why), _) | (_, Val::Na(why)) => format!("n/a ({why})"),
+                (a, b) => match (a.num(), b.num()) {
+                    (Some(a), Some(b)) if b > 0.0 => {
+                        let pct = (a / b - 1.0) * 100.0;
+                        let over = if gpu && pct > 10.0 { " (over 10%)" } else { "" };
+                        format!("{pct:+.1}%{over}")
+                    }
+                    _ => "-".into(),
+                },
+            }
+        };
+        println!(
+            "| {}x{} | {rw}x{rh} | {} | {} | {} | {} |",
+            r.cell.width,
+            r.cell.height,
+            r.cell.bpc,
+            cost(|r| &r.system, true),
+            cost(|r| &r.cuda, true),
+            cost(|r| &r.cpu, false)
         );
     }
 }
