@@ -35,6 +35,9 @@ pub(crate) struct FramePlan {
 /// frame.
 pub(crate) struct Extractors {
     list: Vec<Box<dyn CpuExtractor>>,
+    /// A worker's scaled distorted planes (luma, Cb, Cr) and the scaler's scratch, when the
+    /// distorted stream is scaled on the pool ([`CpuBackend::with_scaling`]).
+    pub(crate) scaled: Scaled,
 }
 
 impl Extractors {
@@ -45,7 +48,10 @@ impl Extractors {
             .iter()
             .map(|i| i.cpu(&plan.geometry))
             .collect::<Result<_, _>>()?;
-        Ok(Self { list })
+        Ok(Self {
+            list,
+            scaled: Scaled::default(),
+        })
     }
 
     /// One frame pair's values: the instances that read the previous frame on every frame
@@ -125,15 +131,15 @@ pub struct CpuBackend {
 /// Scaled planes (reference / distorted luma, then their Cb and Cr) and the scaler's
 /// scratch, reused frame after frame.
 #[derive(Default)]
-struct Scaled {
-    luma: [Vec<u16>; 2],
-    chroma: [[Vec<u16>; 2]; 2],
-    scratch: Scratch,
+pub(crate) struct Scaled {
+    pub(crate) luma: [Vec<u16>; 2],
+    pub(crate) chroma: [[Vec<u16>; 2]; 2],
+    pub(crate) scratch: Scratch,
 }
 
 /// `plane` through `scaler` into `out`, as a plane of the scaler's output size; `plane` as it
 /// is without a scaler.
-fn scale_into<'a>(
+pub(crate) fn scale_into<'a>(
     scaler: Option<&PlaneScaler>,
     plane: LumaPlane<'a>,
     scratch: &mut Scratch,
@@ -358,6 +364,22 @@ impl CpuBackend {
         chroma: Option<ChromaPair<'_>>,
         full: bool,
     ) -> Result<(), EngineError> {
+        // On a pool, a rendition is scaled by the worker that scores it (frames in parallel);
+        // a scaled reference is scaled here, since the next frame's motion reads it.
+        if let (Some(p), None, Some(d)) = (
+            self.parallel.as_mut(),
+            self.scaling.reference.as_ref(),
+            self.scaling.distorted.as_ref(),
+        ) {
+            return p.submit_scaled(
+                &self.plan,
+                &reference,
+                &distorted,
+                chroma.as_ref(),
+                full,
+                Some(d),
+            );
+        }
         let mut scaled = std::mem::take(&mut self.scaled);
         let mut scratch_ref = std::mem::take(&mut self.scratch_ref);
         let mut scratch_dis = std::mem::take(&mut self.scratch_dis);

@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::cpu::{device_refused, CpuPool, Extractors, FramePlan};
+use super::cpu::{device_refused, scale_into, CpuPool, Extractors, FramePlan};
+use crate::engine::scale::StreamScaler;
 use crate::engine::frame::{Chroma, ChromaPair, FeatureError, LumaInput, LumaPlane};
 use crate::engine::scorer::{EngineError, RawFeatures};
 
@@ -51,16 +52,24 @@ impl Owned {
     }
 
     /// A packed copy of a luma input: packed planes copied, host rows converted. The size is
-    /// checked against `plan` here, so a wrong frame fails at submission.
-    fn luma(plan: &FramePlan, input: &LumaInput<'_>, free: &FreeList) -> Result<Self, EngineError> {
-        let geometry = plan.geometry.triple();
+    /// checked against `plan` (or `size`, a scaled stream's source size) here, so a wrong
+    /// frame fails at submission.
+    fn luma(
+        plan: &FramePlan,
+        input: &LumaInput<'_>,
+        free: &FreeList,
+        size: Option<(usize, usize)>,
+    ) -> Result<Self, EngineError> {
+        let (w, h, bpc) = plan.geometry.triple();
+        let (w, h) = size.unwrap_or((w, h));
+        let geometry = (w, h, bpc);
         match input {
             LumaInput::Packed(p) => {
                 FeatureError::check_plane("vmaf", geometry, p)?;
                 Ok(Self::copy(p, free))
             }
             LumaInput::Host(h) => {
-                if (h.width, h.height) != (plan.geometry.width, plan.geometry.height) {
+                if (h.width, h.height) != (geometry.0, geometry.1) {
                     return Err(
                         FeatureError::wrong_size("vmaf", geometry, (h.width, h.height)).into(),
                     );
@@ -139,6 +148,8 @@ struct Job {
     prev2: Option<Arc<Owned>>,
     distorted: Owned,
     chroma: Option<Chroma<Owned>>,
+    /// The distorted stream's scaler to the scoring size, run by the worker.
+    scale: Option<Arc<StreamScaler>>,
     full: bool,
     /// Extractors not in use, shared by the jobs.
     idle: Arc<Mutex<Vec<Extractors>>>,
@@ -151,18 +162,42 @@ impl Job {
             Some(ex) => ex,
             None => Extractors::new(&self.plan)?,
         };
+        let mut scaled = std::mem::take(&mut ex.scaled);
+        let raw = self.run_with(&mut ex, &mut scaled);
+        ex.scaled = scaled;
+        lock(&self.idle).push(ex);
+        raw
+    }
+
+    /// Scores the pair with `ex`, the distorted planes scaled into `scaled` first when the
+    /// job has a scaler.
+    fn run_with(
+        &self,
+        ex: &mut Extractors,
+        scaled: &mut super::cpu::Scaled,
+    ) -> Result<RawFeatures, EngineError> {
+        let super::cpu::Scaled {
+            luma: [_, luma_d],
+            chroma: [_, [c0, c1]],
+            scratch,
+        } = scaled;
+        let luma_s = self.scale.as_deref().map(|s| &s.luma);
+        let chroma_s = self.scale.as_deref().and_then(|s| s.chroma.as_ref());
         let r = self.reference.view()?;
-        let d = self.distorted.view()?;
+        let d = scale_into(luma_s, self.distorted.view()?, scratch, luma_d)?;
         let prev = self.prev.as_ref().map(|p| p.view()).transpose()?;
         let prev2 = self.prev2.as_ref().map(|p| p.view()).transpose()?;
         let chroma = match &self.chroma {
             Some(c) => Some(ChromaPair {
                 reference: [c.reference[0].view()?, c.reference[1].view()?],
-                distorted: [c.distorted[0].view()?, c.distorted[1].view()?],
+                distorted: [
+                    scale_into(chroma_s, c.distorted[0].view()?, scratch, c0)?,
+                    scale_into(chroma_s, c.distorted[1].view()?, scratch, c1)?,
+                ],
             }),
             None => None,
         };
-        let raw = ex.extract(
+        ex.extract(
             &self.plan,
             prev.as_ref(),
             prev2.as_ref(),
@@ -171,9 +206,7 @@ impl Job {
             chroma.as_ref(),
             self.full,
             true,
-        );
-        lock(&self.idle).push(ex);
-        raw
+        )
     }
 }
 
@@ -187,6 +220,8 @@ pub(crate) struct Parallel {
     /// (the five-frame motion).
     prev: Option<Arc<Owned>>,
     prev2: Option<Arc<Owned>>,
+    /// The scaler of the last scaled submission, shared by the jobs.
+    scaler: Option<Arc<StreamScaler>>,
 }
 
 impl Parallel {
@@ -198,6 +233,7 @@ impl Parallel {
             flights: VecDeque::new(),
             prev: None,
             prev2: None,
+            scaler: None,
         }
     }
 
@@ -221,8 +257,24 @@ impl Parallel {
         chroma: Option<&ChromaPair<'_>>,
         full: bool,
     ) -> Result<(), EngineError> {
-        let reference = Arc::new(Owned::luma(plan, reference, &self.free)?);
-        let distorted = Owned::luma(plan, distorted, &self.free)?;
+        self.submit_scaled(plan, reference, distorted, chroma, full, None)
+    }
+
+    /// [`Parallel::submit`] of a pair whose distorted stream the worker scales with `scale`
+    /// (its planes at the scaler's source size).
+    ///
+    /// Errors: as [`Parallel::submit`].
+    pub(crate) fn submit_scaled(
+        &mut self,
+        plan: &Arc<FramePlan>,
+        reference: &LumaInput<'_>,
+        distorted: &LumaInput<'_>,
+        chroma: Option<&ChromaPair<'_>>,
+        full: bool,
+        scale: Option<&StreamScaler>,
+    ) -> Result<(), EngineError> {
+        let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
+        let distorted = Owned::luma(plan, distorted, &self.free, scale.map(|s| s.luma.src()))?;
         let chroma = chroma.map(|c| Chroma {
             reference: c.reference.each_ref().map(|p| Owned::copy(p, &self.free)),
             distorted: c.distorted.each_ref().map(|p| Owned::copy(p, &self.free)),
@@ -235,6 +287,17 @@ impl Parallel {
             reference,
             distorted,
             chroma,
+            scale: scale.map(|s| {
+                // One shared copy of the filters per scaler, not per frame.
+                match &self.scaler {
+                    Some(a) if **a == *s => a.clone(),
+                    _ => {
+                        let a = Arc::new(s.clone());
+                        self.scaler = Some(a.clone());
+                        a
+                    }
+                }
+            }),
             full,
             idle: self.idle.clone(),
         };

@@ -2,7 +2,7 @@
 //! swscale's integer arithmetic (see the parent module). The CUDA half
 //! (`kernels/scale.cu`) computes the same values.
 
-use super::{h_shift, v_shift, PlaneScaler};
+use super::{h_shift, v_shift, FilterBank, PlaneScaler};
 use crate::video::frame::LumaPlane;
 
 /// The scaler's working memory, kept by its owner so that nothing is allocated per frame
@@ -39,14 +39,10 @@ pub fn scale_plane(
     let h = &scaler.h;
     for (y, trow) in tmp.chunks_exact_mut(dw).enumerate() {
         let row = src.row(y);
-        for (x, t) in trow.iter_mut().enumerate() {
-            let p = h.pos[x] as usize;
-            let n = h.live_taps(x);
-            let mut val: i32 = 0;
-            for (s, c) in row[p..p + n].iter().zip(h.taps_of(x)) {
-                val += i32::from(*s) * i32::from(*c);
-            }
-            *t = (val >> hs).min(32767) as i16;
+        match h.taps {
+            4 => h_row::<4>(row, h, trow, hs),
+            8 => h_row::<8>(row, h, trow, hs),
+            _ => h_row_any(row, h, trow, hs),
         }
     }
     let vs = v_shift(bpc);
@@ -69,4 +65,43 @@ pub fn scale_plane(
         }
     }
     true
+}
+
+/// One row of the horizontal pass for filters of `T` taps (the common bicubic sizes: the
+/// compiler unrolls the taps); outputs whose taps reach past the row take the general path.
+#[inline]
+fn h_row<const T: usize>(row: &[u16], h: &FilterBank, out: &mut [i16], hs: u32) {
+    for (x, (t, c)) in out.iter_mut().zip(h.coeffs.chunks_exact(T)).enumerate() {
+        let p = h.pos[x] as usize;
+        let val = match row.get(p..p + T) {
+            Some(s) => {
+                let mut v = 0i32;
+                for k in 0..T {
+                    v += i32::from(s[k]) * i32::from(c[k]);
+                }
+                v
+            }
+            None => h_sum(row, h, x),
+        };
+        *t = (val >> hs).min(32767) as i16;
+    }
+}
+
+/// One row of the horizontal pass for any filter size.
+fn h_row_any(row: &[u16], h: &FilterBank, out: &mut [i16], hs: u32) {
+    for (x, t) in out.iter_mut().enumerate() {
+        *t = (h_sum(row, h, x) >> hs).min(32767) as i16;
+    }
+}
+
+/// Output `x`'s sum of taps times samples (the taps inside the row; those past it are zero).
+#[inline]
+fn h_sum(row: &[u16], h: &FilterBank, x: usize) -> i32 {
+    let p = h.pos[x] as usize;
+    let n = h.live_taps(x);
+    row[p..p + n]
+        .iter()
+        .zip(h.taps_of(x))
+        .map(|(s, c)| i32::from(*s) * i32::from(*c))
+        .sum()
 }
