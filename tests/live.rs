@@ -773,6 +773,10 @@ fn typed_messages_round_trip_through_structures() {
         metrics: vec![],
         skipped: 4,
         late: 1,
+        scored_width: 1920,
+        scored_height: 1080,
+        reference_scaling: "none".into(),
+        distorted_scaling: "bicubic 1280x720->1920x1080".into(),
     };
     assert_eq!(
         SummaryMessage::try_from(summary.to_structure().as_ref()).unwrap(),

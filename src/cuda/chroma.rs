@@ -269,70 +269,72 @@ pub fn peer_copy(
         .during("cuMemcpy3DPeerAsync")
 }
 
-/// The unpack kernel and the packed chroma planes it writes, for one chroma size. The backend
-/// keeps one per frame slot: the upload stream unpacks a frame while the side streams still
-/// read the frames before it.
+/// The unpack kernel and the packed chroma planes it writes, for the reference's and the
+/// distorted frame's chroma size (they differ when one stream is scaled to the scoring size
+/// afterwards). The backend keeps one per frame slot: the upload stream unpacks a frame while
+/// the side streams still read the frames before it.
 pub struct ChromaGpu {
     unpack: CudaFunction,
-    /// Reference Cb, Cr, distorted Cb, Cr: packed `u16`, `width * height` each.
+    /// Reference Cb, Cr (`sizes[0]`), distorted Cb, Cr (`sizes[1]`): packed `u16`.
     planes: [DeviceAlloc<u16>; 4],
-    width: usize,
-    height: usize,
+    sizes: [(usize, usize); 2],
 }
 
 impl ChromaGpu {
-    /// Loads the kernel and allocates the four packed planes of `(width, height)` samples.
+    /// Loads the kernel and allocates the four packed planes: the reference's two of
+    /// `sizes[0]` samples, the distorted frame's two of `sizes[1]`.
     ///
     /// Errors: [`CudaError::Driver`] (kernel lookup), [`CudaError::OutOfMemory`].
     pub fn new(
         dev: &GpuDevice,
         stream: &Arc<CudaStream>,
-        (width, height): (usize, usize),
+        sizes: [(usize, usize); 2],
     ) -> Result<Self, CudaError> {
         let unpack = function(
             dev.modules().get("frame")?,
             "unpack_chroma",
             "cuModuleGetFunction(unpack_chroma)",
         )?;
-        let n = width * height;
+        let (r, d) = (sizes[0].0 * sizes[0].1, sizes[1].0 * sizes[1].1);
         let what = "cuMemAlloc(packed chroma)";
         let planes = [
-            alloc_zeroed::<u16>(stream, n, what)?,
-            alloc_zeroed::<u16>(stream, n, what)?,
-            alloc_zeroed::<u16>(stream, n, what)?,
-            alloc_zeroed::<u16>(stream, n, what)?,
+            alloc_zeroed::<u16>(stream, r, what)?,
+            alloc_zeroed::<u16>(stream, r, what)?,
+            alloc_zeroed::<u16>(stream, d, what)?,
+            alloc_zeroed::<u16>(stream, d, what)?,
         ];
         Ok(Self {
             unpack,
             planes,
-            width,
-            height,
+            sizes,
         })
     }
 
-    /// The chroma size this was made for.
-    pub fn size(&self) -> (usize, usize) {
-        (self.width, self.height)
+    /// The chroma sizes this was made for (reference, distorted).
+    pub fn sizes(&self) -> [(usize, usize); 2] {
+        self.sizes
     }
 
-    /// Places one frame's components through `staging` (see [`ChromaStaging`]), checking
-    /// their size first. Returns them and the bytes copied to the device for them (0 for
-    /// components read where they lie).
+    /// Places one frame's components (`side` 0: the reference's, 1: the distorted frame's)
+    /// through `staging` (see [`ChromaStaging`]), checking their size first. Returns them and
+    /// the bytes copied to the device for them (0 for components read where they lie).
     ///
     /// Errors: [`CudaError::Geometry`] for components of another size; as the placement.
     pub fn place(
         &self,
         staging: &mut ChromaStaging,
         comps: &[ComponentInput<'_>; 2],
+        side: usize,
         context: usize,
         upload: &CudaStream,
     ) -> Result<([PlacedComponent; 2], usize), CudaError> {
+        let (width, height) = self.sizes[side.min(1)];
         for c in comps {
-            if c.size() != (self.width, self.height) {
+            if c.size() != (width, height) {
                 let (w, h) = c.size();
                 return Err(CudaError::Geometry(FeatureError::wrong_size(
                     "chroma",
-                    (self.width, self.height, 16),
+                    (width, height, 16),
                     (w, h),
                 )));
             }
@@ -342,7 +344,9 @@ impl ChromaGpu {
     }
 
     /// Enqueues `unpack_chroma` on `stream` for the placed reference and distorted
-    /// components and returns the packed planes' descriptors.
+    /// components and returns the packed planes' descriptors: `width` x `height` is the
+    /// reference's chroma size; the distorted planes are of `sizes()[1]` (equal unless the
+    /// distorted stream is scaled next).
     ///
     /// Errors: [`CudaError::Driver`] for a failed launch.
     pub fn unpack(
@@ -351,29 +355,53 @@ impl ChromaGpu {
         reference: &[PlacedComponent; 2],
         distorted: &[PlacedComponent; 2],
     ) -> Result<ChromaDev, CudaError> {
-        let mut four = [
-            reference[0].0,
-            reference[1].0,
-            distorted[0].0,
-            distorted[1].0,
-        ];
         let [a, b, c, d] = &mut self.planes;
-        let mut outs = [
+        let outs = [
             a.device_ptr_mut(stream).0,
             b.device_ptr_mut(stream).0,
             c.device_ptr_mut(stream).0,
             d.device_ptr_mut(stream).0,
         ];
-        let mut w = self.width as i32;
-        let mut h = self.height as i32;
-        let grid = (
-            self.width.div_ceil(32) as u32,
-            self.height.div_ceil(8) as u32,
-            4,
-        );
+        let comps = [reference[0].0, reference[1].0, distorted[0].0, distorted[1].0];
+        if self.sizes[0] == self.sizes[1] {
+            self.launch(stream, comps, outs, self.sizes[0], 4)?;
+        } else {
+            // One launch per frame, each over its own size (grid z = 2: the first two
+            // components and outputs of the lists).
+            for side in 0..2 {
+                let c = [comps[2 * side], comps[2 * side + 1], comps[2 * side], comps[2 * side + 1]];
+                let o = [outs[2 * side], outs[2 * side + 1], outs[2 * side], outs[2 * side + 1]];
+                self.launch(stream, c, o, self.sizes[side], 2)?;
+            }
+        }
+        let plane = |i: usize| {
+            let w = self.sizes[i / 2].0;
+            DevPlane::new(outs[i], w * 2, SampleLayout::RIGHT_ALIGNED_U16)
+        };
+        Ok(ChromaDev {
+            reference: [plane(0), plane(1)],
+            distorted: [plane(2), plane(3)],
+            width: self.sizes[0].0,
+            height: self.sizes[0].1,
+        })
+    }
+
+    /// One `unpack_chroma` launch over `planes` (1..=4) of the lists, `width` x `height` each.
+    fn launch(
+        &self,
+        stream: &Arc<CudaStream>,
+        mut four: [DevComponent; 4],
+        mut outs: [u64; 4],
+        (width, height): (usize, usize),
+        planes: u32,
+    ) -> Result<(), CudaError> {
+        let mut w = width as i32;
+        let mut h = height as i32;
+        let grid = (width.div_ceil(32) as u32, height.div_ceil(8) as u32, planes);
         // SAFETY: parameters match unpack_chroma(Four, Outputs, i32, i32) (4 x 40-byte
-        // components, 4 pointers); each output holds w * h samples; each component's rows
-        // are valid device memory for w samples at its step (placed above).
+        // components, 4 pointers); each of the first `planes` outputs holds w * h samples;
+        // each of those components' rows are valid device memory for w samples at its step
+        // (placed above).
         unsafe {
             launch(
                 stream,
@@ -387,16 +415,8 @@ impl ChromaGpu {
                     param(&mut h),
                 ],
                 "cuLaunchKernel(unpack_chroma)",
-            )?;
+            )
         }
-        let plane =
-            |i: usize| DevPlane::new(outs[i], self.width * 2, SampleLayout::RIGHT_ALIGNED_U16);
-        Ok(ChromaDev {
-            reference: [plane(0), plane(1)],
-            distorted: [plane(2), plane(3)],
-            width: self.width,
-            height: self.height,
-        })
     }
 }
 

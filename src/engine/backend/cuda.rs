@@ -20,6 +20,7 @@ use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::fault::{Counted, Handle};
 use crate::cuda::plane::DevPlane;
 use crate::cuda::staging::{in_bands, stage_rows};
+use crate::engine::scale::cuda::CudaPlaneScaler;
 use crate::engine::scale::InputScaling;
 use crate::engine::scorer::{Backend, EngineError};
 use crate::features::adm::AdmConfig;
@@ -52,8 +53,6 @@ pub struct CudaBackend {
     compute: Arc<CudaStream>,
     /// One stream per instance that asks for its own.
     sides: Vec<Side>,
-    width: usize,
-    height: usize,
     bpc: u32,
     /// This backend's `CUcontext`: device planes of another context are copied.
     context: usize,
@@ -70,8 +69,21 @@ pub struct CudaBackend {
     deferred: Option<CudaError>,
     /// Bytes copied to the device for input planes since creation (uploads and peer copies).
     bytes_copied: u64,
+    /// Each stream's scaler to the scoring size ([0]: reference, [1]: distorted; `None` for
+    /// a stream at it), run on the upload stream.
+    scalers: [Option<GpuScaler>; 2],
+    /// The luma size each stream arrives at.
+    input_sizes: [(usize, usize); 2],
+    /// The scoring chroma size (when a metric reads chroma).
+    chroma_size: Option<(usize, usize)>,
     /// The streams, for [`crate::cuda::fault::live`].
     _counted: Vec<Counted>,
+}
+
+/// One stream's scalers on the GPU: luma, and chroma when a metric reads it.
+struct GpuScaler {
+    luma: CudaPlaneScaler,
+    chroma: Option<CudaPlaneScaler>,
 }
 
 fn engine_err(e: CudaError) -> EngineError {
@@ -98,12 +110,56 @@ impl CudaBackend {
         layout: &Arc<Layout>,
         geometry: Geometry,
     ) -> Result<Self, CudaError> {
+        Self::new_scaled(dev, layout, geometry, InputScaling::default())
+    }
+
+    /// [`CudaBackend::new`] for streams that `scaling` scales to the scoring size
+    /// (`geometry`) first: their planes are submitted at the scaler's source size, placed
+    /// (read in place, uploaded or peer-copied) at that size and scaled by two kernels on the
+    /// upload stream into a plane of the slot (FFmpeg swscale's arithmetic, bit for bit the
+    /// CPU backend's: [`crate::engine::scale`]); chroma too when a metric reads it. The
+    /// scalers' tables and planes are allocated here with the rest.
+    ///
+    /// Errors: as [`CudaBackend::new`], and [`CudaError::Geometry`] for a scaler of another
+    /// output size than `geometry`'s.
+    pub fn new_scaled(
+        dev: &GpuDevice,
+        layout: &Arc<Layout>,
+        geometry: Geometry,
+        scaling: InputScaling,
+    ) -> Result<Self, CudaError> {
         layout.check(&geometry)?;
         let (width, height, bpc) = geometry.triple();
         dev.context().bind_to_thread().during("cuCtxSetCurrent")?;
         let upload = dev.new_stream()?;
         let compute = dev.new_stream()?;
         let chroma_size = geometry.chroma.filter(|_| layout.reads_chroma());
+        let input_sizes = scaling.input_sizes((width, height));
+        let chroma_inputs = scaling.chroma_sizes(chroma_size);
+        let mut scalers: [Option<GpuScaler>; 2] = [None, None];
+        for (i, s) in [&scaling.reference, &scaling.distorted].into_iter().enumerate() {
+            let Some(s) = s else { continue };
+            if s.luma.dst() != (width, height) {
+                let (w, h) = s.luma.dst();
+                return Err(CudaError::Geometry(FeatureError::wrong_size(
+                    "scale",
+                    (width, height, bpc),
+                    (w, h),
+                )));
+            }
+            let chroma = match (s.chroma.as_ref(), chroma_size) {
+                (Some(c), Some(_)) => Some(CudaPlaneScaler::new(dev, &compute, c, bpc)?),
+                _ => None,
+            };
+            scalers[i] = Some(GpuScaler {
+                luma: CudaPlaneScaler::new(dev, &compute, &s.luma, bpc)?,
+                chroma,
+            });
+        }
+        let scaled_sizes = scalers.each_ref().map(|s| {
+            s.as_ref()
+                .map(|s| (s.luma.output_len(), s.chroma.as_ref().map(|c| c.output_len())))
+        });
         let mut on_compute = Vec::new();
         let mut sides = Vec::new();
         let mut total = 0;
@@ -134,13 +190,19 @@ impl CudaBackend {
         let side_words: Vec<usize> = sides.iter().map(|s| s.ex.result_words()).collect();
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
+            let bytes = |(w, h): (usize, usize)| w * h * sample_bytes(bpc);
+            let chroma = match (chroma_inputs, chroma_size) {
+                ([Some(r), Some(d)], Some(_)) => Some(([r, d], sample_bytes(bpc))),
+                _ => None,
+            };
             slots.push(Slot::new(
                 dev,
                 &compute,
-                width * height * sample_bytes(bpc),
+                [bytes(input_sizes[0]), bytes(input_sizes[1])],
                 total.max(1),
-                chroma_size.map(|size| (size, sample_bytes(bpc))),
+                chroma,
                 &side_words,
+                scaled_sizes,
             )?);
         }
         // Allocations are stream-ordered on `compute`: finish them before `upload` writes
@@ -158,8 +220,6 @@ impl CudaBackend {
             upload,
             compute,
             sides,
-            width,
-            height,
             bpc,
             context: dev.context().cu_ctx() as usize,
             head: 0,
@@ -169,6 +229,9 @@ impl CudaBackend {
             holds: VecDeque::with_capacity(2 * SLOTS + 2),
             deferred: None,
             bytes_copied: 0,
+            scalers,
+            input_sizes,
+            chroma_size,
         })
     }
 
@@ -195,20 +258,6 @@ impl CudaBackend {
         &self.layout
     }
 
-    /// Scales the streams `scaling` names to the scoring size before the features read
-    /// them (see [`crate::engine::scale`]).
-    ///
-    /// Errors: [`CudaError`] from the scalers' allocations.
-    pub fn with_scaling(self, _dev: &GpuDevice, scaling: InputScaling) -> Result<Self, CudaError> {
-        if scaling.is_identity() {
-            return Ok(self);
-        }
-        Err(CudaError::Driver {
-            call: "scale",
-            code: "not yet".into(),
-        })
-    }
-
     /// Bytes copied to the device for input planes (luma and chroma, host uploads and
     /// peer-to-peer copies) since creation: the measure that copies move only the rows and
     /// bytes that carry samples (issue 8).
@@ -221,12 +270,14 @@ impl CudaBackend {
         self.context
     }
 
-    /// Checks a plane's size against the backend's geometry.
-    fn check(&self, input: &LumaInput) -> Result<(), FeatureError> {
+    /// Checks a plane's size against the size stream `side` (0: reference, 1: distorted)
+    /// arrives at: the backend's geometry, or its scaler's source size.
+    fn check(&self, input: &LumaInput, side: usize) -> Result<(), FeatureError> {
         let (width, height) = input.size();
+        let (ew, eh) = self.input_sizes[side];
         let packed_ok = match input {
             LumaInput::Packed(p) => {
-                FeatureError::check_plane("vmaf", (self.width, self.height, self.bpc), p).is_ok()
+                FeatureError::check_plane("vmaf", (ew, eh, self.bpc), p).is_ok()
             }
             _ => true,
         };
@@ -236,10 +287,10 @@ impl CudaBackend {
             LumaInput::Device(d) => d.layout.bytes <= sample_bytes(self.bpc),
             LumaInput::Packed(_) => true,
         };
-        if width != self.width || height != self.height || !packed_ok || !bytes_ok {
+        if width != ew || height != eh || !packed_ok || !bytes_ok {
             return Err(FeatureError::wrong_size(
                 "vmaf",
-                (self.width, self.height, self.bpc),
+                (ew, eh, self.bpc),
                 (width, height),
             ));
         }
@@ -377,6 +428,21 @@ impl CudaBackend {
         }
     }
 
+    /// Stream `side`'s luma plane at the scoring size: `plane` itself, or (for a scaled
+    /// stream) the slot's scaled plane, written by the scaler's kernels on the upload stream.
+    fn scale_luma(&mut self, s: usize, side: usize, plane: DevPlane) -> Result<DevPlane, CudaError> {
+        let (Some(scaler), Some(out)) = (
+            self.scalers[side].as_mut(),
+            self.slots[s].scaled[side].as_mut(),
+        ) else {
+            return Ok(plane);
+        };
+        let n = scaler.luma.output_len();
+        scaler
+            .luma
+            .enqueue(&self.upload, &plane, &mut out.slice_mut(0..n))
+    }
+
     /// Enqueues one frame into slot `s`.
     fn enqueue(
         &mut self,
@@ -429,6 +495,8 @@ impl CudaBackend {
             },
             index,
         )?;
+        let ref_plane = self.scale_luma(s, 0, ref_plane)?;
+        let dis_plane = self.scale_luma(s, 1, dis_plane)?;
         // Chroma only where a metric reads it, and only on frames that compute features:
         // placed and unpacked into the slot's packed planes on the upload stream.
         let mut chroma_dev = None;
@@ -440,10 +508,33 @@ impl CudaBackend {
                 slot.unpacked.as_mut(),
                 full,
             ) {
-                let (pr, nr) = gpu.place(r, &c.reference, self.context, &self.upload)?;
-                let (pd, nd) = gpu.place(d, &c.distorted, self.context, &self.upload)?;
+                let (pr, nr) = gpu.place(r, &c.reference, 0, self.context, &self.upload)?;
+                let (pd, nd) = gpu.place(d, &c.distorted, 1, self.context, &self.upload)?;
                 self.bytes_copied += (nr + nd) as u64;
-                chroma_dev = Some(gpu.unpack(&self.upload, &pr, &pd)?);
+                let mut unpacked = gpu.unpack(&self.upload, &pr, &pd)?;
+                // A scaled stream's chroma goes through its chroma scaler into the slot.
+                for (side, scaler) in self.scalers.iter_mut().enumerate() {
+                    let (Some(sc), Some(outs)) = (
+                        scaler.as_mut().and_then(|g| g.chroma.as_mut()),
+                        slot.scaled_chroma[side].as_mut(),
+                    ) else {
+                        continue;
+                    };
+                    let planes = if side == 0 {
+                        &mut unpacked.reference
+                    } else {
+                        &mut unpacked.distorted
+                    };
+                    for (plane, out) in planes.iter_mut().zip(outs.iter_mut()) {
+                        let n = sc.output_len();
+                        *plane = sc.enqueue(&self.upload, plane, &mut out.slice_mut(0..n))?;
+                    }
+                }
+                if let Some((w, h)) = self.chroma_size {
+                    unpacked.width = w;
+                    unpacked.height = h;
+                }
+                chroma_dev = Some(unpacked);
             }
             slot.has_chroma = chroma_dev.is_some();
             slot.uploaded
@@ -612,8 +703,8 @@ impl Backend for CudaBackend {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
         }
-        self.check(&reference)?;
-        self.check(&distorted)?;
+        self.check(&reference, 0)?;
+        self.check(&distorted, 1)?;
         if self.in_flight == SLOTS {
             // Every slot busy (a caller that does not collect): finish the oldest.
             if let Some(raw) = self.finish_oldest(true).map_err(engine_err)? {

@@ -105,6 +105,10 @@ pub(super) struct Slot {
     pub(super) unpacked: Option<ChromaGpu>,
     /// Whether this frame's chroma was placed (its metrics then read it).
     pub(super) has_chroma: bool,
+    /// The scaled luma of a stream scaled to the scoring size ([0]: reference, [1]:
+    /// distorted), and its scaled Cb and Cr.
+    pub(super) scaled: [Option<DeviceAlloc<u16>>; 2],
+    pub(super) scaled_chroma: [Option<[DeviceAlloc<u16>; 2]>; 2],
     /// Where this frame's reference plane is (the next frame's motion reads it too).
     pub(super) ref_plane: DevPlane,
     /// Result words on the device and their pinned read-back.
@@ -125,37 +129,54 @@ pub(super) struct Slot {
 }
 
 impl Slot {
-    /// `plane_bytes`: one plane at the backend's sample size (1 byte up to 8 bits, else 2).
+    /// `plane_bytes`: one input plane of the reference and of the distorted stream at the
+    /// backend's sample size (1 byte up to 8 bits, else 2), at each stream's input size;
+    /// `chroma`: each stream's input chroma size and the sample size; `scaled`: the samples of
+    /// a scaled stream's luma and chroma outputs (`None` for a stream at the scoring size).
     pub(super) fn new(
         dev: &GpuDevice,
         compute: &Arc<CudaStream>,
-        plane_bytes: usize,
+        plane_bytes: [usize; 2],
         result_words: usize,
-        chroma: Option<((usize, usize), usize)>,
+        chroma: Option<([(usize, usize); 2], usize)>,
         side_words: &[usize],
+        scaled: [Option<(usize, Option<usize>)>; 2],
     ) -> Result<Self, CudaError> {
         let ctx = dev.context();
         // SAFETY: the staging is written (the rows uploaded) before each upload, and the
         // results are only read after a read-back into them has completed.
-        let host_ref = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes, 0) }
-            .allocating("cuMemHostAlloc(reference staging)", plane_bytes)?;
-        let host_dis = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes, 0) }
-            .allocating("cuMemHostAlloc(distorted staging)", plane_bytes)?;
+        let host_ref = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes[0], 0) }
+            .allocating("cuMemHostAlloc(reference staging)", plane_bytes[0])?;
+        let host_dis = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes[1], 0) }
+            .allocating("cuMemHostAlloc(distorted staging)", plane_bytes[1])?;
         let host_out = unsafe { ctx.alloc_pinned_with_flags::<u64>(result_words, 0) }
             .allocating("cuMemHostAlloc(results)", result_words * 8)?;
-        let dev_ref = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(reference plane)")?;
-        let dev_dis = alloc_zeroed::<u8>(compute, plane_bytes, "cuMemAlloc(distorted plane)")?;
+        let dev_ref = alloc_zeroed::<u8>(compute, plane_bytes[0], "cuMemAlloc(reference plane)")?;
+        let dev_dis = alloc_zeroed::<u8>(compute, plane_bytes[1], "cuMemAlloc(distorted plane)")?;
         let dev_out = alloc_zeroed::<u64>(compute, result_words, "cuMemAlloc(results)")?;
         let (chroma, unpacked) = match chroma {
-            Some((size, bytes)) => (
+            Some((sizes, bytes)) => (
                 Some([
-                    ChromaStaging::new(dev, compute, size, bytes)?,
-                    ChromaStaging::new(dev, compute, size, bytes)?,
+                    ChromaStaging::new(dev, compute, sizes[0], bytes)?,
+                    ChromaStaging::new(dev, compute, sizes[1], bytes)?,
                 ]),
-                Some(ChromaGpu::new(dev, compute, size)?),
+                Some(ChromaGpu::new(dev, compute, sizes)?),
             ),
             None => (None, None),
         };
+        let mut scaled_luma = [None, None];
+        let mut scaled_chroma = [None, None];
+        for (i, s) in scaled.iter().enumerate() {
+            if let Some((luma, chroma)) = *s {
+                scaled_luma[i] = Some(alloc_zeroed::<u16>(compute, luma, "cuMemAlloc(scaled plane)")?);
+                if let Some(n) = chroma {
+                    scaled_chroma[i] = Some([
+                        alloc_zeroed::<u16>(compute, n, "cuMemAlloc(scaled chroma)")?,
+                        alloc_zeroed::<u16>(compute, n, "cuMemAlloc(scaled chroma)")?,
+                    ]);
+                }
+            }
+        }
         let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
         let uploaded = ctx.new_event(flags).during("cuEventCreate(uploaded)")?;
         let done = ctx.new_event(flags).during("cuEventCreate(done)")?;
@@ -171,6 +192,8 @@ impl Slot {
             chroma,
             unpacked,
             has_chroma: false,
+            scaled: scaled_luma,
+            scaled_chroma,
             ref_plane: DevPlane::default(),
             dev_out,
             host_out,

@@ -473,9 +473,7 @@ impl VmafCompare {
             );
         }
         if let Some(dev) = gpu {
-            match CudaBackend::new(dev, plan.layout(), geometry.clone())
-                .and_then(|b| b.with_scaling(dev, scaling.clone()))
-            {
+            match CudaBackend::new_scaled(dev, plan.layout(), geometry, scaling.clone()) {
                 Ok(b) => {
                     gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the GPU");
                     return Ok(Box::new(b));
