@@ -88,7 +88,9 @@ fn scaler_equals_ffmpeg_swscale_sample_for_sample() {
     let clip = clip_720p();
     let src_size = (1280usize, 720usize);
     let frames = 2;
-    let cases: &[(&str, u32, u32, ScaleMethod, (usize, usize))] = &[
+    // (FFmpeg pix_fmt, bits, chroma subsampling shift, method, target size)
+    type Case = (&'static str, u32, u32, ScaleMethod, (usize, usize));
+    let cases: &[Case] = &[
         ("yuv420p", 8, 1, ScaleMethod::Bicubic, (640, 360)),
         ("yuv420p", 8, 1, ScaleMethod::Bicubic, (854, 480)),
         ("yuv420p", 8, 1, ScaleMethod::Bicubic, (426, 240)),

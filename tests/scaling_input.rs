@@ -16,6 +16,9 @@ use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
 use gstvmafcompare::engine::scale::{ScaleMethod, StreamScaler};
 use gstvmafcompare::engine::{CpuBackend, LumaPlane, Model, Scorer};
 
+/// Per frame: the reference's and the distorted stream's size.
+type Sizes = ((usize, usize), (usize, usize));
+
 /// A moving, textured 8-bit picture (`t`: frame number).
 fn picture(w: usize, h: usize, t: usize) -> Vec<u16> {
     let mut v = Vec::with_capacity(w * h);
@@ -57,7 +60,7 @@ fn buffer(info: &gst_video::VideoInfo, luma: &[u16], i: u64) -> gst::Buffer {
 
 /// Feeds `frames` pairs of (reference size, distorted size) pictures through the element
 /// (`props` added) and returns what it posted.
-fn feed(props: &str, frames: &[((usize, usize), (usize, usize))]) -> RunOutput {
+fn feed(props: &str, frames: &[Sizes]) -> RunOutput {
     let run = start(&format!(
         "vmafcompare name=cmp backend=cpu {props} ! fakesink \
          appsrc name=r format=time ! cmp.reference appsrc name=d format=time ! cmp.distorted"
@@ -90,7 +93,7 @@ fn feed(props: &str, frames: &[((usize, usize), (usize, usize))]) -> RunOutput {
 
 /// The VMAF the CPU engine gives the same pictures, the distorted ones scaled by
 /// `engine::scale` (bicubic) to the reference size; a new scorer run at each size change.
-fn direct(frames: &[((usize, usize), (usize, usize))]) -> Vec<f64> {
+fn direct(frames: &[Sizes]) -> Vec<f64> {
     let model = std::sync::Arc::new(Model::load("vmaf_v0.6.1").unwrap());
     let mut out = Vec::new();
     let mut start = 0;
@@ -175,7 +178,7 @@ fn a_size_change_mid_stream_is_scaled_and_no_frame_is_lost() {
 
 #[test]
 fn scale_method_none_and_too_small_scoring_sizes_are_errors_saying_what_to_do() {
-    let out = feed("scale-method=none", &vec![((160, 90), (96, 54)); 3]);
+    let out = feed("scale-method=none", &[((160, 90), (96, 54)); 3]);
     let e = out.errors.join("\n");
     assert!(
         e.contains("reference is 160x90 but distorted is 96x54") && e.contains("scale-method"),
@@ -183,7 +186,7 @@ fn scale_method_none_and_too_small_scoring_sizes_are_errors_saying_what_to_do() 
     );
     assert!(out.frames.is_empty());
 
-    let out = feed("score-width=32 score-height=18", &vec![((160, 90), (96, 54)); 3]);
+    let out = feed("score-width=32 score-height=18", &[((160, 90), (96, 54)); 3]);
     let e = out.errors.join("\n");
     assert!(
         e.contains("the scoring size: 32x18 is smaller than the") && e.contains("minimum"),
@@ -199,7 +202,7 @@ fn scale_method_none_and_too_small_scoring_sizes_are_errors_saying_what_to_do() 
 
 #[test]
 fn fixed_scoring_size_scales_both_streams() {
-    let out = feed("score-width=128 score-height=72", &vec![((192, 108), (96, 54)); 4]);
+    let out = feed("score-width=128 score-height=72", &[((192, 108), (96, 54)); 4]);
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     assert_eq!(out.frames.len(), 4);
     let s = out.summary.expect("summary");

@@ -209,8 +209,7 @@ impl FilterBank {
             for i in 0..dst {
                 let xx0 = (x_dst_in_src - (size - 2) * (1i64 << 16)) / (1 << 17);
                 pos[i] = xx0;
-                let mut xx = xx0;
-                for j in 0..size as usize {
+                for (j, xx) in (xx0..).take(size as usize).enumerate() {
                     let mut d = ((xx * (1 << 17)) - x_dst_in_src).abs() << 13;
                     if x_inc > 1 << 16 {
                         d = d * dst_w / src_w;
@@ -261,7 +260,6 @@ impl FilterBank {
                         ScaleMethod::None => 0,
                     };
                     filter[i * size as usize + j] = coeff;
-                    xx += 1;
                 }
                 x_dst_in_src += 2 * x_inc;
             }
@@ -303,7 +301,7 @@ impl FilterBank {
         if min_size == 1 && align == 2 {
             align = 1;
         }
-        let taps = (min_size + align - 1) / align * align;
+        let taps = min_size.div_ceil(align) * align;
         if taps >= 256 {
             return Err(ScaleError::TooSteep {
                 from: src,
@@ -500,6 +498,9 @@ pub fn v_shift(bpc: u32) -> u32 {
     27 - bpc
 }
 
+/// A stream's chroma planes to scale: their source size, their target size and their siting.
+pub type ChromaScaling = ((usize, usize), (usize, usize), Siting);
+
 /// What a stream is scaled with: the luma filters and, when a metric reads chroma, those of
 /// the chroma planes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -521,7 +522,7 @@ impl StreamScaler {
         method: ScaleMethod,
         src: (usize, usize),
         dst: (usize, usize),
-        chroma: Option<((usize, usize), (usize, usize), Siting)>,
+        chroma: Option<ChromaScaling>,
     ) -> Result<Self, ScaleError> {
         let luma = PlaneScaler::new(method, src, dst, Siting::default())?;
         let chroma = chroma
