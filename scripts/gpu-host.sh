@@ -141,6 +141,57 @@ PY
             # every minute, index/timestamp drift (CHECKS=soak bash scripts/gpu-host.sh)
       .gpu/bin/soak --backend cuda --width 1920 --height 1080 --distortion scale \
         --duration "${SOAK_SECONDS:-1500}" --interval 60 || fail=1 ;;
+    renditions)  # issue 29: renditions of other sizes scaled on the GPU. The GPU scaler
+                 # against the CPU's bit for bit; nvh264dec 720p and 540p renditions against the
+                 # 1080p reference (CUDA memory, scaled in place), VMAF v0 and v1 (chroma
+                 # scaled too), backend=cuda vs backend=cpu logs; 10-bit and 4:4:4 from system
+                 # memory; compute-sanitizer memcheck on a scaled run; the speed table
+      .gpu/bin/gpu_scale --include-ignored --nocapture --test-threads=1 2>&1 \
+        | grep -E '^\||test result|panicked|FAILED' || fail=1
+      .gpu/bin/scaling_input --include-ignored --test-threads=2 2>&1 | grep -E 'test result|panicked|FAILED' || fail=1
+      rend() {  # name model reference-branch distorted-branch
+        for b in cuda cpu; do
+          # shellcheck disable=SC2086
+          gst-launch-1.0 -q $3 $4 vmafcompare name=cmp backend=$b model="$2" \
+            results-location="$out/rend_$1_$b.json" ! fakesink || { echo "rendition $1 $b failed"; fail=1; }
+        done
+        python3 - "$1" "$out/rend_$1_cuda.json" "$out/rend_$1_cpu.json" <<'PY' || fail=1
+import json, sys
+g, c = (json.load(open(p)) for p in sys.argv[2:4])
+same = g["frames"] == c["frames"] and g["frames"]
+print(f"| {sys.argv[1]} | {len(g['frames'])} | {g.get('distorted_scaling')} | {g['pooled_metrics']['vmaf']['mean']:.6f} | {c['pooled_metrics']['vmaf']['mean']:.6f} | {bool(same)} |")
+sys.exit(0 if same else 1)
+PY
+      }
+      echo "| case | frames | distorted scaling | pooled VMAF cuda | cpu | per-frame logs identical |"
+      echo "| --- | --- | --- | --- | --- | --- |"
+      nv() { echo "filesrc location=.gpu/clips/$1 ! qtdemux ! h264parse ! nvh264dec ! cmp.$2"; }
+      for r in 720p 540p; do
+        rend "nvh264dec ${r}->1080p v0" vmaf_v0.6.1 "$(nv ref_1080p.mp4 reference)" "$(nv dist_$r.mp4 distorted)"
+        rend "nvh264dec ${r}->1080p v1" "vmaf_v1.0.16_3d0h" "$(nv ref_1080p.mp4 reference)" "$(nv dist_$r.mp4 distorted)"
+      done
+      raw() {  # file width height format(i420-10le|y444) pad: ffmpeg's rows are unpadded, so
+               # the strides and offsets are given (GStreamer's defaults pad rows to 4 bytes)
+        local w=$2 h=$3 b=1 cw=$2 ch=$3
+        [[ $4 == i420-10le ]] && { b=2; cw=$(((w + 1) / 2)); ch=$(((h + 1) / 2)); }
+        local y=$((w * h * b)) c=$((cw * ch * b))
+        echo "filesrc location=.gpu/clips/$1 ! rawvideoparse width=$w height=$h format=$4 framerate=25/1 \
+          plane-strides=<$((w * b)),$((cw * b)),$((cw * b))> plane-offsets=<0,$y,$((y + c))> \
+          frame-size=$((y + 2 * c)) ! cmp.$5"
+      }
+      rend "system 10-bit 426x240->640x360 v0+psnr" "vmaf_v0.6.1" \
+        "$(raw rend_ref_360p10.yuv 640 360 i420-10le reference)" "$(raw rend_dist_240p10.yuv 426 240 i420-10le distorted)"
+      rend "system 10-bit 426x240->640x360 v1" "vmaf_v1.0.16_3d0h" \
+        "$(raw rend_ref_360p10.yuv 640 360 i420-10le reference)" "$(raw rend_dist_240p10.yuv 426 240 i420-10le distorted)"
+      rend "system 4:4:4 718x404->640x360 v1" "vmaf_v1.0.16_3d0h" \
+        "$(raw rend_ref_360p444.yuv 640 360 y444 reference)" "$(raw rend_dist_404p444.yuv 718 404 y444 distorted)"
+      # shellcheck disable=SC2046
+      res=$(compute-sanitizer --tool memcheck --error-exitcode 9 gst-launch-1.0 -q \
+        $(nv ref_360p.mp4 reference) $(nv dist_180p.mp4 distorted) \
+        vmafcompare name=cmp backend=cuda model=vmaf_v1.0.16_3d0h ! fakesink 2>&1 | grep -E "ERROR SUMMARY" | tr '\n' ' ')
+      echo "| memcheck | nvh264dec 320x180->640x360 v1 (CUDA memory scaled in place) | ${res:-no summary} |"
+      [[ $res == *" 0 errors"* ]] || fail=1
+      .gpu/bin/vmaf_bench ${RENDITION_BENCH:---sizes 1920x1080 --depths 8,10 --renditions 1280x720,960x540 --seconds 3} || fail=1 ;;
     cpu)    # not in the default list (issue 20): the CPU backend's fps at 1, 2, 4, 8 and all
             # threads, 1080p and 2160p, 8 and 10 bits, VMAF alone then with the extra metrics;
             # no ffmpeg here: the libvmaf columns and ratios come from the build machine

@@ -27,7 +27,8 @@ pack() {
 }
 # Test and example executables (release profile: optimised, no debug info).
 tests=(gpu cuda_backend dmabuf gpu_faults concurrency bad_input element gpu_ssim gpu_ssimulacra2
-  gpu_lessons extra_features multi_model formats gpu_adm_v1 gpu_speed gpu_cambi)
+  gpu_lessons extra_features multi_model formats gpu_adm_v1 gpu_speed gpu_cambi gpu_scale
+  scaling_input)
 cargo test --release --no-run "${tests[@]/#/--test=}" --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -51,7 +52,7 @@ if [[ $BIN_ONLY == 1 ]]; then
   strip "$tmp/gst-runtime/plugins/libgstvmafcompare.so" 2>/dev/null || true
   tar -czf "$out/gst-runtime.tar.gz" -C "$tmp" gst-runtime
   rm -rf "$tmp"
-  du -sh "$out"
+  pack
   exit 0
 fi
 cp -L /usr/lib/x86_64-linux-gnu/libgstcheck-1.0.so.0 "$out/lib/" 2>/dev/null || true
@@ -72,6 +73,25 @@ clip() {  # name size frames crf bitrate
 clip 1080p 1920:1080 120 16 600k
 clip 2160p 3840:2160 60 20 3000k
 clip 360p 640:360 12 16 200k
+# Issue 29's renditions of the 1080p reference: 720p and 540p encodes (60 frames), and raw
+# 10-bit 4:2:0 / 8-bit 4:4:4 pairs of other sizes for the system-memory rows (6 frames: the
+# carry is at most 64 MiB).
+for r in 720p:1280:720 540p:960:540; do
+  IFS=: read -r name w h <<<"$r"
+  "$ff" -hide_banner -loglevel error -y -i "$src" -frames:v 60 -vf "scale=1920:1080:flags=bicubic,scale=$w:$h" \
+    -c:v libx264 -preset veryfast -pix_fmt yuv420p -b:v 400k "$out/clips/dist_$name.mp4"
+done
+"$ff" -hide_banner -loglevel error -y -i "$src" -frames:v 12 -vf "scale=640:360:flags=bicubic,scale=320:180" \
+  -c:v libx264 -preset veryfast -pix_fmt yuv420p -b:v 100k "$out/clips/dist_180p.mp4"
+raw() {  # file size pix_fmt bitrate-of-the-encode-it-went-through
+  "$ff" -hide_banner -loglevel error -y -i "$src" -frames:v 6 -vf "scale=$2:flags=bicubic" \
+    -c:v libx264 -preset veryfast -b:v "$4" -f matroska - \
+    | "$ff" -hide_banner -loglevel error -y -i - -pix_fmt "$3" -f rawvideo "$out/clips/$1"
+}
+raw rend_ref_360p10.yuv 640:360 yuv420p10le 20M
+raw rend_dist_240p10.yuv 426:240 yuv420p10le 150k
+raw rend_ref_360p444.yuv 640:360 yuv444p 20M
+raw rend_dist_404p444.yuv 718:404 yuv444p 300k
 # A real 10-bit HEVC pair for nvh265dec's P010 output (tests/formats.rs): x265 main10, a
 # lossless reference and a 150 kbit/s distorted, 640x360, 24 frames, with libvmaf 3.2.0's log
 # of the pair (VMAF v0.6.1 and psnr), since the GPU host has no oracle.
