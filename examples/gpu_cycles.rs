@@ -52,6 +52,10 @@ struct Args {
     /// Switch the resolution (1920x1080 -> 1280x720) mid-stream in every cycle.
     #[arg(long)]
     switch: bool,
+    /// With `--switch`, only the distorted stream switches: a 1280x720 rendition against the
+    /// 1920x1080 reference, scaled by the element (its scaler made and freed in every cycle).
+    #[arg(long)]
+    rendition: bool,
     /// vmafcompare backend.
     #[arg(long, default_value = "cuda")]
     backend: String,
@@ -207,10 +211,18 @@ fn run(args: &Args) -> Result<bool, String> {
             .set_state(gst::State::Playing)
             .map_err(|e| format!("to PLAYING: {e}"))?;
         let mut pts = 0u64;
-        for (w, h, pairs) in &frames {
-            r.set_caps(Some(&caps(*w, *h)));
+        for (k, (w, h, pairs)) in frames.iter().enumerate() {
+            // A rendition: the reference keeps the first size and its frames.
+            let (rw, rh, rpairs) = if args.rendition {
+                (frames[0].0, frames[0].1, &frames[0].2)
+            } else {
+                (*w, *h, pairs)
+            };
+            if k == 0 || !args.rendition {
+                r.set_caps(Some(&caps(rw, rh)));
+            }
             d.set_caps(Some(&caps(*w, *h)));
-            for (rb, db) in pairs {
+            for ((rb, _), (_, db)) in rpairs.iter().zip(pairs) {
                 for (s, b) in [(&r, rb), (&d, db)] {
                     let mut b = b.copy();
                     {
@@ -295,7 +307,7 @@ fn run(args: &Args) -> Result<bool, String> {
         args.cycles,
         args.mode,
         args.input,
-        if args.switch { "1080p -> 720p" } else { "no" },
+        if args.switch && args.rendition { "720p rendition of 1080p" } else if args.switch { "1080p -> 720p" } else { "no" },
         args.devices
             .iter()
             .map(|d| d.to_string())

@@ -191,6 +191,9 @@ PY
         vmafcompare name=cmp backend=cuda model=vmaf_v1.0.16_3d0h ! fakesink 2>&1 | grep -E "ERROR SUMMARY" | tr '\n' ' ')
       echo "| memcheck | nvh264dec 320x180->640x360 v1 (CUDA memory scaled in place) | ${res:-no summary} |"
       [[ $res == *" 0 errors"* ]] || fail=1
+      .gpu/bin/gpu_cycles --cycles "${CYCLES:-200}" --mode null --switch --rendition | tail -1 || fail=1
+      .gpu/bin/gpu_cycles --cycles "${CUDA_CYCLES:-50}" --mode null --switch --rendition --input cuda \
+        --model vmaf_v1.0.16_3d0h | tail -1 || fail=1
       .gpu/bin/vmaf_bench ${RENDITION_BENCH:---sizes 1920x1080 --depths 8,10 --renditions 1280x720,960x540 --seconds 3} || fail=1 ;;
     cpu)    # not in the default list (issue 20): the CPU backend's fps at 1, 2, 4, 8 and all
             # threads, 1080p and 2160p, 8 and 10 bits, VMAF alone then with the extra metrics;
