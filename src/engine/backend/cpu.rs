@@ -335,7 +335,6 @@ impl CpuBackend {
         full: bool,
     ) -> Result<(), EngineError> {
         if let Some(p) = self.parallel.as_mut() {
-
             return p.submit(&self.plan, &reference, &distorted, chroma.as_ref(), full);
         }
         let raw = {
@@ -392,12 +391,18 @@ impl CpuBackend {
             let bpc = self.plan.geometry.bpc;
             let r = any_plane(&reference, bpc, &mut scratch_ref)?;
             let d = any_plane(&distorted, bpc, &mut scratch_dis)?;
-            let (rs, ds) = (self.scaling.reference.as_ref(), self.scaling.distorted.as_ref());
+            let (rs, ds) = (
+                self.scaling.reference.as_ref(),
+                self.scaling.distorted.as_ref(),
+            );
             let r = scale_into(rs.map(|s| &s.luma), r, scratch, luma_r)?;
             let d = scale_into(ds.map(|s| &s.luma), d, scratch, luma_d)?;
             let chroma = match chroma {
                 Some(c) => {
-                    let (rc, dc) = (rs.and_then(|s| s.chroma.as_ref()), ds.and_then(|s| s.chroma.as_ref()));
+                    let (rc, dc) = (
+                        rs.and_then(|s| s.chroma.as_ref()),
+                        ds.and_then(|s| s.chroma.as_ref()),
+                    );
                     let [r0, r1] = chroma_r;
                     let [d0, d1] = chroma_d;
                     Some(ChromaPair {
@@ -413,12 +418,7 @@ impl CpuBackend {
                 }
                 None => None,
             };
-            self.submit_unscaled(
-                LumaInput::Packed(r),
-                LumaInput::Packed(d),
-                chroma,
-                full,
-            )
+            self.submit_unscaled(LumaInput::Packed(r), LumaInput::Packed(d), chroma, full)
         })();
         self.scaled = scaled;
         self.scratch_ref = scratch_ref;

@@ -10,8 +10,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::cpu::{device_refused, scale_into, CpuPool, Extractors, FramePlan};
-use crate::engine::scale::StreamScaler;
 use crate::engine::frame::{Chroma, ChromaPair, FeatureError, LumaInput, LumaPlane};
+use crate::engine::scale::StreamScaler;
 use crate::engine::scorer::{EngineError, RawFeatures};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -137,7 +137,10 @@ impl CudaBackend {
         let input_sizes = scaling.input_sizes((width, height));
         let chroma_inputs = scaling.chroma_sizes(chroma_size);
         let mut scalers: [Option<GpuScaler>; 2] = [None, None];
-        for (i, s) in [&scaling.reference, &scaling.distorted].into_iter().enumerate() {
+        for (i, s) in [&scaling.reference, &scaling.distorted]
+            .into_iter()
+            .enumerate()
+        {
             let Some(s) = s else { continue };
             if s.luma.dst() != (width, height) {
                 let (w, h) = s.luma.dst();
@@ -157,8 +160,12 @@ impl CudaBackend {
             });
         }
         let scaled_sizes = scalers.each_ref().map(|s| {
-            s.as_ref()
-                .map(|s| (s.luma.output_len(), s.chroma.as_ref().map(|c| c.output_len())))
+            s.as_ref().map(|s| {
+                (
+                    s.luma.output_len(),
+                    s.chroma.as_ref().map(|c| c.output_len()),
+                )
+            })
         });
         let mut on_compute = Vec::new();
         let mut sides = Vec::new();
@@ -430,7 +437,12 @@ impl CudaBackend {
 
     /// Stream `side`'s luma plane at the scoring size: `plane` itself, or (for a scaled
     /// stream) the slot's scaled plane, written by the scaler's kernels on the upload stream.
-    fn scale_luma(&mut self, s: usize, side: usize, plane: DevPlane) -> Result<DevPlane, CudaError> {
+    fn scale_luma(
+        &mut self,
+        s: usize,
+        side: usize,
+        plane: DevPlane,
+    ) -> Result<DevPlane, CudaError> {
         let (Some(scaler), Some(out)) = (
             self.scalers[side].as_mut(),
             self.slots[s].scaled[side].as_mut(),

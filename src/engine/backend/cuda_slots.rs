@@ -168,7 +168,11 @@ impl Slot {
         let mut scaled_chroma = [None, None];
         for (i, s) in scaled.iter().enumerate() {
             if let Some((luma, chroma)) = *s {
-                scaled_luma[i] = Some(alloc_zeroed::<u16>(compute, luma, "cuMemAlloc(scaled plane)")?);
+                scaled_luma[i] = Some(alloc_zeroed::<u16>(
+                    compute,
+                    luma,
+                    "cuMemAlloc(scaled plane)",
+                )?);
                 if let Some(n) = chroma {
                     scaled_chroma[i] = Some([
                         alloc_zeroed::<u16>(compute, n, "cuMemAlloc(scaled chroma)")?,

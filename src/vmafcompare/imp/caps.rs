@@ -180,7 +180,11 @@ pub(super) fn yuv_to_rgb(info: &gst_video::VideoInfo) -> YuvToRgb {
 impl VmafCompare {
     /// Checks `(w, h)` against the smallest frames VMAF's filters and the extra metrics
     /// accept; the error names `what` (a pad, or the scoring size) and what to change.
-    pub(super) fn check_min_size(&self, what: &str, (w, h): (u32, u32)) -> Result<(), gst::ErrorMessage> {
+    pub(super) fn check_min_size(
+        &self,
+        what: &str,
+        (w, h): (u32, u32),
+    ) -> Result<(), gst::ErrorMessage> {
         let (vmaf_min, extra_mins) = lock(&self.prepared)
             .as_ref()
             .map(Prepared::minimums)

@@ -167,8 +167,16 @@ impl VmafCompare {
             late,
             scored_width: state.geometry.map_or(0, |(w, _, _)| w),
             scored_height: state.geometry.map_or(0, |(_, h, _)| h),
-            reference_scaling: state.scaled[0].iter().cloned().collect::<Vec<_>>().join("+"),
-            distorted_scaling: state.scaled[1].iter().cloned().collect::<Vec<_>>().join("+"),
+            reference_scaling: state.scaled[0]
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("+"),
+            distorted_scaling: state.scaled[1]
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("+"),
         };
         let log_result = self.close_log(&mut state);
         drop(state);

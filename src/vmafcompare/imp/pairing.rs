@@ -162,12 +162,10 @@ impl VmafCompare {
             .inputs(bpc, wants_chroma)
             .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
         let chroma = match (rc, dc) {
-            (Some(reference), Some(distorted)) => {
-                Some(ChromaInput {
-                    reference,
-                    distorted,
-                })
-            }
+            (Some(reference), Some(distorted)) => Some(ChromaInput {
+                reference,
+                distorted,
+            }),
             (None, None) => None,
             (rc, dc) => {
                 let show = |c: Option<[ComponentInput<'_>; 2]>| {
@@ -267,7 +265,10 @@ impl VmafCompare {
                     ..Geometry::luma(w, h, bpc)
                 };
                 let scaling = state.scaling.clone();
-                match plan.map(|p| self.cpu_backend(&p, geometry).map(|b| b.with_scaling(scaling))) {
+                match plan.map(|p| {
+                    self.cpu_backend(&p, geometry)
+                        .map(|b| b.with_scaling(scaling))
+                }) {
                     Some(Ok(cpu)) => {
                         let lost = match state.scorer.as_mut() {
                             Some(scorer) => {

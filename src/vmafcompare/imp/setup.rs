@@ -301,7 +301,10 @@ impl VmafCompare {
         }
         let bpc = r.depth.max(d.depth);
         let sizes = [r.size(), d.size()];
-        if state.geometry == Some((w, h, bpc)) && state.input_sizes == sizes && state.scorer.is_some() {
+        if state.geometry == Some((w, h, bpc))
+            && state.input_sizes == sizes
+            && state.scorer.is_some()
+        {
             return Ok(Vec::new());
         }
         if let Err(e) = self.check_min_size("the scoring size", (w, h)) {
@@ -373,7 +376,8 @@ impl VmafCompare {
             self.warn_mismatched_streams(r, d);
         }
         state.scaling = scaling;
-        let backend = self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame, &state.scaling)?;
+        let backend =
+            self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame, &state.scaling)?;
         for (set, report) in state.scaled.iter_mut().zip(reports) {
             set.insert(report);
         }
