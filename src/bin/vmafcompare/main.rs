@@ -1,0 +1,245 @@
+//! `vmafcompare`: scores distorted video files against their reference with VMAF from the
+//! command line, the `vmafcompare` element doing the work (registered statically, so the
+//! command needs no GST_PLUGIN_PATH). `vmafcompare --help` is its manual.
+//!
+//! Modules: [`cli`] (options and the manual), [`pipeline`] (one run per distorted file),
+//! [`classify`] (errors and exit statuses), [`report`] (the pooled table and worst frames),
+//! [`plot`] (`--plot`).
+
+mod classify;
+mod cli;
+mod pipeline;
+mod plot;
+mod report;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use classify::Failure;
+use cli::{Args, Backend};
+use report::FileResult;
+
+/// GStreamer's NVDEC decoders, whose rank `--backend auto|cuda` raises to MAX.
+const NVDEC_DECODERS: [&str; 4] = ["nvh264dec", "nvh265dec", "nvav1dec", "nvvp9dec"];
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            // Help and version go to stdout (status 0), usage errors to stderr (status 2).
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(classify::EXIT_USAGE));
+        }
+    };
+    let (report, mut failure) = run(&args);
+    if let Err(f) = write_stdout(&report) {
+        failure.get_or_insert(f);
+    }
+    match failure {
+        None => ExitCode::SUCCESS,
+        Some(f) => {
+            let _ = writeln!(std::io::stderr(), "vmafcompare: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// Scores every distorted file in turn; returns the report for standard output (the files
+/// scored, also when a later one failed) and the failure that stopped the command, if any.
+fn run(args: &Args) -> (String, Option<Failure>) {
+    if let Err(f) = check_paths(args) {
+        return (String::new(), Some(f));
+    }
+    if args.backend != Backend::Cpu {
+        prefer_nvdec();
+    }
+    if let Err(e) = gst::init() {
+        return (
+            String::new(),
+            Some(Failure::other(format!("cannot initialise GStreamer: {e}"))),
+        );
+    }
+    if let Err(e) = gstvmafcompare::plugin_register_static() {
+        return (
+            String::new(),
+            Some(Failure::other(format!(
+                "cannot register the vmafcompare plugin: {e}"
+            ))),
+        );
+    }
+    let mut results: Vec<FileResult> = Vec::with_capacity(args.distorted.len());
+    let mut failure = None;
+    let labels = labels(&args.distorted);
+    for ((distorted, log), label) in args.distorted.iter().zip(args.log_paths()).zip(labels) {
+        let run = pipeline::Run {
+            reference: &args.reference,
+            distorted,
+            log: log.as_deref(),
+            label: &label,
+        };
+        match pipeline::score(args, &run) {
+            Ok(scored) => results.push(FileResult { label, scored, log }),
+            Err(f) => {
+                failure = Some(f);
+                break;
+            }
+        }
+    }
+    let mut report = if results.is_empty() {
+        String::new()
+    } else {
+        report::render(&results, args.worst)
+    };
+    if failure.is_some() {
+        return (report, failure);
+    }
+    if let Some(path) = &args.plot {
+        match plot::plot(path, &results, args.worst) {
+            Ok(()) => report.push_str(&format!("plot written to {}\n", path.display())),
+            Err(e) => failure = Some(Failure::other(format!("{}: {e}", path.display()))),
+        }
+    }
+    if !args.quiet && failure.is_none() {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut err = std::io::stderr().lock();
+        for w in results.iter().flat_map(|r| r.scored.warnings.iter()) {
+            if !seen.contains(&w.as_str()) {
+                seen.push(w);
+                let _ = writeln!(err, "vmafcompare: warning: {w}");
+            }
+        }
+    }
+    (report, failure)
+}
+
+/// How the report and the plot name the distorted files: their file names when these differ,
+/// else the paths as given.
+fn labels(paths: &[PathBuf]) -> Vec<String> {
+    let names: Vec<Option<String>> = paths
+        .iter()
+        .map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let unique = names
+        .iter()
+        .all(|n| n.is_some() && names.iter().filter(|m| *m == n).count() == 1);
+    if unique {
+        names.into_iter().flatten().collect()
+    } else {
+        paths.iter().map(|p| p.display().to_string()).collect()
+    }
+}
+
+/// Refuses inputs that are missing, unreadable or not files, and output paths in directories
+/// that do not exist (exit status 2), before anything is decoded.
+fn check_paths(args: &Args) -> Result<(), Failure> {
+    for input in std::iter::once(&args.reference).chain(&args.distorted) {
+        let meta = std::fs::File::open(input)
+            .and_then(|f| f.metadata())
+            .map_err(|e| Failure::usage(format!("{}: {}", input.display(), io_reason(&e))))?;
+        if !meta.is_file() {
+            return Err(Failure::usage(format!("{}: not a file", input.display())));
+        }
+    }
+    let outputs = args
+        .log_paths()
+        .into_iter()
+        .flatten()
+        .chain(args.plot.iter().cloned());
+    for output in outputs {
+        let dir = output.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+            return Err(Failure::usage(format!(
+                "{}: cannot write there: {} is not a directory",
+                output.display(),
+                dir.display()
+            )));
+        }
+        if output.is_dir() {
+            return Err(Failure::usage(format!(
+                "{}: cannot write there: it is a directory",
+                output.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An I/O error without the `(os error N)` suffix.
+fn io_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
+}
+
+/// Raises GStreamer's NVDEC decoders to rank MAX, so that decodebin picks them and decoded
+/// frames reach the GPU in CUDA memory: appends `NAME:MAX` to GST_PLUGIN_FEATURE_RANK
+/// (read by `gst::init`) for each decoder that the variable does not already name. Decoders
+/// that are not installed are ignored by GStreamer.
+fn prefer_nvdec() {
+    let existing = std::env::var("GST_PLUGIN_FEATURE_RANK").unwrap_or_default();
+    let value = with_nvdec_ranks(&existing);
+    if value != existing {
+        // Called before GStreamer (or any other thread) starts.
+        std::env::set_var("GST_PLUGIN_FEATURE_RANK", value);
+    }
+}
+
+/// `existing` (a GST_PLUGIN_FEATURE_RANK value) with `NAME:MAX` appended for each NVDEC
+/// decoder it does not name.
+fn with_nvdec_ranks(existing: &str) -> String {
+    let named: Vec<&str> = existing
+        .split(',')
+        .filter_map(|e| e.split(':').next())
+        .map(str::trim)
+        .collect();
+    let mut entries: Vec<String> = existing
+        .split(',')
+        .filter(|e| !e.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    entries.extend(
+        NVDEC_DECODERS
+            .iter()
+            .filter(|d| !named.contains(d))
+            .map(|d| format!("{d}:MAX")),
+    );
+    entries.join(",")
+}
+
+/// Writes `text` to standard output; a closed pipe (`vmafcompare ... | head`) is not an error.
+fn write_stdout(text: &str) -> Result<(), Failure> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::other(format!(
+            "standard output: {}",
+            io_reason(&e)
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvdec_ranks_are_appended() {
+        assert_eq!(
+            with_nvdec_ranks(""),
+            "nvh264dec:MAX,nvh265dec:MAX,nvav1dec:MAX,nvvp9dec:MAX"
+        );
+        assert_eq!(
+            with_nvdec_ranks("avdec_h264:NONE,nvh265dec:NONE"),
+            "avdec_h264:NONE,nvh265dec:NONE,nvh264dec:MAX,nvav1dec:MAX,nvvp9dec:MAX"
+        );
+    }
+}

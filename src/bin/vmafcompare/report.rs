@@ -1,0 +1,224 @@
+//! The report on standard output: a line per scored file, the pooled scores (one row per file
+//! and metric, with the 1% and 5% lows), and each file's worst frames.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::pipeline::{Point, Scored};
+
+/// One distorted file's results.
+pub struct FileResult {
+    /// The distorted file as given on the command line.
+    pub label: String,
+    /// What its run gave.
+    pub scored: Scored,
+    /// The log written for it, if any.
+    pub log: Option<PathBuf>,
+}
+
+/// Prefixes of the features that models read (VIF, ADM, motion, CAMBI, SpEED): pooled, but
+/// not printed unless `--all-metrics` or `--features` asks for them.
+const ELEMENTARY: [&str; 7] = [
+    "integer_",
+    "VMAF_",
+    "cambi",
+    "speed_",
+    "float_adm",
+    "float_vif",
+    "float_motion",
+];
+
+/// Whether the table shows metric `name`: `vmaf`, the scores of further models (not the
+/// members of a bootstrap collection, `NAME_0001` ...), the metrics `--features` names, and
+/// everything with `--all-metrics`.
+pub fn shown(name: &str, all: bool, features: &str) -> bool {
+    if all || name == "vmaf" {
+        return true;
+    }
+    let asked = features
+        .split(',')
+        .map(str::trim)
+        .any(|f| !f.is_empty() && name.contains(f));
+    if asked {
+        return true;
+    }
+    let member = name
+        .rsplit_once('_')
+        .is_some_and(|(_, n)| n.len() == 4 && n.bytes().all(|b| b.is_ascii_digit()));
+    !member && !ELEMENTARY.iter().any(|p| name.starts_with(p))
+}
+
+/// The `p`-th percentile (0..=100) of `sorted` (ascending, no NaN), interpolated linearly
+/// between the closest ranks (NumPy's default); NaN when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let Some(last) = sorted.len().checked_sub(1) else {
+        return f64::NAN;
+    };
+    let rank = (p / 100.0).clamp(0.0, 1.0) * last as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let (a, b) = (sorted[lo.min(last)], sorted[hi.min(last)]);
+    a + (b - a) * (rank - lo as f64)
+}
+
+/// The 1st and 5th percentiles of `values` (NaN values left out).
+fn lows(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let mut v: Vec<f64> = values.filter(|x| !x.is_nan()).collect();
+    v.sort_by(f64::total_cmp);
+    (percentile(&v, 1.0), percentile(&v, 5.0))
+}
+
+/// One row of the table.
+struct Row<'a> {
+    /// The distorted file.
+    label: &'a str,
+    /// The metric.
+    metric: &'a str,
+    /// Frames scored.
+    frames: u64,
+    /// mean, harmonic mean, min, max, 1% low, 5% low.
+    values: [f64; 6],
+}
+
+/// The rows of one file: `vmaf`, then the other metrics shown, in log order.
+fn rows(file: &FileResult) -> Vec<Row<'_>> {
+    let s = &file.scored;
+    let vmaf = std::iter::once(("vmaf", lows(s.frames.iter().map(|f| f.vmaf))));
+    let extra = s
+        .extra
+        .iter()
+        .map(|(name, values)| (name.as_str(), lows(values.iter().copied())));
+    vmaf.chain(extra)
+        .filter_map(|(metric, (low1, low5))| {
+            let p = s.summary.get(metric)?;
+            Some(Row {
+                label: &file.label,
+                metric,
+                frames: s.summary.frames,
+                values: [p.mean, p.harmonic_mean, p.min, p.max, low1, low5],
+            })
+        })
+        .collect()
+}
+
+/// The `n` lowest-scoring frames, each at least `frames / (4 n)` frames from those before.
+pub fn worst_moments(frames: &[Point], n: usize) -> Vec<&Point> {
+    let gap = (frames.len() / (4 * n.max(1))).max(1) as u64;
+    let mut by_score: Vec<&Point> = frames.iter().collect();
+    by_score.sort_by(|a, b| a.vmaf.total_cmp(&b.vmaf));
+    let mut out: Vec<&Point> = Vec::with_capacity(n);
+    for f in by_score {
+        if out.len() == n {
+            break;
+        }
+        if out.iter().all(|o| o.index.abs_diff(f.index) >= gap) {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// The whole report for `files`, with `worst` worst frames per file.
+pub fn render(files: &[FileResult], worst: usize) -> String {
+    let mut out = String::new();
+    for f in files {
+        let s = &f.scored.summary;
+        let _ = write!(
+            out,
+            "{}: {} frames scored at {}x{} on the {} backend, model {}",
+            f.label, s.frames, s.scored_width, s.scored_height, s.backend, s.model
+        );
+        if s.reference_scaling != "none" {
+            let _ = write!(out, "; reference scaled {}", s.reference_scaling);
+        }
+        if s.distorted_scaling != "none" {
+            let _ = write!(out, "; distorted scaled {}", s.distorted_scaling);
+        }
+        if s.unpaired_reference + s.unpaired_distorted > 0 {
+            let _ = write!(
+                out,
+                "; {} reference and {} distorted frames without a partner",
+                s.unpaired_reference, s.unpaired_distorted
+            );
+        }
+        out.push('\n');
+    }
+    let rows: Vec<Row> = files.iter().flat_map(rows).collect();
+    let lw = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .chain([9])
+        .max()
+        .unwrap_or(9);
+    let mw = rows
+        .iter()
+        .map(|r| r.metric.chars().count())
+        .chain([6])
+        .max()
+        .unwrap_or(6);
+    let _ = writeln!(
+        out,
+        "\n{:lw$}  {:mw$}  {:>7}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
+        "distorted", "metric", "frames", "mean", "harmonic", "min", "max", "1% low", "5% low"
+    );
+    for r in &rows {
+        let _ = write!(out, "{:lw$}  {:mw$}  {:>7}", r.label, r.metric, r.frames);
+        for v in r.values {
+            let _ = write!(out, "  {v:>11.6}");
+        }
+        out.push('\n');
+    }
+    if worst > 0 {
+        for f in files {
+            let _ = writeln!(out, "\nworst frames of {} (VMAF):", f.label);
+            for p in worst_moments(&f.scored.frames, worst) {
+                let _ = writeln!(
+                    out,
+                    "  frame {:6}  pts {:>17}  VMAF {:10.6}",
+                    p.index,
+                    p.pts.map_or("-".to_owned(), |t| t.to_string()),
+                    p.vmaf
+                );
+            }
+        }
+    }
+    let logs: Vec<_> = files
+        .iter()
+        .filter_map(|f| f.log.as_ref().map(|l| (f, l)))
+        .collect();
+    if !logs.is_empty() {
+        out.push('\n');
+    }
+    for (f, l) in logs {
+        let _ = writeln!(out, "log of {} written to {}", f.label, l.display());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate() {
+        let v: Vec<f64> = (0..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 1.0), 1.0);
+        assert_eq!(percentile(&v, 5.0), 5.0);
+        assert_eq!(percentile(&[10.0, 20.0], 5.0), 10.5);
+        assert_eq!(percentile(&[3.0], 1.0), 3.0);
+        assert!(percentile(&[], 1.0).is_nan());
+    }
+
+    #[test]
+    fn which_metrics_are_shown() {
+        assert!(shown("vmaf", false, ""));
+        assert!(shown("vmaf_phone", false, ""));
+        assert!(!shown("vmaf_b_v0.6.3_0001", false, ""));
+        assert!(shown("vmaf_b_v0.6.3_ci_p95_lo", false, ""));
+        assert!(!shown("integer_adm2", false, ""));
+        assert!(shown("integer_adm2", false, "psnr,adm"));
+        assert!(shown("psnr_y", false, "psnr"));
+        assert!(shown("float_ssim", false, "float_ssim"));
+        assert!(shown("integer_vif_scale0", true, ""));
+    }
+}

