@@ -132,6 +132,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// What changed during a stream, for the summary and the log: the values in order, joined by
+/// `+` (`system+dmabuf-readback`, `bicubic 1280x720->1920x1080+none`).
+fn joined<S: AsRef<str>>(values: impl IntoIterator<Item = S>) -> String {
+    let mut out = String::new();
+    for (i, v) in values.into_iter().enumerate() {
+        if i > 0 {
+            out.push('+');
+        }
+        out.push_str(v.as_ref());
+    }
+    out
+}
+
 /// A GAP buffer carries no picture to score (the aggregator turns GAP events into empty
 /// buffers with this flag).
 fn is_gap(buffer: &gst::BufferRef) -> bool {

@@ -192,8 +192,9 @@ impl CpuBackend {
     /// Scales the streams `scaling` names to the scoring size (the backend's geometry) before
     /// any feature reads them: their planes are then submitted at the scaler's source size,
     /// luma and, when a metric reads chroma, the chroma planes (FFmpeg swscale's arithmetic,
-    /// [`crate::engine::scale`]). Scaling runs on the submitting thread, before the pair is
-    /// handed to the pool.
+    /// [`crate::engine::scale`]). On a pool, a scaled distorted stream is scaled by the
+    /// worker that scores the frame; a scaled reference (a fixed scoring size) on the
+    /// submitting thread, since the next frame's motion reads it.
     pub fn with_scaling(mut self, scaling: InputScaling) -> Self {
         self.scaling = scaling;
         self
@@ -388,9 +389,8 @@ impl CpuBackend {
                 chroma: [chroma_r, chroma_d],
                 scratch,
             } = &mut scaled;
-            let bpc = self.plan.geometry.bpc;
-            let r = any_plane(&reference, bpc, &mut scratch_ref)?;
-            let d = any_plane(&distorted, bpc, &mut scratch_dis)?;
+            let r = host_plane(&self.plan, &reference, &mut scratch_ref)?;
+            let d = host_plane(&self.plan, &distorted, &mut scratch_dis)?;
             let (rs, ds) = (
                 self.scaling.reference.as_ref(),
                 self.scaling.distorted.as_ref(),
@@ -424,26 +424,6 @@ impl CpuBackend {
         self.scratch_ref = scratch_ref;
         self.scratch_dis = scratch_dis;
         result
-    }
-}
-
-/// A `u16` view of any host input at `bpc` bits (the scaler's input): packed planes as they
-/// are, host rows converted into `scratch`.
-fn any_plane<'s>(
-    input: &'s LumaInput<'_>,
-    bpc: u32,
-    scratch: &'s mut Vec<u16>,
-) -> Result<LumaPlane<'s>, EngineError> {
-    match input {
-        LumaInput::Packed(p) => Ok(*p),
-        LumaInput::Host(h) => {
-            h.to_packed(scratch);
-            LumaPlane::packed(scratch, h.width, h.height, bpc).ok_or_else(|| {
-                FeatureError::wrong_size("scale", (h.width, h.height, bpc), (h.width, h.height))
-                    .into()
-            })
-        }
-        LumaInput::Device(_) => Err(device_refused()),
     }
 }
 

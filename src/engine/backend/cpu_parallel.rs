@@ -220,8 +220,6 @@ pub(crate) struct Parallel {
     /// (the five-frame motion).
     prev: Option<Arc<Owned>>,
     prev2: Option<Arc<Owned>>,
-    /// The scaler of the last scaled submission, shared by the jobs.
-    scaler: Option<Arc<StreamScaler>>,
 }
 
 impl Parallel {
@@ -233,7 +231,6 @@ impl Parallel {
             flights: VecDeque::new(),
             prev: None,
             prev2: None,
-            scaler: None,
         }
     }
 
@@ -271,7 +268,7 @@ impl Parallel {
         distorted: &LumaInput<'_>,
         chroma: Option<&ChromaPair<'_>>,
         full: bool,
-        scale: Option<&StreamScaler>,
+        scale: Option<&Arc<StreamScaler>>,
     ) -> Result<(), EngineError> {
         let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
         let distorted = Owned::luma(plan, distorted, &self.free, scale.map(|s| s.luma.src()))?;
@@ -287,17 +284,7 @@ impl Parallel {
             reference,
             distorted,
             chroma,
-            scale: scale.map(|s| {
-                // One shared copy of the filters per scaler, not per frame.
-                match &self.scaler {
-                    Some(a) if **a == *s => a.clone(),
-                    _ => {
-                        let a = Arc::new(s.clone());
-                        self.scaler = Some(a.clone());
-                        a
-                    }
-                }
-            }),
+            scale: scale.cloned(),
             full,
             idle: self.idle.clone(),
         };

@@ -28,6 +28,7 @@ pub mod cpu;
 pub mod cuda;
 
 use std::fmt;
+use std::sync::Arc;
 
 /// The filter that resamples a stream of another size (the `scale-method` property).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -545,9 +546,9 @@ impl StreamScaler {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InputScaling {
     /// The reference's scaler (only with a fixed scoring size other than its own).
-    pub reference: Option<StreamScaler>,
-    /// The distorted stream's scaler.
-    pub distorted: Option<StreamScaler>,
+    pub reference: Option<Arc<StreamScaler>>,
+    /// The distorted stream's scaler (shared with the CPU pool's frames in flight).
+    pub distorted: Option<Arc<StreamScaler>>,
 }
 
 impl InputScaling {
@@ -558,13 +559,13 @@ impl InputScaling {
 
     /// The luma size each stream arrives at, given the scoring size.
     pub fn input_sizes(&self, scoring: (usize, usize)) -> [(usize, usize); 2] {
-        let of = |s: &Option<StreamScaler>| s.as_ref().map_or(scoring, |s| s.luma.src());
+        let of = |s: &Option<Arc<StreamScaler>>| s.as_ref().map_or(scoring, |s| s.luma.src());
         [of(&self.reference), of(&self.distorted)]
     }
 
     /// The chroma size each stream arrives at, given the scoring chroma size.
     pub fn chroma_sizes(&self, scoring: Option<(usize, usize)>) -> [Option<(usize, usize)>; 2] {
-        let of = |s: &Option<StreamScaler>| match s.as_ref().and_then(|s| s.chroma.as_ref()) {
+        let of = |s: &Option<Arc<StreamScaler>>| match s.as_ref().and_then(|s| s.chroma.as_ref()) {
             Some(c) => Some(c.src()),
             None => scoring,
         };

@@ -152,31 +152,21 @@ impl VmafCompare {
             None => (0, Vec::new(), "cpu".to_owned()),
         };
         let (skipped, late) = self.monitor_counts();
-        let joined =
-            |set: &BTreeSet<InputPath>| set.iter().map(|p| p.name()).collect::<Vec<_>>().join("+");
         let summary = SummaryMessage {
             frames,
             unpaired_reference: state.unpaired_reference,
             unpaired_distorted: state.unpaired_distorted,
             backend,
             model: settings.model.clone(),
-            reference_input: joined(&state.paths[0]),
-            distorted_input: joined(&state.paths[1]),
+            reference_input: joined(state.paths[0].iter().map(|p| p.name())),
+            distorted_input: joined(state.paths[1].iter().map(|p| p.name())),
             metrics,
             skipped,
             late,
             scored_width: state.geometry.map_or(0, |(w, _, _)| w),
             scored_height: state.geometry.map_or(0, |(_, h, _)| h),
-            reference_scaling: state.scaled[0]
-                .iter()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("+"),
-            distorted_scaling: state.scaled[1]
-                .iter()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("+"),
+            reference_scaling: joined(&state.scaled[0]),
+            distorted_scaling: joined(&state.scaled[1]),
         };
         let log_result = self.close_log(&mut state);
         drop(state);

@@ -360,8 +360,8 @@ impl VmafCompare {
             }
         };
         let reports = [
-            describe_scaling(scaling.reference.as_ref()),
-            describe_scaling(scaling.distorted.as_ref()),
+            describe_scaling(scaling.reference.as_deref()),
+            describe_scaling(scaling.distorted.as_deref()),
         ];
         if !scaling.is_identity() || (w, h) != (rw, rh) {
             gst::info!(
@@ -384,7 +384,6 @@ impl VmafCompare {
         if let Some(log) = state.log.as_mut() {
             if !state.scaling.is_identity() {
                 log.note("scored_size", format!("{w}x{h}"));
-                let joined = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join("+");
                 log.note("reference_scaling", joined(&state.scaled[0]));
                 log.note("distorted_scaling", joined(&state.scaled[1]));
             }
@@ -599,7 +598,12 @@ pub(super) fn input_scaling(
             )),
             _ => None,
         };
-        out[i] = Some(StreamScaler::new(method, src, dst, chroma_scaler)?);
+        out[i] = Some(Arc::new(StreamScaler::new(
+            method,
+            src,
+            dst,
+            chroma_scaler,
+        )?));
     }
     let [reference, distorted] = out;
     Ok(InputScaling {
