@@ -5,6 +5,7 @@
 
 pub mod align;
 pub mod backend;
+pub mod ladder;
 pub mod log;
 pub mod model;
 pub mod model_set;
@@ -22,6 +23,7 @@ pub use crate::video::frame::{
     HostComponent, HostLuma, LumaInput, LumaPlane, SampleLayout,
 };
 pub use backend::{CpuBackend, CudaBackend};
+pub use ladder::{FrameChroma, LadderFeatures, LadderFrame, LadderScorer, RenditionFrame};
 pub use log::{LogFormat, LogWriter};
 pub use model::Model;
 pub use model_set::{BootstrapScore, ModelSpec, NamedModel};

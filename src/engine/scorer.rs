@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::engine::ladder::{LadderFeatures, LadderFrame};
 use crate::engine::model::Model;
 use crate::engine::model_set::NamedModel;
 use crate::engine::pool::Pool;
@@ -128,6 +129,41 @@ pub trait Backend: Send {
     /// Drops in-flight work and forgets the previous reference frame (after a flush or
     /// discontinuity).
     fn reset(&mut self);
+    /// Rendition slots of a ladder backend (`CpuBackend::for_ladder`,
+    /// `CudaBackend::new_ladder`); 0 (the default) for a pair backend, which takes
+    /// [`Backend::submit_frame`] / [`Backend::submit_components`] only.
+    fn ladder_size(&self) -> usize {
+        0
+    }
+    /// Starts one reference frame against the renditions that have a frame at its time
+    /// ([`crate::engine::ladder`]): the reference placed once, the reference-only instances
+    /// (motion, against the previous submitted reference frame) computed once, every other
+    /// instance on each rendition whose `full` is set. Renditions arrive at their own sizes and
+    /// are scaled to the scoring size first. Collected with [`Backend::collect_ladder`], in
+    /// submission order; [`Backend::max_in_flight`] counts ladder frames.
+    ///
+    /// Errors: as [`Backend::submit_input`]; the default (a pair backend) refuses with
+    /// [`EngineError::Backend`].
+    fn submit_ladder(&mut self, frame: LadderFrame<'_>) -> Result<(), EngineError> {
+        let _ = frame;
+        Err(EngineError::Backend {
+            backend: self.name(),
+            message: "internal: not a ladder backend".into(),
+        })
+    }
+    /// The values of the oldest submitted ladder frame not yet collected: each submitted
+    /// rendition's slot and raw values, in submission order (reference-only instances' values
+    /// the same in every rendition; 0 for instances a rendition did not compute). `wait` as in
+    /// [`Backend::collect`].
+    ///
+    /// Errors: as [`Backend::collect`]; the default refuses with [`EngineError::Backend`].
+    fn collect_ladder(&mut self, wait: bool) -> Result<Option<LadderFeatures>, EngineError> {
+        let _ = wait;
+        Err(EngineError::Backend {
+            backend: self.name(),
+            message: "internal: not a ladder backend".into(),
+        })
+    }
 }
 
 /// Why a [`ScorePlan`] could not be made.
@@ -751,6 +787,53 @@ impl<T> Scorer<T> {
             scores: None,
         }));
         out
+    }
+
+    /// A frame whose features a ladder backend computed ([`crate::engine::ladder`]): joins
+    /// the pending frames as a pushed frame would; `restart`: it starts a new run (its
+    /// reference-only values for the frames before it in the run, which a new run has not
+    /// seen, are set to 0, as a backend reset would give them). Returns the frames it
+    /// completes.
+    pub(crate) fn accept_computed(
+        &mut self,
+        mut raw: RawFeatures,
+        tag: T,
+        full: bool,
+        restart: bool,
+    ) -> Vec<Scored<T>> {
+        let index = self.next_index;
+        self.next_index += 1;
+        let first = index == 0 || std::mem::take(&mut self.restart) || restart;
+        let position = if first { 0 } else { self.next_position };
+        self.next_position = position + 1;
+        let layout = self.plan.layout().clone();
+        for (i, inst) in layout.instances().iter().enumerate() {
+            // Motion reads the frame one back (two back with the five-frame window).
+            let back = inst.window().0.max(1) as u64;
+            if inst.needs().reference_only && position < back {
+                raw.of_mut(i).iter_mut().for_each(|v| *v = 0.0);
+            }
+        }
+        self.queue.push_back(Queued {
+            index,
+            tag,
+            full,
+            first,
+            position,
+            trailing: Vec::new(),
+        });
+        let mut done = Vec::new();
+        self.accept(raw, &mut done);
+        done
+    }
+
+    /// Ends the current run: completes every pending frame (the last one's late outputs from
+    /// the frames before it, as at the end of a stream); the next frame starts a new run.
+    /// Indices and pooling continue.
+    pub(crate) fn end_run(&mut self) -> Vec<Scored<T>> {
+        let done = self.take_pending();
+        self.restart = true;
+        done
     }
 
     /// Drops any pending frame and restarts indices, motion history and pooling.

@@ -93,6 +93,10 @@ pub struct Needs {
     /// The previous frame's reference luma; computed on every frame, subsampled or not
     /// (motion).
     pub previous: bool,
+    /// Reads the reference frames only, never the distorted one (motion): in a ladder (one
+    /// reference, several renditions) it is computed once per reference frame and its values
+    /// are given to every rendition.
+    pub reference_only: bool,
 }
 
 /// The frames a stream's features are computed on.
@@ -284,6 +288,28 @@ pub trait CpuExtractor: Send {
     ///
     /// Errors: planes of another geometry.
     fn extract(&mut self, frame: &HostFrame, out: &mut [f64]) -> Result<(), FeatureError>;
+
+    /// `extract` for a ladder: one reference frame and several distorted frames (renditions
+    /// at the scoring size). Every frame of `frames` has the same `reference`, `previous` and
+    /// `previous2` planes (and the same reference chroma); they differ in `distorted` and in
+    /// the distorted half of `chroma`. Writes frame `i`'s outputs into `outs[i]`, each
+    /// bit-identical to what [`CpuExtractor::extract`] gives for that frame alone.
+    ///
+    /// The default extracts the frames one after the other; an extractor with work that
+    /// depends on the reference alone (VIF's reference statistics, ADM's reference
+    /// decomposition) overrides it to do that work once.
+    ///
+    /// Errors: as [`CpuExtractor::extract`].
+    fn extract_ladder(
+        &mut self,
+        frames: &[HostFrame],
+        outs: &mut [&mut [f64]],
+    ) -> Result<(), FeatureError> {
+        for (f, out) in frames.iter().zip(outs.iter_mut()) {
+            self.extract(f, out)?;
+        }
+        Ok(())
+    }
 }
 
 /// One frame pair as the CUDA half reads it: descriptors of planes in device memory.
@@ -327,6 +353,28 @@ pub trait CudaExtractor: Send {
         frame: &DevFrame,
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError>;
+    /// `enqueue` for a ladder: one reference frame and several distorted frames (renditions
+    /// at the scoring size), frame `i`'s words into `outs[i]`. Every frame of `frames` has the
+    /// same `reference` and `previous` planes (and the same reference chroma); they differ in
+    /// `distorted` and in the distorted half of `chroma`. The words of each frame must read
+    /// back ([`CudaExtractor::read`]) to the values [`CudaExtractor::enqueue`] gives for that
+    /// frame alone, bit for bit.
+    ///
+    /// The default enqueues the frames one after the other; an extractor with work that
+    /// depends on the reference alone overrides it to do that work once per call.
+    ///
+    /// Errors: as [`CudaExtractor::enqueue`].
+    fn enqueue_ladder(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        frames: &[DevFrame],
+        outs: &mut [CudaViewMut<u64>],
+    ) -> Result<(), CudaError> {
+        for (f, out) in frames.iter().zip(outs.iter_mut()) {
+            self.enqueue(stream, f, out)?;
+        }
+        Ok(())
+    }
     /// The instance's outputs from the read-back `words`; `chroma`: whether this frame's
     /// chroma was given to [`CudaExtractor::enqueue`]. Writes `outputs().len()` values.
     fn read(&self, words: &[u64], chroma: bool, out: &mut [f64]);

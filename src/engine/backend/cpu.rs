@@ -16,7 +16,7 @@ use super::cpu_parallel as parallel;
 pub use crate::cpu::{threads_per_core, CpuPool, PoolError};
 use crate::engine::model::Model;
 use crate::engine::scale::cpu::{scale_plane, Scratch};
-use crate::engine::scale::{InputScaling, PlaneScaler};
+use crate::engine::scale::{InputScaling, LadderScaling, PlaneScaler};
 use crate::engine::scorer::{Backend, EngineError, PlanError, ScorePlan};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
@@ -187,6 +187,22 @@ impl CpuBackend {
             scaling: InputScaling::default(),
             scaled: Scaled::default(),
         })
+    }
+
+    /// A ladder backend ([`crate::engine::ladder`]): one reference against
+    /// `scaling.renditions.len()` rendition slots, each rendition scaled by its scaler (if any)
+    /// to `geometry`'s size; on a pool ([`CpuBackend::with_pool`]) ladder frames are scored in
+    /// parallel, one ladder frame per worker.
+    ///
+    /// Errors: as [`CpuBackend::new`].
+    pub fn for_ladder(
+        layout: &Arc<Layout>,
+        geometry: Geometry,
+        scaling: LadderScaling,
+    ) -> Result<Self, FeatureError> {
+        // Filled in by the ladder change of the CPU backend.
+        let _ = (layout, geometry, scaling);
+        Err(FeatureError::wrong_size("ladder", (0, 0, 8), (0, 0)))
     }
 
     /// Scales the streams `scaling` names to the scoring size (the backend's geometry) before

@@ -21,7 +21,7 @@ use crate::cuda::fault::{Counted, Handle};
 use crate::cuda::plane::DevPlane;
 use crate::cuda::staging::{in_bands, stage_rows};
 use crate::engine::scale::cuda::CudaPlaneScaler;
-use crate::engine::scale::InputScaling;
+use crate::engine::scale::{InputScaling, LadderScaling};
 use crate::engine::scorer::{Backend, EngineError};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
@@ -239,6 +239,25 @@ impl CudaBackend {
             scalers,
             input_sizes,
             chroma_size,
+        })
+    }
+
+    /// A ladder backend ([`crate::engine::ladder`]): one reference against
+    /// `scaling.renditions.len()` rendition slots, each rendition placed at its own size and
+    /// scaled by its scaler (if any) to `geometry`'s size; every buffer allocated here.
+    ///
+    /// Errors: as [`CudaBackend::new_scaled`].
+    pub fn new_ladder(
+        dev: &GpuDevice,
+        layout: &Arc<Layout>,
+        geometry: Geometry,
+        scaling: LadderScaling,
+    ) -> Result<Self, CudaError> {
+        // Filled in by the ladder change of the CUDA backend.
+        let _ = (dev, layout, geometry, scaling);
+        Err(CudaError::Driver {
+            call: "new_ladder",
+            code: "not implemented yet".into(),
         })
     }
 

@@ -572,3 +572,32 @@ impl InputScaling {
         [of(&self.reference), of(&self.distorted)]
     }
 }
+
+/// How the streams of a ladder reach the scoring size: the reference's scaler (only with a
+/// fixed scoring size other than its own) and one per rendition (`None` for a rendition at
+/// the scoring size), in the order of the backend's rendition slots.
+#[derive(Debug, Clone, Default)]
+pub struct LadderScaling {
+    /// The reference's scaler.
+    pub reference: Option<Arc<StreamScaler>>,
+    /// Each rendition's scaler; its length is the number of renditions the backend scores.
+    pub renditions: Vec<Option<Arc<StreamScaler>>>,
+}
+
+impl LadderScaling {
+    /// The luma size rendition `k` arrives at, given the scoring size.
+    pub fn rendition_size(&self, k: usize, scoring: (usize, usize)) -> (usize, usize) {
+        match self.renditions.get(k) {
+            Some(Some(s)) => s.luma.src(),
+            _ => scoring,
+        }
+    }
+
+    /// The pair scaling of rendition `k` (its scaler beside the reference's).
+    pub fn pair(&self, k: usize) -> InputScaling {
+        InputScaling {
+            reference: self.reference.clone(),
+            distorted: self.renditions.get(k).cloned().flatten(),
+        }
+    }
+}

@@ -273,6 +273,7 @@ impl Instance for MotionInstance {
         Needs {
             chroma: false,
             previous: true,
+            reference_only: true,
         }
     }
 

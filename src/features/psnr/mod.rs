@@ -108,6 +108,7 @@ impl Instance for PsnrInstance {
         Needs {
             chroma: self.chroma,
             previous: false,
+            ..Needs::default()
         }
     }
 

@@ -429,6 +429,7 @@ impl Instance for SpeedInstance {
         Needs {
             chroma: true,
             previous: false,
+            ..Needs::default()
         }
     }
 

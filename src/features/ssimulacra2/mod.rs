@@ -74,6 +74,7 @@ impl Instance for Ssimulacra2Instance {
         Needs {
             chroma: self.chroma,
             previous: false,
+            ..Needs::default()
         }
     }
 
