@@ -732,6 +732,8 @@ fn typed_messages_round_trip_through_structures() {
         metrics: vec![("integer_adm2".into(), 0.9), ("vmaf".into(), 81.0)],
         skipped: 3,
         window: Some(w),
+        pad: Some("distorted_2".into()),
+        label: Some("720p".into()),
     };
     let s = frame.to_structure();
     assert_eq!(FrameMessage::try_from(s.as_ref()).unwrap(), frame);
@@ -777,6 +779,8 @@ fn typed_messages_round_trip_through_structures() {
         scored_height: 1080,
         reference_scaling: "none".into(),
         distorted_scaling: "bicubic 1280x720->1920x1080".into(),
+        pad: Some("distorted_2".into()),
+        label: Some("720p".into()),
     };
     assert_eq!(
         SummaryMessage::try_from(summary.to_structure().as_ref()).unwrap(),

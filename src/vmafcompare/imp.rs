@@ -32,6 +32,7 @@ use crate::engine::{CpuBackend, CudaBackend, Geometry};
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
 mod caps;
+mod ladder;
 mod mapping;
 mod monitor;
 mod outputs;
@@ -113,6 +114,8 @@ struct State {
     unpaired_distorted: u64,
     started: Option<Instant>,
     finished: bool,
+    /// Ladder mode (request pads `distorted_%u` made before READY->PAUSED).
+    ladder: Option<ladder::LadderState>,
 }
 
 pub struct VmafCompare {
@@ -156,6 +159,7 @@ impl ObjectSubclass for VmafCompare {
     const NAME: &'static str = "GstVmafCompare";
     type Type = super::VmafCompare;
     type ParentType = gst_base::Aggregator;
+    type Interfaces = (gst::ChildProxy,);
 
     fn with_class(klass: &Self::Class) -> Self {
         let make = |name: &str| {
@@ -182,6 +186,34 @@ impl ObjectSubclass for VmafCompare {
 }
 
 impl GstObjectImpl for VmafCompare {}
+
+/// The sink pads as children, so that `gst-launch-1.0` can set a rendition's label:
+/// `vmafcompare name=cmp distorted_1::label=720p`.
+impl ChildProxyImpl for VmafCompare {
+    fn child_by_index(&self, index: u32) -> Option<glib::Object> {
+        self.obj()
+            .sink_pads()
+            .into_iter()
+            .nth(index as usize)
+            .map(|p| p.upcast())
+    }
+
+    fn children_count(&self) -> u32 {
+        self.obj().num_sink_pads() as u32
+    }
+
+    fn child_by_name(&self, name: &str) -> Option<glib::Object> {
+        let obj = self.obj();
+        obj.static_pad(name)
+            .or_else(|| {
+                // gst-launch sets properties before linking: make a rendition pad asked by name.
+                let templ = obj.pad_template("distorted_%u")?;
+                name.strip_prefix("distorted_")?.parse::<u32>().ok()?;
+                obj.request_pad(&templ, Some(name), None)
+            })
+            .map(|p| p.upcast())
+    }
+}
 
 impl ElementImpl for VmafCompare {
     fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
@@ -216,21 +248,38 @@ impl ElementImpl for VmafCompare {
                 c.append(with(None));
             }
             let mut out = Vec::new();
-            for (name, dir) in [
-                ("reference", gst::PadDirection::Sink),
-                ("distorted", gst::PadDirection::Sink),
-                ("src", gst::PadDirection::Src),
+            let rendition = super::VmafRenditionPad::static_type();
+            for (name, dir, presence, gtype) in [
+                (
+                    "reference",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Always,
+                    gst_base::AggregatorPad::static_type(),
+                ),
+                (
+                    "distorted",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Always,
+                    rendition,
+                ),
+                // A ladder: one request pad per further rendition.
+                (
+                    "distorted_%u",
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Request,
+                    rendition,
+                ),
+                (
+                    "src",
+                    gst::PadDirection::Src,
+                    gst::PadPresence::Always,
+                    glib::Type::INVALID,
+                ),
             ] {
                 let templ = if dir == gst::PadDirection::Sink {
-                    gst::PadTemplate::with_gtype(
-                        name,
-                        dir,
-                        gst::PadPresence::Always,
-                        &caps,
-                        gst_base::AggregatorPad::static_type(),
-                    )
+                    gst::PadTemplate::with_gtype(name, dir, presence, &caps, gtype)
                 } else {
-                    gst::PadTemplate::new(name, dir, gst::PadPresence::Always, &caps)
+                    gst::PadTemplate::new(name, dir, presence, &caps)
                 };
                 match templ {
                     Ok(t) => out.push(t),
@@ -250,11 +299,68 @@ impl ElementImpl for VmafCompare {
             self.prepare()?;
         }
         let ret = self.parent_change_state(transition)?;
+        if transition == gst::StateChange::ReadyToPaused {
+            self.ladder_end_unlinked();
+        }
         if transition == gst::StateChange::ReadyToNull {
             *lock(&self.prepared) = None;
             *lock(&self.cuda_context) = None;
         }
         Ok(ret)
+    }
+
+    /// `distorted_%u`: one more rendition of a ladder. Only in NULL or READY: the renditions
+    /// are fixed while the element runs (a request then is refused with an error).
+    fn request_new_pad(
+        &self,
+        templ: &gst::PadTemplate,
+        name: Option<&str>,
+        caps: Option<&gst::Caps>,
+    ) -> Option<gst::Pad> {
+        let _ = caps;
+        let obj = self.obj();
+        if obj.current_state() > gst::State::Ready {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Pad,
+                (
+                    "a rendition pad was requested while {} is {:?}: the renditions of a \
+                     ladder are fixed from READY->PAUSED on",
+                    obj.name(),
+                    obj.current_state()
+                ),
+                ["Request every distorted_%u pad before the pipeline starts (in NULL or READY)."]
+            );
+            return None;
+        }
+        let name = match name {
+            Some(n) => n.to_owned(),
+            None => {
+                let taken: Vec<String> = obj.sink_pads().iter().map(|p| p.name().to_string()).collect();
+                let free = (1..).find(|i| !taken.contains(&format!("distorted_{i}"))).unwrap_or(1);
+                format!("distorted_{free}")
+            }
+        };
+        if obj.static_pad(&name).is_some() {
+            gst::warning!(CAT, imp = self, "pad {name} exists already");
+            return None;
+        }
+        let pad = gst::PadBuilder::<super::VmafRenditionPad>::from_template(templ)
+            .name(name.as_str())
+            .build();
+        if let Err(e) = obj.add_pad(&pad) {
+            gst::warning!(CAT, imp = self, "cannot add pad {name}: {e}");
+            return None;
+        }
+        gst::debug!(CAT, imp = self, "rendition pad {name} requested");
+        Some(pad.upcast())
+    }
+
+    /// A rendition's pad goes: while the element runs, that rendition ends cleanly (its
+    /// frames complete, its summary is posted, its log closed); the others go on.
+    fn release_pad(&self, pad: &gst::Pad) {
+        self.ladder_release_pad(pad);
+        let _ = self.obj().remove_pad(pad);
     }
 
     fn set_context(&self, context: &gst::Context) {
@@ -274,8 +380,11 @@ impl ElementImpl for VmafCompare {
 impl AggregatorImpl for VmafCompare {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refresh_cpu_pool()?;
+        let ladder = self.ladder_start()?;
         let state = State {
-            log: self.open_log()?,
+            // In ladder mode each rendition has its own log.
+            log: if ladder.is_some() { None } else { self.open_log()? },
+            ladder,
             ..State::default()
         };
         *lock(&self.state) = state;
@@ -287,6 +396,9 @@ impl AggregatorImpl for VmafCompare {
         self.monitor_shutdown();
         let mut state = lock(&self.state);
         let res = self.close_log(&mut state);
+        if let Some(l) = state.ladder.as_mut() {
+            l.close_logs();
+        }
         *state = State::default();
         drop(state);
         res.map_err(|e| gst::error_msg!(gst::ResourceError::Write, ("{}", e)))
@@ -313,7 +425,13 @@ impl AggregatorImpl for VmafCompare {
     }
 
     fn update_src_caps(&self, _caps: &gst::Caps) -> Result<gst::Caps, gst::FlowError> {
-        match self.distorted_pad.current_caps() {
+        // Ladder mode: the src pad carries the reference buffers.
+        let pad = if self.is_ladder() {
+            &self.reference_pad
+        } else {
+            &self.distorted_pad
+        };
+        match pad.current_caps() {
             Some(c) => Ok(c),
             None => Err(gst_base::AGGREGATOR_FLOW_NEED_DATA),
         }
@@ -323,6 +441,10 @@ impl AggregatorImpl for VmafCompare {
     /// the unpaired counts and the results log all restart, so the summary and the log
     /// describe the same frames, as a fresh run from there would.
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
+        if self.is_ladder() {
+            self.ladder_flush()?;
+            return self.parent_flush();
+        }
         self.monitor_flush();
         let mut state = lock(&self.state);
         if let Some(s) = state.scorer.as_mut() {
@@ -378,10 +500,16 @@ impl AggregatorImpl for VmafCompare {
     /// passed on unscored instead of blocking its upstream forever (see
     /// `VmafCompare::live_next_time`). `None` (wait for data) when nothing waits.
     fn next_time(&self) -> Option<gst::ClockTime> {
+        if self.is_ladder() {
+            return self.ladder_next_time();
+        }
         self.live_next_time()
     }
 
     fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        if self.is_ladder() {
+            return self.ladder_aggregate(timeout);
+        }
         // Live pipelines: frames the scoring thread finished leave first, in order.
         self.live_release(false)?;
         if self.aligning() {

@@ -7,6 +7,9 @@ use gst::prelude::*;
 mod imp;
 mod live;
 mod messages;
+mod pad;
+
+pub use pad::VmafRenditionPad;
 
 pub use live::OnFull;
 pub use messages::{
@@ -100,7 +103,8 @@ pub enum ResultsFormat {
 glib::wrapper! {
     /// Scores the `distorted` pad's video against the `reference` pad's with VMAF.
     pub struct VmafCompare(ObjectSubclass<imp::VmafCompare>)
-        @extends gst_base::Aggregator, gst::Element, gst::Object;
+        @extends gst_base::Aggregator, gst::Element, gst::Object,
+        @implements gst::ChildProxy;
 }
 
 /// Registers the element and its custom meta with `plugin`.
@@ -145,6 +149,11 @@ pub struct FrameMessage {
     /// VMAF statistics of the sliding window ending with this frame (`window-size` /
     /// `window-duration`); `None` when read from a structure without them.
     pub window: Option<WindowStats>,
+    /// Ladder mode: the distorted pad of the rendition scored (`distorted`, `distorted_1`);
+    /// `None` for a pair.
+    pub pad: Option<String>,
+    /// Ladder mode: the rendition's label (its pad's `label` property, else the pad's name).
+    pub label: Option<String>,
 }
 
 const NON_METRIC_FIELDS: &[&str] = &[
@@ -157,6 +166,8 @@ const NON_METRIC_FIELDS: &[&str] = &[
     "window-mean",
     "window-min",
     "window-harmonic-mean",
+    "pad",
+    "label",
 ];
 
 impl FrameMessage {
@@ -179,6 +190,12 @@ impl FrameMessage {
             .build();
         if let Some(w) = &self.window {
             messages::set_window(&mut s, w);
+        }
+        if let Some(p) = &self.pad {
+            s.set("pad", p.as_str());
+        }
+        if let Some(l) = &self.label {
+            s.set("label", l.as_str());
         }
         // Metrics last, `vmaf` at the very end (scripts match `vmaf=...;`).
         for (name, v) in &self.metrics {
@@ -215,6 +232,8 @@ impl TryFrom<&gst::StructureRef> for FrameMessage {
             metrics,
             skipped: s.get::<u64>("skipped").unwrap_or(0),
             window: messages::get_window(s),
+            pad: s.get::<String>("pad").ok(),
+            label: s.get::<String>("label").ok(),
         })
     }
 }
@@ -271,6 +290,11 @@ pub struct SummaryMessage {
     /// latency) before its score was ready: its message and log line carry the score, the
     /// buffer has no meta.
     pub late: u64,
+    /// Ladder mode: the rendition's distorted pad (one summary per rendition); `None` for a
+    /// pair.
+    pub pad: Option<String>,
+    /// Ladder mode: the rendition's label (its pad's `label` property, else the pad's name).
+    pub label: Option<String>,
 }
 
 /// How one pad's frames reached the backend (field values `reference-input` and
@@ -322,6 +346,8 @@ const SUMMARY_FIELDS: &[&str] = &[
     "scored-height",
     "reference-scaling",
     "distorted-scaling",
+    "pad",
+    "label",
 ];
 
 impl SummaryMessage {
@@ -351,6 +377,12 @@ impl SummaryMessage {
             .field("reference-scaling", &self.reference_scaling)
             .field("distorted-scaling", &self.distorted_scaling)
             .build();
+        if let Some(p) = &self.pad {
+            s.set("pad", p.as_str());
+        }
+        if let Some(l) = &self.label {
+            s.set("label", l.as_str());
+        }
         for (name, p) in &self.metrics {
             let pooled = gst::Structure::builder("pooled")
                 .field("min", p.min)
@@ -405,12 +437,32 @@ impl TryFrom<&gst::StructureRef> for SummaryMessage {
             scored_height: s.get::<u32>("scored-height").unwrap_or(0),
             reference_scaling: text("reference-scaling"),
             distorted_scaling: text("distorted-scaling"),
+            pad: s.get::<String>("pad").ok(),
+            label: s.get::<String>("label").ok(),
         })
     }
 }
 
-/// Reads the scores attached to an output buffer by `vmafcompare`, if any.
+/// Reads the scores attached to an output buffer by `vmafcompare`, if any (the first
+/// rendition's in ladder mode; see [`frame_metas`]).
 pub fn frame_meta(buffer: &gst::BufferRef) -> Option<FrameMessage> {
     let meta = gst::meta::CustomMeta::from_buffer(buffer, META_NAME).ok()?;
     FrameMessage::try_from(meta.structure()).ok()
+}
+
+/// Reads every score meta attached to an output buffer by `vmafcompare`: one for a pair; in
+/// ladder mode (the src pad then carries the reference buffers) one per rendition that scored
+/// the frame, each naming its rendition ([`FrameMessage::pad`], [`FrameMessage::label`]).
+pub fn frame_metas(buffer: &gst::BufferRef) -> Vec<FrameMessage> {
+    buffer
+        .iter_meta::<gst::Meta>()
+        .filter_map(|m| {
+            let custom = m.try_as_custom_meta()?;
+            let s = custom.structure();
+            if s.name() != FRAME_MESSAGE_NAME {
+                return None;
+            }
+            FrameMessage::try_from(s).ok()
+        })
+        .collect()
 }

@@ -279,6 +279,9 @@ impl VmafCompare {
             );
             return false;
         }
+        if pad != &self.reference_pad && self.ladder_caps(pad, &video) {
+            return true;
+        }
         // Sizes are compared when frames are paired (`ensure_scorer`), not here: a pad may
         // renegotiate before its first buffer (a source re-sending stale sticky caps on
         // restart), and both pads may switch size mid-stream one after the other.

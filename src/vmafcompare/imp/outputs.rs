@@ -94,6 +94,8 @@ impl VmafCompare {
             metrics: scores.iter().map(|(n, v)| (n.to_owned(), v)).collect(),
             skipped: 0,
             window: None,
+            pad: None,
+            label: None,
         }
     }
 
@@ -167,6 +169,8 @@ impl VmafCompare {
             scored_height: state.geometry.map_or(0, |(_, h, _)| h),
             reference_scaling: joined(&state.scaled[0]),
             distorted_scaling: joined(&state.scaled[1]),
+            pad: None,
+            label: None,
         };
         let log_result = self.close_log(&mut state);
         drop(state);
@@ -206,9 +210,26 @@ impl VmafCompare {
 
     /// Creates (truncating) the `results-location` log, if one is set.
     pub(super) fn open_log(&self) -> Result<Option<LogWriter>, gst::ErrorMessage> {
+        self.open_log_named(None)
+    }
+
+    /// Creates (truncating) the `results-location` log, if one is set; with `rendition`
+    /// (ladder mode) that rendition's log (see `rendition_location`).
+    pub(super) fn open_log_named(
+        &self,
+        rendition: Option<&str>,
+    ) -> Result<Option<LogWriter>, gst::ErrorMessage> {
         let settings = lock(&self.settings).clone();
         let Some(location) = settings.results_location.as_deref() else {
             return Ok(None);
+        };
+        let named;
+        let location = match rendition {
+            Some(name) => {
+                named = ladder::rendition_location(location, name);
+                named.as_str()
+            }
+            None => location,
         };
         let format = match settings.results_format {
             ResultsFormat::Json => LogFormat::Json,

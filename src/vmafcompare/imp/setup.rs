@@ -407,7 +407,7 @@ impl VmafCompare {
     /// the same rate: another frame rate (pairs are made by running time, frames without a
     /// partner are counted as unpaired) or another display aspect ratio (the distorted picture
     /// is stretched to the scoring size, as `ffmpeg scale=W:H` does).
-    fn warn_mismatched_streams(&self, r: &PadVideo, d: &PadVideo) {
+    pub(super) fn warn_mismatched_streams(&self, r: &PadVideo, d: &PadVideo) {
         let (rf, df) = (r.info.fps(), d.info.fps());
         if rf.numer() > 0 && df.numer() > 0 && rf != df {
             gst::element_imp_warning!(
