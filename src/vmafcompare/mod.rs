@@ -459,7 +459,7 @@ pub fn frame_metas(buffer: &gst::BufferRef) -> Vec<FrameMessage> {
         .filter_map(|m| {
             let custom = m.try_as_custom_meta()?;
             let s = custom.structure();
-            if s.name() != FRAME_MESSAGE_NAME {
+            if s.name() != META_NAME {
                 return None;
             }
             FrameMessage::try_from(s).ok()

@@ -11,7 +11,7 @@ use std::time::Duration;
 use gst::prelude::*;
 use gstvmafcompare::cuda::{CudaError, GpuDevice};
 use gstvmafcompare::vmafcompare::{
-    frame_meta, FrameMessage, SummaryMessage, FRAME_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
+    frame_meta, frame_metas, FrameMessage, SummaryMessage, FRAME_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
 };
 
 /// GPU 0 for the tests that drive the CUDA kernels or backend directly: `None`, after saying
@@ -104,6 +104,11 @@ pub struct RunOutput {
     /// Name of the element that posted each of `frames` (same order).
     pub frames_from: Vec<String>,
     pub summary: Option<SummaryMessage>,
+    /// Every summary message, in order (ladder mode posts one per rendition).
+    pub summaries: Vec<SummaryMessage>,
+    /// Every score meta of each buffer that reached `appsink name=out` (ladder mode: one per
+    /// rendition), buffer by buffer.
+    pub all_metas: Vec<Vec<FrameMessage>>,
     pub errors: Vec<String>,
     pub warnings: Vec<String>,
     /// The errors and warnings as posted, for their domain and code.
@@ -121,7 +126,8 @@ pub struct RunOutput {
 /// [`Running::finish`]).
 pub struct Running {
     pub pipeline: gst::Pipeline,
-    metas: std::sync::Arc<std::sync::Mutex<(Vec<FrameMessage>, usize)>>,
+    #[allow(clippy::type_complexity)]
+    metas: std::sync::Arc<std::sync::Mutex<(Vec<FrameMessage>, usize, Vec<Vec<FrameMessage>>)>>,
     start_failed: bool,
 }
 
@@ -142,7 +148,7 @@ pub fn run_pipeline(pipeline: &gst::Pipeline, timeout: Duration) -> RunOutput {
 
 /// [`start`] on a pipeline already built.
 pub fn start_pipeline(pipeline: gst::Pipeline) -> Running {
-    let metas = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), 0usize)));
+    let metas = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), 0usize, Vec::new())));
     if let Some(sink) = pipeline.by_name("out") {
         let sink = sink.downcast::<gst_app::AppSink>().expect("appsink");
         let m = metas.clone();
@@ -155,6 +161,7 @@ pub fn start_pipeline(pipeline: gst::Pipeline) -> Running {
                     if let Some(meta) = sample.buffer().and_then(frame_meta) {
                         g.0.push(meta);
                     }
+                    g.2.push(sample.buffer().map(frame_metas).unwrap_or_default());
                     Ok(gst::FlowSuccess::Ok)
                 })
                 .build(),
@@ -208,8 +215,9 @@ impl Running {
                             out.frames_from
                                 .push(msg.src().map(|o| o.name().to_string()).unwrap_or_default());
                         } else if s.name() == SUMMARY_MESSAGE_NAME {
-                            out.summary =
-                                Some(SummaryMessage::try_from(s).expect("summary parses"));
+                            let summary = SummaryMessage::try_from(s).expect("summary parses");
+                            out.summaries.push(summary.clone());
+                            out.summary = Some(summary);
                         }
                     }
                 }
@@ -220,6 +228,7 @@ impl Running {
         let g = self.metas.lock().unwrap();
         out.metas = g.0.clone();
         out.buffers_out = g.1;
+        out.all_metas = g.2.clone();
         out
     }
 }
