@@ -181,7 +181,11 @@ struct Args {
     #[arg(long)]
     ladder: bool,
     /// Models of `--ladder`, comma-separated.
-    #[arg(long, default_value = "vmaf_v0.6.1,vmaf_v1.0.16_3d0h", value_delimiter = ',')]
+    #[arg(
+        long,
+        default_value = "vmaf_v0.6.1,vmaf_v1.0.16_3d0h",
+        value_delimiter = ','
+    )]
     ladder_models: Vec<String>,
     /// Reference frames timed per `--ladder` run.
     #[arg(long, default_value_t = 600)]

@@ -18,14 +18,11 @@ use std::sync::Arc;
 use gstvmafcompare::cuda::memory::{alloc_copy, DeviceAlloc};
 use gstvmafcompare::cuda::GpuDevice;
 use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
-use gstvmafcompare::engine::scale::{
-    LadderScaling, ScaleMethod, Siting, StreamScaler,
-};
+use gstvmafcompare::engine::scale::{LadderScaling, ScaleMethod, Siting, StreamScaler};
 use gstvmafcompare::engine::{
-    ChromaInput, ChromaPair, ComponentInput, CpuBackend, CudaBackend, DeviceComponent,
-    DeviceLuma, FeatureSet, FrameChroma, Geometry, HostComponent, HostLuma, LadderFrame,
-    LadderScorer, LumaInput, LumaPlane, Model, RenditionFrame, SampleLayout, ScorePlan, Scored,
-    Scorer,
+    ChromaInput, ChromaPair, ComponentInput, CpuBackend, CudaBackend, DeviceComponent, DeviceLuma,
+    FeatureSet, FrameChroma, Geometry, HostComponent, HostLuma, LadderFrame, LadderScorer,
+    LumaInput, LumaPlane, Model, RenditionFrame, SampleLayout, ScorePlan, Scored, Scorer,
 };
 
 /// Reference size and its 4:2:0 chroma size.
@@ -333,8 +330,13 @@ impl Case {
     /// Rendition `k` over `frames` on a pair CUDA backend.
     fn cuda_pair(&self, dev: &GpuDevice, k: usize, frames: &[usize], mem: Mem) -> Values {
         let stream = dev.new_stream().expect("stream");
-        let b = CudaBackend::new_scaled(dev, self.plan.layout(), self.geometry, self.scaling().pair(k))
-            .expect("cuda pair backend");
+        let b = CudaBackend::new_scaled(
+            dev,
+            self.plan.layout(),
+            self.geometry,
+            self.scaling().pair(k),
+        )
+        .expect("cuda pair backend");
         let mut s = Scorer::with_plan(Box::new(b), self.plan.clone(), 1);
         let mut done = Vec::new();
         for &i in frames {
@@ -375,7 +377,12 @@ impl Case {
             let r = Stored::new(dev, &stream, &self.reference[i], self.bpc);
             let ds: Vec<(usize, Stored)> = (0..SIZES.len())
                 .filter(|&k| present(k, i))
-                .map(|k| (k, Stored::new(dev, &stream, &self.renditions[k][i], self.bpc)))
+                .map(|k| {
+                    (
+                        k,
+                        Stored::new(dev, &stream, &self.renditions[k][i], self.bpc),
+                    )
+                })
                 .collect();
             let frame = LadderFrame {
                 reference: r.luma(mem, &stream),
@@ -478,7 +485,11 @@ fn a_rendition_missing_frames_restarts_and_leaves_the_others_alone() {
                 let mut want = case.cuda_pair(&dev, k, &[0, 1, 2], Mem::Device);
                 want.extend(case.cuda_pair(&dev, k, &[5, 6, 7], Mem::Device));
                 let cpu_first = case.cpu(k, &[0, 1, 2]);
-                same(&want[..3].to_vec(), &cpu_first, &format!("{what}: pair vs CPU"));
+                same(
+                    &want[..3].to_vec(),
+                    &cpu_first,
+                    &format!("{what}: pair vs CPU"),
+                );
                 same(&ladder[k], &want, &what);
                 assert_eq!(
                     ladder[k].iter().map(|v| v.0).collect::<Vec<_>>(),
@@ -486,7 +497,11 @@ fn a_rendition_missing_frames_restarts_and_leaves_the_others_alone() {
                     "{what}: indices count the scored pairs"
                 );
             } else {
-                same(&ladder[k], &case.cuda_pair(&dev, k, &all, Mem::Device), &what);
+                same(
+                    &ladder[k],
+                    &case.cuda_pair(&dev, k, &all, Mem::Device),
+                    &what,
+                );
             }
         }
         eprintln!("{model} {bpc}-bit: a rendition missing frames 3-4 scores as two pair runs; the others as full pairs");

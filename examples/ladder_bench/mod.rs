@@ -23,15 +23,21 @@ use gstvmafcompare::cuda::GpuDevice;
 use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
 use gstvmafcompare::engine::scale::{LadderScaling, ScaleMethod, Siting, StreamScaler};
 use gstvmafcompare::engine::{
-    ChromaInput, ComponentInput, CudaBackend, DeviceComponent, DeviceLuma, FeatureSet,
-    FrameChroma, Geometry, HostComponent, HostLuma, LadderFrame, LadderScorer, LumaInput,
-    LumaPlane, Model, RenditionFrame, SampleLayout, ScorePlan, Scorer,
+    ChromaInput, ComponentInput, CudaBackend, DeviceComponent, DeviceLuma, FeatureSet, FrameChroma,
+    Geometry, HostComponent, HostLuma, LadderFrame, LadderScorer, LumaInput, LumaPlane, Model,
+    RenditionFrame, SampleLayout, ScorePlan, Scorer,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const REF: (usize, usize) = (1920, 1080);
-const SIZES: [(usize, usize); 5] = [(1920, 1080), (1280, 720), (960, 540), (768, 432), (640, 360)];
+const SIZES: [(usize, usize); 5] = [
+    (1920, 1080),
+    (1280, 720),
+    (960, 540),
+    (768, 432),
+    (640, 360),
+];
 const DISTINCT: usize = 6;
 
 fn half((w, h): (usize, usize)) -> (usize, usize) {
@@ -133,7 +139,11 @@ fn picture((w, h): (usize, usize), t: usize, amp: u64, seed: u64) -> Vec<u16> {
                 + 0.08 * (fx * 37.0 + t as f64 * 0.3).sin() * (fy * 23.0).cos()
                 + 0.05 * (fx * 310.0 + fy * 170.0 + t as f64).sin();
             if (0.3..0.45).contains(&fx) && (0.2..0.6).contains(&fy) {
-                v = if ((x + 3 * t) / 8 + y / 8) % 2 == 0 { 0.9 } else { 0.1 };
+                v = if ((x + 3 * t) / 8 + y / 8) % 2 == 0 {
+                    0.9
+                } else {
+                    0.1
+                };
             }
             let n = (noise(&mut s) % (2 * amp + 1)) as f64 - amp as f64;
             out.push((v * 255.0 + n).round().clamp(0.0, 255.0) as u16);
@@ -203,10 +213,7 @@ fn make_frame(
     };
     Ok(Frame {
         y: upload(dev, &y, to)?,
-        c: [
-            upload(dev, &c[0], half(to))?,
-            upload(dev, &c[1], half(to))?,
-        ],
+        c: [upload(dev, &c[0], half(to))?, upload(dev, &c[1], half(to))?],
     })
 }
 
@@ -429,13 +436,20 @@ pub fn ladder(models: &[String], frames: usize) -> Result<bool, BoxError> {
             ok &= l.is_ok() && t.is_ok() && q.is_ok();
             rows.push(format!(
                 "| {model} | {} | {} | {} | {} | {} | {} | {} |",
-                if mem == Mem::Device { "CUDA memory" } else { "system memory" },
+                if mem == Mem::Device {
+                    "CUDA memory"
+                } else {
+                    "system memory"
+                },
                 cell(&l),
                 cell(&t),
                 ratio(&l, &t),
                 cell(&q),
                 ratio(&l, &q),
-                l.as_ref().map_or("n/a".to_owned(), |v| format!("{:.0}", v * SIZES.len() as f64)),
+                l.as_ref().map_or("n/a".to_owned(), |v| format!(
+                    "{:.0}",
+                    v * SIZES.len() as f64
+                )),
             ));
             eprintln!("{}", rows.last().map_or("", String::as_str));
         }
