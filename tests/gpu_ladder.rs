@@ -6,8 +6,9 @@
 //! (`CpuBackend::new(..).with_scaling(..)`): vmaf_v0.6.1 and vmaf_v1.0.16_3d0h, both with
 //! `psnr` (chroma), 8 and 10 bit, planes as host rows and in device memory. Then the same with
 //! one rendition missing two frames in the middle (its run ends and restarts; the others are
-//! untouched). Content: Netflix's src01 576x324 pair (real video, 3 frames, played forwards
-//! and backwards to 8 frames). Skipped (with a printed reason) where no GPU is usable.
+//! untouched), and the ladder without VIF's and ADM's shared reference work
+//! (`with_shared_reference(false)`) giving the same values. Content: Netflix's src01 576x324
+//! pair (real video, 3 frames, played forwards and backwards to 8 frames). Skipped (with a printed reason) where no GPU is usable.
 //!
 //! Run: `cargo test --release --test gpu_ladder -- --nocapture`.
 
@@ -358,17 +359,19 @@ impl Case {
     }
 
     /// Every rendition through one ladder backend; `present(k, i)`: whether rendition `k`
-    /// has frame `i`. Frames stay in flight (the stored frames of the last 4 frames are
-    /// kept).
+    /// has frame `i`; `share`: as `CudaBackend::with_shared_reference`. Frames stay in flight
+    /// (the stored frames of the last 4 frames are kept).
     fn ladder(
         &self,
         dev: &GpuDevice,
         mem: Mem,
         present: impl Fn(usize, usize) -> bool,
+        share: bool,
     ) -> Vec<Values> {
         let stream = dev.new_stream().expect("stream");
         let b = CudaBackend::new_ladder(dev, self.plan.layout(), self.geometry, self.scaling())
-            .expect("cuda ladder backend");
+            .expect("cuda ladder backend")
+            .with_shared_reference(share);
         let mut s = LadderScorer::new(Box::new(b), self.plan.clone(), 1).expect("ladder");
         assert_eq!(s.len(), SIZES.len());
         let mut done: Vec<Vec<Scored<usize>>> = (0..SIZES.len()).map(|_| Vec::new()).collect();
@@ -438,7 +441,18 @@ fn every_rendition_of_a_ladder_scores_as_its_own_pair() {
             let case = Case::new(model, bpc);
             let cpu: Vec<Values> = (0..SIZES.len()).map(|k| case.cpu(k, &all)).collect();
             for mem in [Mem::Host, Mem::Device] {
-                let ladder = case.ladder(&dev, mem, |_, _| true);
+                let ladder = case.ladder(&dev, mem, |_, _| true, true);
+                if mem == Mem::Device {
+                    // Without VIF's and ADM's shared reference work: the same values.
+                    let unshared = case.ladder(&dev, mem, |_, _| true, false);
+                    for (k, (a, b)) in ladder.iter().zip(&unshared).enumerate() {
+                        same(
+                            a,
+                            b,
+                            &format!("{model} {bpc}-bit rendition {k}: shared vs not"),
+                        );
+                    }
+                }
                 for k in 0..SIZES.len() {
                     let what = format!("{model} {bpc}-bit {mem:?} rendition {k} {:?}", SIZES[k]);
                     let pair = case.cuda_pair(&dev, k, &all, mem);
@@ -477,8 +491,8 @@ fn a_rendition_missing_frames_restarts_and_leaves_the_others_alone() {
     let gap = |k: usize, i: usize| !(k == 2 && (3..5).contains(&i));
     for (model, bpc) in [("vmaf_v0.6.1", 8), ("vmaf_v1.0.16_3d0h", 10)] {
         let case = Case::new(model, bpc);
-        let ladder = case.ladder(&dev, Mem::Device, gap);
-        for k in 0..SIZES.len() {
+        let ladder = case.ladder(&dev, Mem::Device, gap, true);
+        for (k, got) in ladder.iter().enumerate() {
             let what = format!("{model} {bpc}-bit rendition {k} with a gap");
             if k == 2 {
                 // Two runs, each as a pair backend of its own scores it.
@@ -490,18 +504,14 @@ fn a_rendition_missing_frames_restarts_and_leaves_the_others_alone() {
                     &cpu_first,
                     &format!("{what}: pair vs CPU"),
                 );
-                same(&ladder[k], &want, &what);
+                same(got, &want, &what);
                 assert_eq!(
-                    ladder[k].iter().map(|v| v.0).collect::<Vec<_>>(),
+                    got.iter().map(|v| v.0).collect::<Vec<_>>(),
                     (0..6).collect::<Vec<u64>>(),
                     "{what}: indices count the scored pairs"
                 );
             } else {
-                same(
-                    &ladder[k],
-                    &case.cuda_pair(&dev, k, &all, Mem::Device),
-                    &what,
-                );
+                same(got, &case.cuda_pair(&dev, k, &all, Mem::Device), &what);
             }
         }
         eprintln!("{model} {bpc}-bit: a rendition missing frames 3-4 scores as two pair runs; the others as full pairs");

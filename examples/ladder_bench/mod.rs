@@ -3,6 +3,9 @@
 //! 1080p by the backend), on the CUDA backend, without GStreamer:
 //! - `ladder`: one `CudaBackend::new_ladder` through `LadderScorer` (the reference placed
 //!   once per frame, motion and the reference halves of VIF / ADM once);
+//! - `ladder, unshared`: the same with `with_shared_reference(false)` (the reference placed
+//!   once and motion once, VIF and ADM per rendition as a pair's): what VIF's and ADM's
+//!   `enqueue_ladder` save;
 //! - `5 pairs, threads`: five pair backends (`CudaBackend::new_scaled`, one per rendition),
 //!   each on a thread of its own through a `Scorer`, all at once, as five elements would run;
 //! - `5 pairs, in turn`: the same five pair backends one after the other.
@@ -139,7 +142,7 @@ fn picture((w, h): (usize, usize), t: usize, amp: u64, seed: u64) -> Vec<u16> {
                 + 0.08 * (fx * 37.0 + t as f64 * 0.3).sin() * (fy * 23.0).cos()
                 + 0.05 * (fx * 310.0 + fy * 170.0 + t as f64).sin();
             if (0.3..0.45).contains(&fx) && (0.2..0.6).contains(&fy) {
-                v = if ((x + 3 * t) / 8 + y / 8) % 2 == 0 {
+                v = if ((x + 3 * t) / 8 + y / 8).is_multiple_of(2) {
                     0.9
                 } else {
                     0.1
@@ -261,9 +264,11 @@ fn ladder_fps(
     c: &Content,
     mem: Mem,
     frames: usize,
+    share: bool,
 ) -> Result<f64, BoxError> {
     let ctx = dev.context().cu_ctx() as usize;
-    let b = CudaBackend::new_ladder(dev, set.plan.layout(), set.geometry, set.scaling.clone())?;
+    let b = CudaBackend::new_ladder(dev, set.plan.layout(), set.geometry, set.scaling.clone())?
+        .with_shared_reference(share);
     let mut s = LadderScorer::new(Box::new(b), set.plan.clone(), 1)?;
     let mut start = Instant::now();
     let warm = 30;
@@ -400,8 +405,8 @@ pub fn ladder(models: &[String], frames: usize) -> Result<bool, BoxError> {
     let mut rows = vec![
         format!("ladder bench on {}: 1920x1080 8-bit reference, renditions {} (bicubic to 1080p), {frames} reference frames per run", dev.name(),
             SIZES.iter().map(|(w, h)| format!("{w}x{h}")).collect::<Vec<_>>().join(", ")),
-        "| model | input | ladder ref fps | 5 pairs, threads ref fps | ladder / threads | 5 pairs, in turn ref fps | ladder / in turn | ladder pairs/s |".to_owned(),
-        "| --- | --- | --- | --- | --- | --- | --- | --- |".to_owned(),
+        "| model | input | ladder ref fps | ladder, unshared ref fps | 5 pairs, threads ref fps | ladder / threads | 5 pairs, in turn ref fps | ladder / in turn | ladder pairs/s |".to_owned(),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |".to_owned(),
     ];
     let mut ok = true;
     for model in models {
@@ -422,7 +427,8 @@ pub fn ladder(models: &[String], frames: usize) -> Result<bool, BoxError> {
             },
         };
         for mem in [Mem::Device, Mem::Host] {
-            let l = ladder_fps(&dev, &set, &c, mem, frames);
+            let l = ladder_fps(&dev, &set, &c, mem, frames, true);
+            let u = ladder_fps(&dev, &set, &c, mem, frames, false);
             let t = threads_fps(&dev, &set, &c, mem, frames);
             let q = in_turn_fps(&dev, &set, &c, mem, frames);
             let cell = |r: &Result<f64, BoxError>| match r {
@@ -433,15 +439,16 @@ pub fn ladder(models: &[String], frames: usize) -> Result<bool, BoxError> {
                 (Ok(a), Ok(b)) => format!("{:.2}x", a / b),
                 _ => "n/a".to_owned(),
             };
-            ok &= l.is_ok() && t.is_ok() && q.is_ok();
+            ok &= l.is_ok() && u.is_ok() && t.is_ok() && q.is_ok();
             rows.push(format!(
-                "| {model} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {model} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 if mem == Mem::Device {
                     "CUDA memory"
                 } else {
                     "system memory"
                 },
                 cell(&l),
+                cell(&u),
                 cell(&t),
                 ratio(&l, &t),
                 cell(&q),

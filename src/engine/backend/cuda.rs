@@ -71,6 +71,10 @@ pub struct CudaBackend {
     ready_ladder: VecDeque<LadderFeatures>,
     /// Rendition slots of a ladder backend; 0 for a pair backend.
     ladder: usize,
+    /// A ladder's instances share their reference-only work across the renditions
+    /// ([`crate::features::CudaExtractor::enqueue_ladder`]); off: each rendition's kernels
+    /// are enqueued as a pair's ([`CudaBackend::with_shared_reference`]).
+    share_reference: bool,
     /// Input buffers still read by kernels in flight, in release order.
     holds: VecDeque<Hold>,
     /// A failure of `reset` (which cannot return one), reported by the next call.
@@ -335,6 +339,7 @@ impl CudaBackend {
             ready: VecDeque::with_capacity(SLOTS),
             ready_ladder: VecDeque::with_capacity(SLOTS),
             ladder: if ladder { distorted.len() } else { 0 },
+            share_reference: true,
             holds: VecDeque::with_capacity((1 + distorted.len()) * SLOTS + 2),
             deferred: None,
             bytes_copied: 0,
@@ -342,6 +347,16 @@ impl CudaBackend {
             input_sizes,
             chroma_size,
         })
+    }
+
+    /// A ladder whose instances other than the reference-only ones enqueue each rendition's
+    /// kernels as a pair's (`share == false`: the reference placed once and motion once, but
+    /// VIF's reference statistics and ADM's reference DWT per rendition), for measuring what
+    /// their [`crate::features::CudaExtractor::enqueue_ladder`] saves; the values are the
+    /// same. On by default.
+    pub fn with_shared_reference(mut self, share: bool) -> Self {
+        self.share_reference = share;
+        self
     }
 
     /// VMAF v0's features (ADM, motion, VIF) with the options `vif` and `adm`, luma only.
@@ -871,7 +886,13 @@ impl CudaBackend {
                 c.ex.enqueue(&self.compute, &f, &mut out)?;
             } else if !frames.is_empty() {
                 let mut outs = rendition_views(&mut slot.dev_out, c.at * n, w, n, &ks)?;
-                c.ex.enqueue_ladder(&self.compute, &frames, &mut outs)?;
+                if self.share_reference {
+                    c.ex.enqueue_ladder(&self.compute, &frames, &mut outs)?;
+                } else {
+                    for (f, out) in frames.iter().zip(outs.iter_mut()) {
+                        c.ex.enqueue(&self.compute, f, out)?;
+                    }
+                }
             }
         }
         self.compute
