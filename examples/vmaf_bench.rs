@@ -85,7 +85,7 @@ use gstvmafcompare::vmafcompare::{
 
 #[path = "bench_data/mod.rs"]
 mod bench_data;
-#[path = "ladder_bench/mod.rs"]
+#[path = "vmaf_bench_ladder/mod.rs"]
 mod ladder_bench;
 
 /// Errors of this program: any error type, with a text.
