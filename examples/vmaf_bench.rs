@@ -174,7 +174,7 @@ struct Args {
     /// rows check that the summary names it.
     #[arg(long, default_value = "bicubic")]
     scale_method: String,
-    /// Measure the CUDA ladder backend instead (issue 30, `examples/ladder_bench/`): a
+    /// Measure the CUDA ladder backend instead (issue 30, `examples/vmaf_bench_ladder/`): a
     /// 1920x1080 8-bit reference against five renditions in one ladder backend, against five
     /// pair backends on five threads and one after the other, from CUDA and system memory,
     /// for each model of `--ladder-models`.

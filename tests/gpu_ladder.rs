@@ -340,6 +340,9 @@ impl Case {
         .expect("cuda pair backend");
         let mut s = Scorer::with_plan(Box::new(b), self.plan.clone(), 1);
         let mut done = Vec::new();
+        // The stored frames of the last 4 frames are kept: frames stay in flight, and the
+        // next frame's motion reads the previous reference.
+        let mut keep = std::collections::VecDeque::new();
         for &i in frames {
             let r = Stored::new(dev, &stream, &self.reference[i], self.bpc);
             let d = Stored::new(dev, &stream, &self.renditions[k][i], self.bpc);
@@ -351,8 +354,10 @@ impl Case {
                 s.push_components(r.luma(mem, &stream), d.luma(mem, &stream), Some(chroma), i)
                     .expect("cuda push"),
             );
-            // The stored frames must outlive the kernels reading them.
-            done.extend(s.settle().expect("settle"));
+            keep.push_back((r, d));
+            if keep.len() > 4 {
+                keep.pop_front();
+            }
         }
         done.extend(s.finish().expect("cuda finish"));
         values(done)
@@ -416,15 +421,62 @@ impl Case {
     }
 }
 
+/// Mismatches found so far (every case runs; the test fails at the end listing them all).
+static FAILS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
 /// Values of the same frames, compared ignoring the frame index (a restarted run's pair
-/// scorer counts from 0).
-fn same(got: &Values, want: &Values, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: frames");
+/// scorer counts from 0): records a mismatch (the first differing frame and values) and
+/// returns whether all are equal.
+fn same(got: &Values, want: &Values, what: &str) -> bool {
+    let fail = |m: String| {
+        eprintln!("MISMATCH {m}");
+        FAILS.lock().unwrap_or_else(|p| p.into_inner()).push(m);
+        false
+    };
+    if got.len() != want.len() {
+        return fail(format!("{what}: {} frames vs {}", got.len(), want.len()));
+    }
     for (n, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(g.1, w.1, "{what}: frame {n} (index {} vs {})", g.0, w.0);
+        if g.1 != w.1 {
+            let diff: Vec<String> = g
+                .1
+                .iter()
+                .zip(&w.1)
+                .enumerate()
+                .filter(|(_, (a, b))| a != b)
+                .map(|(i, (a, b))| format!("#{i} {} vs {}", f64::from_bits(*a), f64::from_bits(*b)))
+                .collect();
+            return fail(format!(
+                "{what}: frame {n} (index {} vs {}): {}",
+                g.0,
+                w.0,
+                diff.join(", ")
+            ));
+        }
+    }
+    true
+}
+
+/// Records a mismatch of the frame indices.
+fn indices(got: &Values, want: Vec<u64>, what: &str) {
+    let have: Vec<u64> = got.iter().map(|v| v.0).collect();
+    if have != want {
+        let m = format!("{what}: indices {have:?}, expected {want:?}");
+        eprintln!("MISMATCH {m}");
+        FAILS.lock().unwrap_or_else(|p| p.into_inner()).push(m);
     }
 }
 
+/// Fails the test if any comparison failed.
+fn check_fails(test: &str) {
+    let fails = std::mem::take(&mut *FAILS.lock().unwrap_or_else(|p| p.into_inner()));
+    assert!(
+        fails.is_empty(),
+        "{test}: {} mismatches:\n{}",
+        fails.len(),
+        fails.join("\n")
+    );
+}
 #[test]
 #[cfg_attr(
     not(gpu_tests),
@@ -456,25 +508,26 @@ fn every_rendition_of_a_ladder_scores_as_its_own_pair() {
                 for k in 0..SIZES.len() {
                     let what = format!("{model} {bpc}-bit {mem:?} rendition {k} {:?}", SIZES[k]);
                     let pair = case.cuda_pair(&dev, k, &all, mem);
-                    same(&pair, &cpu[k], &format!("{what}: CUDA pair vs CPU"));
-                    same(&ladder[k], &pair, &format!("{what}: ladder vs CUDA pair"));
-                    assert_eq!(
-                        ladder[k].iter().map(|v| v.0).collect::<Vec<_>>(),
-                        all.iter().map(|&i| i as u64).collect::<Vec<_>>(),
-                        "{what}: indices"
-                    );
-                    let vmaf = f64::from_bits(*ladder[k][3].1.last().expect("vmaf"));
+                    let ok = same(&pair, &cpu[k], &format!("{what}: CUDA pair vs CPU"))
+                        & same(&ladder[k], &pair, &format!("{what}: ladder vs CUDA pair"));
+                    indices(&ladder[k], all.iter().map(|&i| i as u64).collect(), &what);
+                    let vmaf = ladder[k]
+                        .get(3)
+                        .and_then(|f| f.1.last())
+                        .map_or(f64::NAN, |v| f64::from_bits(*v));
                     rows.push(format!(
-                        "| {model} | {bpc} | {mem:?} | {}x{} | {} | {vmaf:.6} | equal |",
+                        "| {model} | {bpc} | {mem:?} | {}x{} | {} | {vmaf:.6} | {} |",
                         SIZES[k].0,
                         SIZES[k].1,
-                        ladder[k].len()
+                        ladder[k].len(),
+                        if ok { "equal" } else { "DIFFERENT" }
                     ));
                 }
             }
         }
     }
     eprintln!("{}", rows.join("\n"));
+    check_fails("every_rendition_of_a_ladder_scores_as_its_own_pair");
 }
 
 #[test]
@@ -505,15 +558,13 @@ fn a_rendition_missing_frames_restarts_and_leaves_the_others_alone() {
                     &format!("{what}: pair vs CPU"),
                 );
                 same(got, &want, &what);
-                assert_eq!(
-                    got.iter().map(|v| v.0).collect::<Vec<_>>(),
-                    (0..6).collect::<Vec<u64>>(),
-                    "{what}: indices count the scored pairs"
-                );
+                // Indices count the scored pairs.
+                indices(got, (0..6).collect(), &what);
             } else {
                 same(got, &case.cuda_pair(&dev, k, &all, Mem::Device), &what);
             }
         }
-        eprintln!("{model} {bpc}-bit: a rendition missing frames 3-4 scores as two pair runs; the others as full pairs");
+        eprintln!("{model} {bpc}-bit: a rendition missing frames 3-4 against two pair runs, the others against full pairs: compared");
     }
+    check_fails("a_rendition_missing_frames_restarts_and_leaves_the_others_alone");
 }

@@ -271,7 +271,7 @@ fn ladder_fps(
         .with_shared_reference(share);
     let mut s = LadderScorer::new(Box::new(b), set.plan.clone(), 1)?;
     let mut start = Instant::now();
-    let warm = 30;
+    let warm = WARM;
     for i in 0..warm + frames {
         if i == warm {
             s.settle()?;
@@ -308,8 +308,8 @@ fn pair_scorer(dev: &GpuDevice, set: &Setup, k: usize) -> Result<Scorer<()>, Box
     Ok(Scorer::with_plan(Box::new(b), set.plan.clone(), 1))
 }
 
-/// Pushes `frames` pairs of rendition `k` (after `warm` frames) into `s`; returns the seconds
-/// of the timed frames.
+/// Pushes `frames` pairs of rendition `k` into `s` and waits for them; returns the seconds
+/// they took.
 fn run_pair(
     s: &mut Scorer<()>,
     dev: &GpuDevice,
@@ -317,19 +317,10 @@ fn run_pair(
     k: usize,
     mem: Mem,
     frames: usize,
-    start_gate: Option<&Barrier>,
 ) -> Result<f64, BoxError> {
     let ctx = dev.context().cu_ctx() as usize;
-    let warm = 30;
-    let mut start = Instant::now();
-    for i in 0..warm + frames {
-        if i == warm {
-            s.settle()?;
-            if let Some(g) = start_gate {
-                g.wait();
-            }
-            start = Instant::now();
-        }
+    let start = Instant::now();
+    for i in 0..frames {
         let t = i % DISTINCT;
         let (r, d) = (&c.reference[t], &c.renditions[k][t]);
         let chroma = ChromaInput {
@@ -339,13 +330,14 @@ fn run_pair(
         s.push_components(r.luma(mem, ctx), d.luma(mem, ctx), Some(chroma), ())?;
     }
     s.settle()?;
-    let secs = start.elapsed().as_secs_f64();
-    s.finish()?;
-    Ok(secs)
+    Ok(start.elapsed().as_secs_f64())
 }
 
-/// Reference fps of five pair backends on five threads at once (timed from a common start
-/// to the last one's end).
+/// Warm-up frames before every timed run.
+const WARM: usize = 30;
+
+/// Reference fps of five pair backends on five threads at once (each made and warmed up
+/// first; timed from a common start to the last one's end).
 fn threads_fps(
     dev: &GpuDevice,
     set: &Setup,
@@ -359,12 +351,20 @@ fn threads_fps(
             .map(|k| {
                 let gate = &gate;
                 scope.spawn(move || -> Result<f64, String> {
-                    let run = || -> Result<f64, BoxError> {
+                    let ready = || -> Result<Scorer<()>, BoxError> {
                         dev.context().bind_to_thread()?;
                         let mut s = pair_scorer(dev, set, k)?;
-                        run_pair(&mut s, dev, c, k, mem, frames, Some(gate))
+                        run_pair(&mut s, dev, c, k, mem, WARM)?;
+                        Ok(s)
                     };
-                    run().map_err(|e| e.to_string())
+                    let ready = ready();
+                    // Every thread passes the gate once, ready or not.
+                    gate.wait();
+                    let mut s = ready.map_err(|e| e.to_string())?;
+                    let secs =
+                        run_pair(&mut s, dev, c, k, mem, frames).map_err(|e| e.to_string())?;
+                    s.finish().map_err(|e| e.to_string())?;
+                    Ok(secs)
                 })
             })
             .collect();
@@ -391,7 +391,9 @@ fn in_turn_fps(
     let mut total = 0.0;
     for k in 0..SIZES.len() {
         let mut s = pair_scorer(dev, set, k)?;
-        total += run_pair(&mut s, dev, c, k, mem, frames, None)?;
+        run_pair(&mut s, dev, c, k, mem, WARM)?;
+        total += run_pair(&mut s, dev, c, k, mem, frames)?;
+        s.finish()?;
     }
     Ok(frames as f64 / total)
 }
