@@ -55,8 +55,13 @@ pub struct CudaBackend {
     layout: Arc<Layout>,
     upload: Arc<CudaStream>,
     compute: Arc<CudaStream>,
-    /// One stream per instance that asks for its own.
+    /// One stream per instance that asks for its own (a ladder's: per instance and
+    /// rendition).
     sides: Vec<Side>,
+    /// A ladder's compute lanes, one per instance of `on_compute` (in that order): the
+    /// instances run beside each other (VIF's wide grids beside ADM's and motion's small
+    /// ones), joined on the compute stream before the read-back. Empty for a pair.
+    lanes: Vec<Arc<CudaStream>>,
     bpc: u32,
     /// This backend's `CUcontext`: device planes of another context are copied.
     context: usize,
@@ -289,16 +294,37 @@ impl CudaBackend {
         for (i, inst) in layout.instances().iter().enumerate() {
             let ex = inst.cuda(dev, &compute, &geometry)?;
             if ex.side_stream() {
-                let stream = if ex.high_priority() {
-                    dev.new_priority_stream()?
-                } else {
-                    dev.new_stream()?
+                let high = ex.high_priority();
+                let stream = |dev: &GpuDevice| {
+                    if high {
+                        dev.new_priority_stream()
+                    } else {
+                        dev.new_stream()
+                    }
                 };
-                sides.push(Side {
-                    inst: i,
-                    ex,
-                    stream,
-                });
+                if ladder {
+                    // One per rendition, each with its own extractor.
+                    let mut ex = Some(ex);
+                    for k in 0..distorted.len() {
+                        let ex = match ex.take() {
+                            Some(e) => e,
+                            None => inst.cuda(dev, &compute, &geometry)?,
+                        };
+                        sides.push(Side {
+                            inst: i,
+                            ex,
+                            stream: stream(dev)?,
+                            rendition: Some(k),
+                        });
+                    }
+                } else {
+                    sides.push(Side {
+                        inst: i,
+                        ex,
+                        stream: stream(dev)?,
+                        rendition: None,
+                    });
+                }
             } else {
                 let at = total;
                 total += ex.result_words();
@@ -312,9 +338,24 @@ impl CudaBackend {
             }
         }
         let side_words: Vec<usize> = sides.iter().map(|s| s.ex.result_words()).collect();
+        let lanes = if ladder {
+            on_compute
+                .iter()
+                .map(|_| dev.new_stream())
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
-            slots.push(Slot::new(dev, &compute, &specs, total.max(1), &side_words)?);
+            slots.push(Slot::new(
+                dev,
+                &compute,
+                &specs,
+                total.max(1),
+                &side_words,
+                lanes.len(),
+            )?);
         }
         // Allocations are stream-ordered on `compute`: finish them before `upload` writes
         // and the side streams run.
@@ -326,11 +367,12 @@ impl CudaBackend {
             on_compute,
             layout: layout.clone(),
             _counted: std::iter::repeat_with(|| Counted::new(Handle::Stream))
-                .take(2 + sides.len())
+                .take(2 + sides.len() + lanes.len())
                 .collect(),
             upload,
             compute,
             sides,
+            lanes,
             bpc,
             context: dev.context().cu_ctx() as usize,
             head: 0,
@@ -871,8 +913,15 @@ impl CudaBackend {
             .collect();
         let ks: Vec<usize> = computed.iter().map(|(k, _, _)| *k).collect();
         let slot = &mut self.slots[s];
-        for c in &mut self.on_compute {
+        for (j, c) in self.on_compute.iter_mut().enumerate() {
             let w = c.ex.result_words();
+            // Each instance on its lane, after the uploads; its scratch is used in frame
+            // order there.
+            let (Some(lane), Some(lane_done)) = (self.lanes.get(j), slot.lane_done.get(j)) else {
+                return Err(internal("a ladder instance without its lane"));
+            };
+            lane.wait(&slot.uploaded)
+                .during("cuStreamWaitEvent(lane)")?;
             if c.reference_only {
                 // Once per ladder frame (every frame, as the pair's motion), into the first
                 // rendition's words; the distorted plane is not read.
@@ -883,17 +932,21 @@ impl CudaBackend {
                     previous,
                     chroma: None,
                 };
-                c.ex.enqueue(&self.compute, &f, &mut out)?;
+                c.ex.enqueue(lane, &f, &mut out)?;
             } else if !frames.is_empty() {
                 let mut outs = rendition_views(&mut slot.dev_out, c.at * n, w, n, &ks)?;
                 if self.share_reference {
-                    c.ex.enqueue_ladder(&self.compute, &frames, &mut outs)?;
+                    c.ex.enqueue_ladder(lane, &frames, &mut outs)?;
                 } else {
                     for (f, out) in frames.iter().zip(outs.iter_mut()) {
-                        c.ex.enqueue(&self.compute, f, out)?;
+                        c.ex.enqueue(lane, f, out)?;
                     }
                 }
             }
+            lane_done.record(lane).during("cuEventRecord(lane done)")?;
+            self.compute
+                .wait(lane_done)
+                .during("cuStreamWaitEvent(compute, lane)")?;
         }
         self.compute
             .memcpy_dtoh(&*slot.dev_out, &mut slot.host_out)
@@ -902,11 +955,16 @@ impl CudaBackend {
             .record(&self.compute)
             .during("cuEventRecord(done)")?;
         for (side, out) in self.sides.iter_mut().zip(slot.sides.iter_mut()) {
-            if !frames.is_empty() {
+            // Its rendition's frame, when it computes features this time.
+            let frame = side
+                .rendition
+                .and_then(|k| ks.iter().position(|&x| x == k))
+                .and_then(|i| frames.get(i));
+            if let Some(frame) = frame {
                 side.stream
                     .wait(&slot.uploaded)
                     .during("cuStreamWaitEvent(side)")?;
-                side.enqueue_ladder(out, &frames, &ks, n)?;
+                side.enqueue(out, frame)?;
             }
             out.done
                 .record(&side.stream)
@@ -1010,13 +1068,13 @@ impl CudaBackend {
             }
             if o.full {
                 for (side, out) in self.sides.iter().zip(&slot.sides) {
+                    if side.rendition != Some(o.rendition) {
+                        continue;
+                    }
                     let words = out
                         .host_out
                         .as_slice()
                         .during("cuEventSynchronize(extra results)")?;
-                    let w = side.ex.result_words();
-                    let at = o.rendition * w;
-                    let words = words.get(at..at + w).unwrap_or(&[]);
                     side.ex.read(words, o.has_chroma, raw.of_mut(side.inst));
                 }
             }
@@ -1038,6 +1096,9 @@ impl CudaBackend {
             side.stream
                 .synchronize()
                 .during("cuStreamSynchronize(side)")?;
+        }
+        for lane in &self.lanes {
+            lane.synchronize().during("cuStreamSynchronize(lane)")?;
         }
         Ok(())
     }

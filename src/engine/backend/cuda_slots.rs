@@ -41,6 +41,10 @@ pub(super) struct Side {
     pub(super) inst: usize,
     pub(super) ex: Box<dyn CudaExtractor>,
     pub(super) stream: Arc<CudaStream>,
+    /// A ladder's side streams are one per instance and rendition (each with its own
+    /// extractor and scratch), so that the renditions' latency-bound chains run beside each
+    /// other as separate backends' would; `None` for a pair's.
+    pub(super) rendition: Option<usize>,
 }
 
 impl Side {
@@ -55,26 +59,6 @@ impl Side {
         let mut words = out.dev_out.slice_mut(0..self.ex.result_words());
         self.ex.enqueue(stream, frame, &mut words)?;
         stream
-            .memcpy_dtoh(&*out.dev_out, &mut out.host_out)
-            .during("cuMemcpyDtoHAsync(extra results)")
-    }
-
-    /// A ladder frame's kernels on the side stream: `frames[i]` (rendition `renditions[i]`)
-    /// into that rendition's words of `out`, one [`CudaExtractor::enqueue_ladder`] call, then
-    /// the read-back of every rendition's words. `renditions`: slots below `n`, the ladder's
-    /// size.
-    pub(super) fn enqueue_ladder(
-        &mut self,
-        out: &mut SideSlot,
-        frames: &[DevFrame],
-        renditions: &[usize],
-        n: usize,
-    ) -> Result<(), CudaError> {
-        let w = self.ex.result_words();
-        let mut views = rendition_views(&mut out.dev_out, 0, w, n, renditions)?;
-        self.ex.enqueue_ladder(&self.stream, frames, &mut views)?;
-        drop(views);
-        self.stream
             .memcpy_dtoh(&*out.dev_out, &mut out.host_out)
             .during("cuMemcpyDtoHAsync(extra results)")
     }
@@ -245,6 +229,10 @@ pub(super) struct Slot {
     pub(super) done: CudaEvent,
     /// One per side stream, in the order of [`CudaBackend::sides`].
     pub(super) sides: Vec<SideSlot>,
+    /// A ladder's: recorded on each compute lane after its instance's kernels (the compute
+    /// stream waits for them all before the read-back).
+    pub(super) lane_done: Vec<CudaEvent>,
+    pub(super) _lane_counted: Vec<Counted>,
     /// Frame number (since creation or reset) of the occupant.
     pub(super) index: u64,
     /// Pair frames: whether the features other than motion were computed.
@@ -261,14 +249,15 @@ impl Slot {
     /// `streams`: the reference's buffers, then each distorted stream's; `result_words`:
     /// the words of the instances on the compute stream for one distorted stream (the slot
     /// holds as many per distorted stream); `chroma`: the reference's and each distorted
-    /// stream's input chroma size; `side_words`: each side stream's words per distorted
-    /// stream.
+    /// stream's input chroma size; `side_words`: each side stream's words; `lanes`: a
+    /// ladder's compute lanes (0 for a pair).
     pub(super) fn new(
         dev: &GpuDevice,
         compute: &Arc<CudaStream>,
         streams: &[StreamSpec],
         result_words: usize,
         side_words: &[usize],
+        lanes: usize,
     ) -> Result<Self, CudaError> {
         let ctx = dev.context();
         let n = streams.len().saturating_sub(1).max(1);
@@ -294,7 +283,10 @@ impl Slot {
         let done = ctx.new_event(flags).during("cuEventCreate(done)")?;
         let sides = side_words
             .iter()
-            .map(|&w| SideSlot::new(dev, compute, w * n))
+            .map(|&w| SideSlot::new(dev, compute, w))
+            .collect::<Result<Vec<_>, _>>()?;
+        let lane_done = (0..lanes)
+            .map(|_| ctx.new_event(flags).during("cuEventCreate(lane done)"))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             streams: bufs,
@@ -306,6 +298,11 @@ impl Slot {
             uploaded,
             done,
             sides,
+            _lane_counted: lane_done
+                .iter()
+                .map(|_| Counted::new(Handle::Event))
+                .collect(),
+            lane_done,
             index: 0,
             full: false,
             has_motion: false,
