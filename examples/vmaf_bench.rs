@@ -85,6 +85,8 @@ use gstvmafcompare::vmafcompare::{
 
 #[path = "bench_data/mod.rs"]
 mod bench_data;
+#[path = "vmaf_bench_ladder/mod.rs"]
+mod ladder_bench;
 
 /// Errors of this program: any error type, with a text.
 type BoxError = Box<dyn Error + Send + Sync>;
@@ -172,6 +174,22 @@ struct Args {
     /// rows check that the summary names it.
     #[arg(long, default_value = "bicubic")]
     scale_method: String,
+    /// Measure the CUDA ladder backend instead (issue 30, `examples/vmaf_bench_ladder/`): a
+    /// 1920x1080 8-bit reference against five renditions in one ladder backend, against five
+    /// pair backends on five threads and one after the other, from CUDA and system memory,
+    /// for each model of `--ladder-models`.
+    #[arg(long)]
+    ladder: bool,
+    /// Models of `--ladder`, comma-separated.
+    #[arg(
+        long,
+        default_value = "vmaf_v0.6.1,vmaf_v1.0.16_3d0h",
+        value_delimiter = ','
+    )]
+    ladder_models: Vec<String>,
+    /// Reference frames timed per `--ladder` run.
+    #[arg(long, default_value_t = 600)]
+    ladder_frames: usize,
 }
 
 /// `--model`, for every pipeline [`run`] builds.
@@ -1636,6 +1654,10 @@ fn bench() -> Result<bool, BoxError> {
     gstvmafcompare::plugin_register_static()?;
     let _ = MODEL.set(args.model.clone());
     let _ = SCALE_METHOD.set(args.scale_method.clone());
+    if args.ladder {
+        return ladder_bench::ladder(&args.ladder_models, args.ladder_frames)
+            .map_err(|e| -> BoxError { e.to_string().into() });
+    }
     println!("model: {}", args.model);
     if let Some(spec) = args.profile.as_deref() {
         return profile(&args, spec).map(|()| true);

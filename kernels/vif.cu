@@ -225,8 +225,9 @@ __device__ __forceinline__ void stat_tile(const Plane &ref, const Plane &dis, in
 }
 
 // Low-pass with the filter of SCALE and keep every second row and column: a TW x TH tile of
-// the `w / 2` x `h / 2` output planes.
-template <int SCALE>
+// the `w / 2` x `h / 2` output planes; TWO: both planes, else `ref` alone (a ladder's
+// reference pyramid, or one rendition's; `dis` and `out_dis` unused).
+template <int SCALE, bool TWO>
 __device__ __forceinline__ void subsample_tile(const Plane &ref, const Plane &dis, int32_t w,
                                                int32_t h, uint32_t round, uint32_t shift,
                                                uint16_t *__restrict__ out_ref,
@@ -255,7 +256,9 @@ __device__ __forceinline__ void subsample_tile(const Plane &ref, const Plane &di
         const int y = reflect(sy0 + r, h);
         const int x = reflect(sx0 + c, w);
         s_ref[r][c] = (uint16_t)sample(ref, x, y);
-        s_dis[r][c] = (uint16_t)sample(dis, x, y);
+        if (TWO) {
+            s_dis[r][c] = (uint16_t)sample(dis, x, y);
+        }
     }
     __syncthreads();
     for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
@@ -266,10 +269,14 @@ __device__ __forceinline__ void subsample_tile(const Plane &ref, const Plane &di
         for (int k = 0; k < LEN; ++k) {
             const uint32_t f = F::tap(k);
             m1 += f * (uint32_t)s_ref[2 * r + k][c];
-            m2 += f * (uint32_t)s_dis[2 * r + k][c];
+            if (TWO) {
+                m2 += f * (uint32_t)s_dis[2 * r + k][c];
+            }
         }
         s_mu1[r][c] = (uint16_t)((m1 + round) >> shift);
-        s_mu2[r][c] = (uint16_t)((m2 + round) >> shift);
+        if (TWO) {
+            s_mu2[r][c] = (uint16_t)((m2 + round) >> shift);
+        }
     }
     __syncthreads();
     for (int i = tid; i < TH * TW; i += BLOCK_THREADS) {
@@ -283,11 +290,15 @@ __device__ __forceinline__ void subsample_tile(const Plane &ref, const Plane &di
         for (int k = 0; k < LEN; ++k) {
             const uint32_t f = F::tap(k);
             m1 += f * (uint32_t)s_mu1[r][2 * c + k];
-            m2 += f * (uint32_t)s_mu2[r][2 * c + k];
+            if (TWO) {
+                m2 += f * (uint32_t)s_mu2[r][2 * c + k];
+            }
         }
         const int64_t o = (int64_t)(y0 + r) * w2 + (x0 + c);
         out_ref[o] = (uint16_t)((m1 + 32768u) >> 16);
-        out_dis[o] = (uint16_t)((m2 + 32768u) >> 16);
+        if (TWO) {
+            out_dis[o] = (uint16_t)((m2 + 32768u) >> 16);
+        }
     }
 }
 
@@ -328,8 +339,232 @@ VIF_STAT_WIDE(3)
     extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_sub##S(                  \
         const Plane ref, const Plane dis, int32_t w, int32_t h, uint32_t round,              \
         uint32_t shift, uint16_t *out_ref, uint16_t *out_dis) {                              \
-        subsample_tile<S>(ref, dis, w, h, round, shift, out_ref, out_dis);                   \
+        subsample_tile<S, true>(ref, dis, w, h, round, shift, out_ref, out_dis);             \
     }
 VIF_SUB(1)
 VIF_SUB(2)
 VIF_SUB(3)
+
+// One plane's subsampling into scale S (a ladder: the reference's pyramid once, then each
+// rendition's): as vif_subS for `src` alone.
+#define VIF_SUB_ONE(S)                                                                        \
+    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_sub##S##_one(            \
+        const Plane src, int32_t w, int32_t h, uint32_t round, uint32_t shift,               \
+        uint16_t *out) {                                                                     \
+        subsample_tile<S, false>(src, src, w, h, round, shift, out, out);                    \
+    }
+VIF_SUB_ONE(1)
+VIF_SUB_ONE(2)
+VIF_SUB_ONE(3)
+
+// Scale 0's statistic of one reference against up to LADDER_MAX distorted planes (a
+// ladder's renditions), `n` of them: the reference's tile is loaded and filtered once (its
+// vertical and horizontal means and second moments), each distorted plane's after it, and
+// each plane's sums go to its own `acc[d]` (4 words). Bit for bit the sums of vif_stat0 /
+// vif_stat0_narrow for each pair: the same integer operations on the same samples.
+constexpr int LADDER_MAX = 8;
+struct LadderPlanes {
+    Plane p[LADDER_MAX];
+};
+struct LadderAccs {
+    unsigned long long *p[LADDER_MAX];
+};
+
+template <bool NARROW>
+__device__ __forceinline__ void stat0_ladder_tile(const Plane &ref, const LadderPlanes &dis,
+                                                  int32_t n, int32_t w, int32_t h,
+                                                  const uint16_t *__restrict__ tab,
+                                                  double limit, uint32_t mu_round,
+                                                  uint32_t mu_shift, uint64_t sq_round,
+                                                  uint32_t sq_shift, const LadderAccs &acc_out) {
+    using F = Filter<0>;
+    constexpr int LEN = F::LEN;
+    constexpr int HALF = LEN / 2;
+    constexpr int IW = TW + 2 * HALF;
+    constexpr int IH = TH + 2 * HALF;
+    constexpr int PER = (TH * TW + BLOCK_THREADS - 1) / BLOCK_THREADS;
+    __shared__ uint16_t s_ref[IH][IW];
+    __shared__ uint16_t s_dis[IH][IW];
+    __shared__ uint16_t s_mu1[TH][IW];
+    __shared__ uint16_t s_mu2[TH][IW];
+    __shared__ uint32_t s_xx[TH][IW];
+    __shared__ uint32_t s_yy[TH][IW];
+    __shared__ uint32_t s_xy[TH][IW];
+    __shared__ uint64_t scratch[(BLOCK_THREADS / 32) * 4];
+
+    const int x0 = blockIdx.x * TW;
+    const int y0 = blockIdx.y * TH;
+    const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
+
+    for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
+        const int r = i / IW;
+        const int c = i % IW;
+        s_ref[r][c] = (uint16_t)sample(ref, reflect(x0 - HALF + c, w), reflect(y0 - HALF + r, h));
+    }
+    __syncthreads();
+    // The reference's vertical pass (as stat_tile's).
+    for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
+        const int r = i / IW;
+        const int c = i % IW;
+        uint32_t m1 = 0;
+        if (NARROW) {
+            uint32_t xx = 0;
+#pragma unroll
+            for (int k = 0; k < LEN; ++k) {
+                const uint32_t f = F::tap(k);
+                const uint32_t a = s_ref[r + k][c];
+                m1 += f * a;
+                xx += f * (uint32_t)(uint16_t)(a * a);
+            }
+            s_mu1[r][c] = (uint16_t)((m1 + 128u) >> 8);
+            s_xx[r][c] = xx;
+        } else {
+            uint32_t xx_lo = 0, xx_hi = 0;
+#pragma unroll
+            for (int k = 0; k < LEN; ++k) {
+                const uint32_t f = F::tap(k);
+                const uint32_t a = s_ref[r + k][c];
+                m1 += f * a;
+                const uint32_t paa = a * a;
+                xx_lo += f * (paa & 0xffffu);
+                xx_hi += f * (paa >> 16);
+            }
+            s_mu1[r][c] = (uint16_t)((m1 + mu_round) >> mu_shift);
+            s_xx[r][c] = (uint32_t)(((((uint64_t)xx_hi) << 16) + xx_lo + sq_round) >> sq_shift);
+        }
+    }
+    __syncthreads();
+    // The reference's horizontal pass, kept per output in registers.
+    uint32_t hm1[PER], hxx[PER];
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+        hm1[j] = 0;
+        hxx[j] = 0;
+        const int i = tid + j * BLOCK_THREADS;
+        if (i >= TH * TW) {
+            continue;
+        }
+        const int r = i / TW;
+        const int c = i % TW;
+        uint32_t m1 = 0, xx_lo = 0, xx_hi = 0;
+#pragma unroll
+        for (int k = 0; k < LEN; ++k) {
+            const uint32_t f = F::tap(k);
+            m1 += f * (uint32_t)s_mu1[r][c + k];
+            const uint32_t xx = s_xx[r][c + k];
+            xx_lo += f * (xx & 0xffffu);
+            xx_hi += f * (xx >> 16);
+        }
+        hm1[j] = m1;
+        hxx[j] = xx_hi + ((xx_lo + 32768u) >> 16);
+    }
+
+    for (int d = 0; d < n && d < LADDER_MAX; ++d) {
+        const Plane &dp = dis.p[d];
+        __syncthreads();
+        for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
+            const int r = i / IW;
+            const int c = i % IW;
+            s_dis[r][c] =
+                (uint16_t)sample(dp, reflect(x0 - HALF + c, w), reflect(y0 - HALF + r, h));
+        }
+        __syncthreads();
+        for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
+            const int r = i / IW;
+            const int c = i % IW;
+            uint32_t m2 = 0;
+            if (NARROW) {
+                uint32_t yy = 0, xy = 0;
+#pragma unroll
+                for (int k = 0; k < LEN; ++k) {
+                    const uint32_t f = F::tap(k);
+                    const uint32_t a = s_ref[r + k][c];
+                    const uint32_t b = s_dis[r + k][c];
+                    m2 += f * b;
+                    yy += f * (uint32_t)(uint16_t)(b * b);
+                    xy += f * (uint32_t)(uint16_t)(a * b);
+                }
+                s_mu2[r][c] = (uint16_t)((m2 + 128u) >> 8);
+                s_yy[r][c] = yy;
+                s_xy[r][c] = xy;
+            } else {
+                uint32_t yy_lo = 0, yy_hi = 0, xy_lo = 0, xy_hi = 0;
+#pragma unroll
+                for (int k = 0; k < LEN; ++k) {
+                    const uint32_t f = F::tap(k);
+                    const uint32_t a = s_ref[r + k][c];
+                    const uint32_t b = s_dis[r + k][c];
+                    m2 += f * b;
+                    const uint32_t pbb = b * b, pab = a * b;
+                    yy_lo += f * (pbb & 0xffffu);
+                    yy_hi += f * (pbb >> 16);
+                    xy_lo += f * (pab & 0xffffu);
+                    xy_hi += f * (pab >> 16);
+                }
+                s_mu2[r][c] = (uint16_t)((m2 + mu_round) >> mu_shift);
+                s_yy[r][c] =
+                    (uint32_t)(((((uint64_t)yy_hi) << 16) + yy_lo + sq_round) >> sq_shift);
+                s_xy[r][c] =
+                    (uint32_t)(((((uint64_t)xy_hi) << 16) + xy_lo + sq_round) >> sq_shift);
+            }
+        }
+        __syncthreads();
+        Accum acc;
+#pragma unroll
+        for (int j = 0; j < PER; ++j) {
+            const int i = tid + j * BLOCK_THREADS;
+            if (i >= TH * TW) {
+                continue;
+            }
+            const int r = i / TW;
+            const int c = i % TW;
+            if (x0 + c >= w || y0 + r >= h) {
+                continue;
+            }
+            uint32_t m2 = 0;
+            uint32_t yy_lo = 0, yy_hi = 0, xy_lo = 0, xy_hi = 0;
+#pragma unroll
+            for (int k = 0; k < LEN; ++k) {
+                const uint32_t f = F::tap(k);
+                m2 += f * (uint32_t)s_mu2[r][c + k];
+                const uint32_t yy = s_yy[r][c + k], xy = s_xy[r][c + k];
+                yy_lo += f * (yy & 0xffffu);
+                yy_hi += f * (yy >> 16);
+                xy_lo += f * (xy & 0xffffu);
+                xy_hi += f * (xy >> 16);
+            }
+            const uint32_t xx = hxx[j];
+            const uint32_t yy = yy_hi + ((yy_lo + 32768u) >> 16);
+            const uint32_t xy = xy_hi + ((xy_lo + 32768u) >> 16);
+            const uint64_t a = hm1[j], b = m2;
+            const uint32_t mu1_sq = (uint32_t)((a * a + (1ull << 31)) >> 32);
+            const uint32_t mu2_sq = (uint32_t)((b * b + (1ull << 31)) >> 32);
+            const uint32_t mu1_mu2 = (uint32_t)((a * b + (1ull << 31)) >> 32);
+            const int32_t sigma1_sq = (int32_t)(xx - mu1_sq);
+            int32_t sigma2_sq = (int32_t)(yy - mu2_sq);
+            sigma2_sq = sigma2_sq < 0 ? 0 : sigma2_sq;
+            const int32_t sigma12 = (int32_t)(xy - mu1_mu2);
+            pixel(sigma1_sq, sigma2_sq, sigma12, acc, tab, limit);
+        }
+        uint64_t v[4] = {(uint64_t)acc.num_log, (uint64_t)acc.den_log,
+                         (uint64_t)acc.num_non_log, (uint64_t)acc.den_non_log};
+        block_add_u64<4>(v, scratch, acc_out.p[d]);
+    }
+}
+
+// vif_stat0_narrow (8-bit) for a ladder: `n` (<= LADDER_MAX) distorted planes, sums into
+// `acc.p[d]`. Grid as vif_stat0_narrow.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+vif_stat0_narrow_ladder(const Plane ref, const LadderPlanes dis, int32_t n, int32_t w, int32_t h,
+                        const uint16_t *tab, double limit, const LadderAccs acc) {
+    stat0_ladder_tile<true>(ref, dis, n, w, h, tab, limit, 128u, 8u, 0ull, 0u, acc);
+}
+
+// vif_stat0 (above 8 bits) for a ladder, as vif_stat0_narrow_ladder.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+vif_stat0_ladder(const Plane ref, const LadderPlanes dis, int32_t n, int32_t w, int32_t h,
+                 const uint16_t *tab, double limit, uint32_t mu_round, uint32_t mu_shift,
+                 unsigned long long sq_round, uint32_t sq_shift, const LadderAccs acc) {
+    stat0_ladder_tile<false>(ref, dis, n, w, h, tab, limit, mu_round, mu_shift, sq_round,
+                             sq_shift, acc);
+}

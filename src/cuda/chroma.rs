@@ -401,6 +401,36 @@ impl ChromaGpu {
         })
     }
 
+    /// Enqueues `unpack_chroma` on `stream` for one frame's placed components (`side` 0:
+    /// the reference's, into the reference planes; 1: the distorted frame's) and returns its
+    /// packed Cb and Cr planes (`sizes()[side]`). A ladder unpacks its reference once this way
+    /// and each rendition's frame into a `ChromaGpu` of its own.
+    ///
+    /// Errors: [`CudaError::Driver`] for a failed launch.
+    pub fn unpack_one(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        side: usize,
+        comps: &[PlacedComponent; 2],
+    ) -> Result<[DevPlane; 2], CudaError> {
+        let side = side.min(1);
+        let [a, b, c, d] = &mut self.planes;
+        let outs = if side == 0 {
+            [a.device_ptr_mut(stream).0, b.device_ptr_mut(stream).0]
+        } else {
+            [c.device_ptr_mut(stream).0, d.device_ptr_mut(stream).0]
+        };
+        self.launch(
+            stream,
+            [comps[0].0, comps[1].0, comps[0].0, comps[1].0],
+            [outs[0], outs[1], outs[0], outs[1]],
+            self.sizes[side],
+            2,
+        )?;
+        let w = self.sizes[side].0;
+        Ok(outs.map(|o| DevPlane::new(o, w * 2, SampleLayout::RIGHT_ALIGNED_U16)))
+    }
+
     /// One `unpack_chroma` launch over `planes` (1..=4) of the lists, `width` x `height` each.
     fn launch(
         &self,

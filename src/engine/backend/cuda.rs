@@ -18,10 +18,12 @@ use crate::cuda::chroma::peer_copy;
 use crate::cuda::context::GpuDevice;
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::fault::{Counted, Handle};
-use crate::cuda::plane::DevPlane;
+use crate::cuda::memory::DeviceAlloc;
+use crate::cuda::plane::{ChromaDev, DevPlane};
 use crate::cuda::staging::{in_bands, stage_rows};
+use crate::engine::ladder::{FrameChroma, LadderFeatures, LadderFrame};
 use crate::engine::scale::cuda::CudaPlaneScaler;
-use crate::engine::scale::{InputScaling, LadderScaling};
+use crate::engine::scale::{InputScaling, LadderScaling, StreamScaler};
 use crate::engine::scorer::{Backend, EngineError};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
@@ -30,7 +32,9 @@ use crate::video::frame::{
     ChromaInput, DeviceLuma, FeatureError, HostLuma, LumaInput, LumaPlane, SampleLayout,
 };
 
-use super::cuda_slots::{Hold, OnCompute, Side, Slot, SLOTS};
+use super::cuda_slots::{
+    rendition_views, Hold, Occupant, OnCompute, Side, Slot, StreamSpec, SLOTS,
+};
 
 /// The GPU feature backend for one geometry: every instance of a [`Layout`] through its CUDA
 /// half, bit-identical to [`super::CpuBackend`] where the arithmetic is integer.
@@ -51,8 +55,13 @@ pub struct CudaBackend {
     layout: Arc<Layout>,
     upload: Arc<CudaStream>,
     compute: Arc<CudaStream>,
-    /// One stream per instance that asks for its own.
+    /// One stream per instance that asks for its own (a ladder's: per instance and
+    /// rendition).
     sides: Vec<Side>,
+    /// A ladder's compute lanes, one per instance of `on_compute` (in that order): the
+    /// instances run beside each other (VIF's wide grids beside ADM's and motion's small
+    /// ones), joined on the compute stream before the read-back. Empty for a pair.
+    lanes: Vec<Arc<CudaStream>>,
     bpc: u32,
     /// This backend's `CUcontext`: device planes of another context are copied.
     context: usize,
@@ -63,17 +72,26 @@ pub struct CudaBackend {
     submitted: u64,
     /// Finished frames taken out of their slot early (a submit with every slot busy).
     ready: VecDeque<RawFeatures>,
+    /// The same for a ladder backend's frames.
+    ready_ladder: VecDeque<LadderFeatures>,
+    /// Rendition slots of a ladder backend; 0 for a pair backend.
+    ladder: usize,
+    /// A ladder's instances share their reference-only work across the renditions
+    /// ([`crate::features::CudaExtractor::enqueue_ladder`]); off: each rendition's kernels
+    /// are enqueued as a pair's ([`CudaBackend::with_shared_reference`]).
+    share_reference: bool,
     /// Input buffers still read by kernels in flight, in release order.
     holds: VecDeque<Hold>,
     /// A failure of `reset` (which cannot return one), reported by the next call.
     deferred: Option<CudaError>,
     /// Bytes copied to the device for input planes since creation (uploads and peer copies).
     bytes_copied: u64,
-    /// Each stream's scaler to the scoring size ([0]: reference, [1]: distorted; `None` for
-    /// a stream at it), run on the upload stream.
-    scalers: [Option<GpuScaler>; 2],
-    /// The luma size each stream arrives at.
-    input_sizes: [(usize, usize); 2],
+    /// Each stream's scaler to the scoring size ([0]: reference, [1 + k]: distorted stream
+    /// `k`, the pair's one or a ladder's renditions; `None` for a stream at it), run on the
+    /// upload stream.
+    scalers: Vec<Option<GpuScaler>>,
+    /// The luma size each stream arrives at (indexed as `scalers`).
+    input_sizes: Vec<(usize, usize)>,
     /// The scoring chroma size (when a metric reads chroma).
     chroma_size: Option<(usize, usize)>,
     /// The streams, for [`crate::cuda::fault::live`].
@@ -84,6 +102,47 @@ pub struct CudaBackend {
 struct GpuScaler {
     luma: CudaPlaneScaler,
     chroma: Option<CudaPlaneScaler>,
+}
+
+impl GpuScaler {
+    /// `s`'s luma scaler, and its chroma scaler when a metric reads chroma
+    /// (`chroma_size`), for output planes of `geometry`.
+    ///
+    /// Errors: [`CudaError::Geometry`] for a scaler of another output size than
+    /// `geometry`'s; as [`CudaPlaneScaler::new`].
+    fn new(
+        dev: &GpuDevice,
+        compute: &Arc<CudaStream>,
+        s: &StreamScaler,
+        geometry: &Geometry,
+        chroma_size: Option<(usize, usize)>,
+    ) -> Result<Self, CudaError> {
+        let (width, height, bpc) = geometry.triple();
+        if s.luma.dst() != (width, height) {
+            let (w, h) = s.luma.dst();
+            return Err(CudaError::Geometry(FeatureError::wrong_size(
+                "scale",
+                (width, height, bpc),
+                (w, h),
+            )));
+        }
+        let chroma = match (s.chroma.as_ref(), chroma_size) {
+            (Some(c), Some(_)) => Some(CudaPlaneScaler::new(dev, compute, c, bpc)?),
+            _ => None,
+        };
+        Ok(Self {
+            luma: CudaPlaneScaler::new(dev, compute, &s.luma, bpc)?,
+            chroma,
+        })
+    }
+}
+
+/// An internal inconsistency of the backend's buffers (a bug, reported rather than a panic).
+fn internal(what: &str) -> CudaError {
+    CudaError::Driver {
+        call: "CudaBackend",
+        code: format!("internal: {what}"),
+    }
 }
 
 fn engine_err(e: CudaError) -> EngineError {
@@ -128,61 +187,144 @@ impl CudaBackend {
         geometry: Geometry,
         scaling: InputScaling,
     ) -> Result<Self, CudaError> {
+        Self::build(
+            dev,
+            layout,
+            geometry,
+            scaling.reference.as_ref(),
+            std::slice::from_ref(&scaling.distorted),
+            false,
+        )
+    }
+
+    /// A ladder backend ([`crate::engine::ladder`]): one reference against
+    /// `scaling.renditions.len()` rendition slots, each rendition placed at its own size and
+    /// scaled by its scaler (if any) to `geometry`'s size; every buffer allocated here.
+    ///
+    /// Per ladder frame the reference is placed (and scaled) once, its chroma unpacked once,
+    /// the reference-only instances (motion) enqueued once, and every other instance given
+    /// the renditions with full features in one [`crate::features::CudaExtractor::enqueue_ladder`]
+    /// call. Each slot holds every rendition's staging, planes and result words.
+    ///
+    /// Errors: as [`CudaBackend::new_scaled`]; [`CudaError::Driver`] for a ladder of no
+    /// rendition, or a layout with an instance that reads earlier frames of the distorted
+    /// stream (its history could not be shared by the renditions).
+    pub fn new_ladder(
+        dev: &GpuDevice,
+        layout: &Arc<Layout>,
+        geometry: Geometry,
+        scaling: LadderScaling,
+    ) -> Result<Self, CudaError> {
+        let refuse = |code: &str| CudaError::Driver {
+            call: "CudaBackend::new_ladder",
+            code: code.to_owned(),
+        };
+        if scaling.renditions.is_empty() {
+            return Err(refuse("a ladder of no rendition"));
+        }
+        if layout.instances().iter().any(|i| {
+            let n = i.needs();
+            n.previous && !n.reference_only
+        }) {
+            return Err(refuse(
+                "an instance reads earlier distorted frames: not scored in a ladder",
+            ));
+        }
+        Self::build(
+            dev,
+            layout,
+            geometry,
+            scaling.reference.as_ref(),
+            &scaling.renditions,
+            true,
+        )
+    }
+
+    /// The pair's and the ladder's constructor: `reference`'s and each of `distorted`'s
+    /// scaler (`None` for a stream at the scoring size); `ladder`: a ladder backend of
+    /// `distorted.len()` renditions, else a pair (`distorted.len()` 1).
+    fn build(
+        dev: &GpuDevice,
+        layout: &Arc<Layout>,
+        geometry: Geometry,
+        reference: Option<&Arc<StreamScaler>>,
+        distorted: &[Option<Arc<StreamScaler>>],
+        ladder: bool,
+    ) -> Result<Self, CudaError> {
         layout.check(&geometry)?;
         let (width, height, bpc) = geometry.triple();
         dev.context().bind_to_thread().during("cuCtxSetCurrent")?;
         let upload = dev.new_stream()?;
         let compute = dev.new_stream()?;
         let chroma_size = geometry.chroma.filter(|_| layout.reads_chroma());
-        let input_sizes = scaling.input_sizes((width, height));
-        let chroma_inputs = scaling.chroma_sizes(chroma_size);
-        let mut scalers: [Option<GpuScaler>; 2] = [None, None];
-        for (i, s) in [&scaling.reference, &scaling.distorted]
-            .into_iter()
-            .enumerate()
-        {
-            let Some(s) = s else { continue };
-            if s.luma.dst() != (width, height) {
-                let (w, h) = s.luma.dst();
-                return Err(CudaError::Geometry(FeatureError::wrong_size(
-                    "scale",
-                    (width, height, bpc),
-                    (w, h),
-                )));
-            }
-            let chroma = match (s.chroma.as_ref(), chroma_size) {
-                (Some(c), Some(_)) => Some(CudaPlaneScaler::new(dev, &compute, c, bpc)?),
-                _ => None,
+        let streams: Vec<Option<&Arc<StreamScaler>>> = std::iter::once(reference)
+            .chain(distorted.iter().map(Option::as_ref))
+            .collect();
+        let mut scalers = Vec::with_capacity(streams.len());
+        let mut input_sizes = Vec::with_capacity(streams.len());
+        let mut specs = Vec::with_capacity(streams.len());
+        for s in &streams {
+            let input = s.map_or((width, height), |s| s.luma.src());
+            let scaler = match s {
+                Some(s) => Some(GpuScaler::new(dev, &compute, s, &geometry, chroma_size)?),
+                None => None,
             };
-            scalers[i] = Some(GpuScaler {
-                luma: CudaPlaneScaler::new(dev, &compute, &s.luma, bpc)?,
-                chroma,
+            // A stream's chroma arrives at its chroma scaler's source size, else at the
+            // scoring chroma size.
+            let chroma_in = s
+                .and_then(|s| s.chroma.as_ref())
+                .map(|c| c.src())
+                .or(chroma_size);
+            specs.push(StreamSpec {
+                plane_bytes: input.0 * input.1 * sample_bytes(bpc),
+                chroma: chroma_size.and(chroma_in).map(|c| (c, sample_bytes(bpc))),
+                scaled: scaler.as_ref().map(|g: &GpuScaler| {
+                    (
+                        g.luma.output_len(),
+                        g.chroma.as_ref().map(CudaPlaneScaler::output_len),
+                    )
+                }),
             });
+            scalers.push(scaler);
+            input_sizes.push(input);
         }
-        let scaled_sizes = scalers.each_ref().map(|s| {
-            s.as_ref().map(|s| {
-                (
-                    s.luma.output_len(),
-                    s.chroma.as_ref().map(|c| c.output_len()),
-                )
-            })
-        });
         let mut on_compute = Vec::new();
         let mut sides = Vec::new();
         let mut total = 0;
         for (i, inst) in layout.instances().iter().enumerate() {
             let ex = inst.cuda(dev, &compute, &geometry)?;
             if ex.side_stream() {
-                let stream = if ex.high_priority() {
-                    dev.new_priority_stream()?
-                } else {
-                    dev.new_stream()?
+                let high = ex.high_priority();
+                let stream = |dev: &GpuDevice| {
+                    if high {
+                        dev.new_priority_stream()
+                    } else {
+                        dev.new_stream()
+                    }
                 };
-                sides.push(Side {
-                    inst: i,
-                    ex,
-                    stream,
-                });
+                if ladder {
+                    // One per rendition, each with its own extractor.
+                    let mut ex = Some(ex);
+                    for k in 0..distorted.len() {
+                        let ex = match ex.take() {
+                            Some(e) => e,
+                            None => inst.cuda(dev, &compute, &geometry)?,
+                        };
+                        sides.push(Side {
+                            inst: i,
+                            ex,
+                            stream: stream(dev)?,
+                            rendition: Some(k),
+                        });
+                    }
+                } else {
+                    sides.push(Side {
+                        inst: i,
+                        ex,
+                        stream: stream(dev)?,
+                        rendition: None,
+                    });
+                }
             } else {
                 let at = total;
                 total += ex.result_words();
@@ -191,25 +333,28 @@ impl CudaBackend {
                     ex,
                     at,
                     previous: inst.needs().previous,
+                    reference_only: inst.needs().reference_only,
                 });
             }
         }
         let side_words: Vec<usize> = sides.iter().map(|s| s.ex.result_words()).collect();
+        let lanes = if ladder {
+            on_compute
+                .iter()
+                .map(|_| dev.new_stream())
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
         let mut slots = Vec::with_capacity(SLOTS);
         for _ in 0..SLOTS {
-            let bytes = |(w, h): (usize, usize)| w * h * sample_bytes(bpc);
-            let chroma = match (chroma_inputs, chroma_size) {
-                ([Some(r), Some(d)], Some(_)) => Some(([r, d], sample_bytes(bpc))),
-                _ => None,
-            };
             slots.push(Slot::new(
                 dev,
                 &compute,
-                [bytes(input_sizes[0]), bytes(input_sizes[1])],
+                &specs,
                 total.max(1),
-                chroma,
                 &side_words,
-                scaled_sizes,
+                lanes.len(),
             )?);
         }
         // Allocations are stream-ordered on `compute`: finish them before `upload` writes
@@ -222,18 +367,22 @@ impl CudaBackend {
             on_compute,
             layout: layout.clone(),
             _counted: std::iter::repeat_with(|| Counted::new(Handle::Stream))
-                .take(2 + sides.len())
+                .take(2 + sides.len() + lanes.len())
                 .collect(),
             upload,
             compute,
             sides,
+            lanes,
             bpc,
             context: dev.context().cu_ctx() as usize,
             head: 0,
             in_flight: 0,
             submitted: 0,
             ready: VecDeque::with_capacity(SLOTS),
-            holds: VecDeque::with_capacity(2 * SLOTS + 2),
+            ready_ladder: VecDeque::with_capacity(SLOTS),
+            ladder: if ladder { distorted.len() } else { 0 },
+            share_reference: true,
+            holds: VecDeque::with_capacity((1 + distorted.len()) * SLOTS + 2),
             deferred: None,
             bytes_copied: 0,
             scalers,
@@ -242,23 +391,14 @@ impl CudaBackend {
         })
     }
 
-    /// A ladder backend ([`crate::engine::ladder`]): one reference against
-    /// `scaling.renditions.len()` rendition slots, each rendition placed at its own size and
-    /// scaled by its scaler (if any) to `geometry`'s size; every buffer allocated here.
-    ///
-    /// Errors: as [`CudaBackend::new_scaled`].
-    pub fn new_ladder(
-        dev: &GpuDevice,
-        layout: &Arc<Layout>,
-        geometry: Geometry,
-        scaling: LadderScaling,
-    ) -> Result<Self, CudaError> {
-        // Filled in by the ladder change of the CUDA backend.
-        let _ = (dev, layout, geometry, scaling);
-        Err(CudaError::Driver {
-            call: "new_ladder",
-            code: "not implemented yet".into(),
-        })
+    /// A ladder whose instances other than the reference-only ones enqueue each rendition's
+    /// kernels as a pair's (`share == false`: the reference placed once and motion once, but
+    /// VIF's reference statistics and ADM's reference DWT per rendition), for measuring what
+    /// their [`crate::features::CudaExtractor::enqueue_ladder`] saves; the values are the
+    /// same. On by default.
+    pub fn with_shared_reference(mut self, share: bool) -> Self {
+        self.share_reference = share;
+        self
     }
 
     /// VMAF v0's features (ADM, motion, VIF) with the options `vif` and `adm`, luma only.
@@ -296,11 +436,11 @@ impl CudaBackend {
         self.context
     }
 
-    /// Checks a plane's size against the size stream `side` (0: reference, 1: distorted)
-    /// arrives at: the backend's geometry, or its scaler's source size.
+    /// Checks a plane's size against the size stream `side` (0: reference, `1 + k`:
+    /// distorted stream `k`) arrives at: the backend's geometry, or its scaler's source size.
     fn check(&self, input: &LumaInput, side: usize) -> Result<(), FeatureError> {
         let (width, height) = input.size();
-        let (ew, eh) = self.input_sizes[side];
+        let (ew, eh) = self.input_sizes.get(side).copied().unwrap_or_default();
         let packed_ok = match input {
             LumaInput::Packed(p) => {
                 FeatureError::check_plane("vmaf", (ew, eh, self.bpc), p).is_ok()
@@ -363,13 +503,8 @@ impl CudaBackend {
         staging: Staging,
         release_after: u64,
     ) -> Result<DevPlane, CudaError> {
-        let s = staging.slot;
-        let slot = &mut self.slots[s];
-        let (host, dev) = if staging.reference {
-            (&mut slot.host_ref, &mut slot.dev_ref)
-        } else {
-            (&mut slot.host_dis, &mut slot.dev_dis)
-        };
+        let bufs = &mut self.slots[staging.slot].streams[staging.stream];
+        let (host, dev) = (&mut bufs.host, &mut bufs.dev);
         let dev_ptr = dev.device_ptr(&self.upload).0;
         let upload = |bytes: usize, host: &PinnedHostSlice<u8>| -> Result<(), CudaError> {
             let src = host
@@ -464,7 +599,7 @@ impl CudaBackend {
     ) -> Result<DevPlane, CudaError> {
         let (Some(scaler), Some(out)) = (
             self.scalers[side].as_mut(),
-            self.slots[s].scaled[side].as_mut(),
+            self.slots[s].streams[side].scaled.as_mut(),
         ) else {
             return Ok(plane);
         };
@@ -512,7 +647,7 @@ impl CudaBackend {
             reference,
             Staging {
                 slot: s,
-                reference: true,
+                stream: 0,
                 index,
             },
             index + 1,
@@ -521,7 +656,7 @@ impl CudaBackend {
             distorted,
             Staging {
                 slot: s,
-                reference: false,
+                stream: 1,
                 index,
             },
             index,
@@ -537,34 +672,35 @@ impl CudaBackend {
         let mut chroma_dev = None;
         {
             let slot = &mut self.slots[s];
-            if let (Some(c), Some([r, d]), Some(gpu), true) = (
+            if let (Some(c), [r, d, ..], Some(gpu), true) = (
                 chroma.as_ref(),
-                slot.chroma.as_mut(),
-                slot.unpacked.as_mut(),
+                slot.streams.as_mut_slice(),
+                slot.unpacked.first_mut(),
                 full,
             ) {
-                let (pr, nr) = gpu.place(r, &c.reference, 0, self.context, &self.upload)?;
-                let (pd, nd) = gpu.place(d, &c.distorted, 1, self.context, &self.upload)?;
+                let (Some(rs), Some(ds)) = (r.chroma.as_mut(), d.chroma.as_mut()) else {
+                    return Err(CudaError::Driver {
+                        call: "chroma staging",
+                        code: "internal: a slot without chroma staging".to_owned(),
+                    });
+                };
+                let (pr, nr) = gpu.place(rs, &c.reference, 0, self.context, &self.upload)?;
+                let (pd, nd) = gpu.place(ds, &c.distorted, 1, self.context, &self.upload)?;
                 self.bytes_copied += (nr + nd) as u64;
                 let mut unpacked = gpu.unpack(&self.upload, &pr, &pd)?;
                 // A scaled stream's chroma goes through its chroma scaler into the slot.
-                for (side, scaler) in self.scalers.iter_mut().enumerate() {
-                    let (Some(sc), Some(outs)) = (
-                        scaler.as_mut().and_then(|g| g.chroma.as_mut()),
-                        slot.scaled_chroma[side].as_mut(),
-                    ) else {
-                        continue;
-                    };
-                    let planes = if side == 0 {
-                        &mut unpacked.reference
-                    } else {
-                        &mut unpacked.distorted
-                    };
-                    for (plane, out) in planes.iter_mut().zip(outs.iter_mut()) {
-                        let n = sc.output_len();
-                        *plane = sc.enqueue(&self.upload, plane, &mut out.slice_mut(0..n))?;
-                    }
-                }
+                scale_chroma(
+                    &mut self.scalers[0],
+                    &mut r.scaled_chroma,
+                    &self.upload,
+                    &mut unpacked.reference,
+                )?;
+                scale_chroma(
+                    &mut self.scalers[1],
+                    &mut d.scaled_chroma,
+                    &self.upload,
+                    &mut unpacked.distorted,
+                )?;
                 if let Some((w, h)) = self.chroma_size {
                     unpacked.width = w;
                     unpacked.height = h;
@@ -630,20 +766,247 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Takes the oldest frame's features out of its slot, waiting for it if `wait`.
-    fn finish_oldest(&mut self, wait: bool) -> Result<Option<RawFeatures>, CudaError> {
-        if self.in_flight == 0 {
-            return Ok(None);
+    /// Enqueues one ladder frame into slot `s` (checked by [`Backend::submit_ladder`]):
+    /// the reference placed and scaled once, its chroma unpacked once; each rendition with
+    /// full features placed into its own planes, scaled, its chroma unpacked; the
+    /// reference-only instances once, every other instance once over those renditions.
+    fn enqueue_ladder(&mut self, s: usize, frame: LadderFrame<'_>) -> Result<(), CudaError> {
+        // The first CUDA step of each frame, as in `enqueue`.
+        self.compute
+            .context()
+            .bind_to_thread()
+            .during("cuCtxSetCurrent(frame)")?;
+        let index = self.submitted;
+        let has_motion = index > 0;
+        let n = self.ladder;
+        let prev = (s + SLOTS - 1) % SLOTS;
+        let before_prev = (s + SLOTS - 2) % SLOTS;
+        // The slot's planes are free once the frame two before this one is done (`enqueue`).
+        if index >= 2 {
+            let bp = &self.slots[before_prev];
+            self.upload
+                .wait(&bp.done)
+                .during("cuStreamWaitEvent(upload)")?;
+            for side in &bp.sides {
+                self.upload
+                    .wait(&side.done)
+                    .during("cuStreamWaitEvent(upload, side)")?;
+            }
         }
+        let LadderFrame {
+            reference,
+            reference_chroma,
+            renditions,
+        } = frame;
+        let ref_plane = self.place(
+            reference,
+            Staging {
+                slot: s,
+                stream: 0,
+                index,
+            },
+            index + 1,
+        )?;
+        let ref_plane = self.scale_luma(s, 0, ref_plane)?;
+        let ref_chroma = match reference_chroma {
+            Some(FrameChroma::Components(c)) => Some(c),
+            _ => None,
+        };
+        // The reference's chroma, once, when a rendition with full features brings chroma.
+        let wants_chroma = ref_chroma.is_some()
+            && renditions.iter().any(|r| r.full && r.chroma.is_some())
+            && !self.slots[s].unpacked.is_empty();
+        let mut ref_cplanes = None;
+        if let (Some(c), true) = (ref_chroma.as_ref(), wants_chroma) {
+            let slot = &mut self.slots[s];
+            let (Some(gpu), Some(r)) = (slot.unpacked.first_mut(), slot.streams.first_mut()) else {
+                return Err(internal("a ladder slot without reference chroma"));
+            };
+            let Some(staging) = r.chroma.as_mut() else {
+                return Err(internal("a ladder slot without reference chroma staging"));
+            };
+            let (pr, nr) = gpu.place(staging, c, 0, self.context, &self.upload)?;
+            self.bytes_copied += nr as u64;
+            let mut planes = gpu.unpack_one(&self.upload, 0, &pr)?;
+            scale_chroma(
+                &mut self.scalers[0],
+                &mut r.scaled_chroma,
+                &self.upload,
+                &mut planes,
+            )?;
+            ref_cplanes = Some(planes);
+        }
+        // The renditions with full features: placed, scaled, their chroma unpacked.
+        let mut computed: Vec<(usize, DevPlane, Option<ChromaDev>)> =
+            Vec::with_capacity(renditions.len());
+        self.slots[s].occupants.clear();
+        for r in renditions {
+            let k = r.rendition;
+            let mut has_chroma = false;
+            if r.full {
+                let plane = self.place(
+                    r.luma,
+                    Staging {
+                        slot: s,
+                        stream: 1 + k,
+                        index,
+                    },
+                    index,
+                )?;
+                let plane = self.scale_luma(s, 1 + k, plane)?;
+                let mut cdev = None;
+                if let (Some(FrameChroma::Components(c)), Some(reference)) =
+                    (r.chroma.as_ref(), ref_cplanes)
+                {
+                    let slot = &mut self.slots[s];
+                    let (Some(gpu), Some(d)) =
+                        (slot.unpacked.get_mut(k), slot.streams.get_mut(1 + k))
+                    else {
+                        return Err(internal("a ladder slot without rendition chroma"));
+                    };
+                    let Some(staging) = d.chroma.as_mut() else {
+                        return Err(internal("a ladder slot without rendition chroma staging"));
+                    };
+                    let (pd, nd) = gpu.place(staging, c, 1, self.context, &self.upload)?;
+                    self.bytes_copied += nd as u64;
+                    let mut planes = gpu.unpack_one(&self.upload, 1, &pd)?;
+                    scale_chroma(
+                        &mut self.scalers[1 + k],
+                        &mut d.scaled_chroma,
+                        &self.upload,
+                        &mut planes,
+                    )?;
+                    let (width, height) = self.chroma_size.unwrap_or_default();
+                    cdev = Some(ChromaDev {
+                        reference,
+                        distorted: planes,
+                        width,
+                        height,
+                    });
+                    has_chroma = true;
+                }
+                computed.push((k, plane, cdev));
+            }
+            self.slots[s].occupants.push(Occupant {
+                rendition: k,
+                full: r.full,
+                has_chroma,
+            });
+        }
+        let slot = &mut self.slots[s];
+        slot.has_chroma = ref_cplanes.is_some();
+        slot.uploaded
+            .record(&self.upload)
+            .during("cuEventRecord(uploaded)")?;
+        self.compute
+            .wait(&slot.uploaded)
+            .during("cuStreamWaitEvent(compute)")?;
+        let previous = has_motion.then_some(self.slots[prev].ref_plane);
+        let frames: Vec<DevFrame> = computed
+            .iter()
+            .map(|(_, plane, c)| DevFrame {
+                reference: ref_plane,
+                distorted: *plane,
+                previous,
+                chroma: c.as_ref(),
+            })
+            .collect();
+        let ks: Vec<usize> = computed.iter().map(|(k, _, _)| *k).collect();
+        let slot = &mut self.slots[s];
+        for (j, c) in self.on_compute.iter_mut().enumerate() {
+            let w = c.ex.result_words();
+            // Each instance on its lane, after the uploads; its scratch is used in frame
+            // order there.
+            let (Some(lane), Some(lane_done)) = (self.lanes.get(j), slot.lane_done.get(j)) else {
+                return Err(internal("a ladder instance without its lane"));
+            };
+            lane.wait(&slot.uploaded)
+                .during("cuStreamWaitEvent(lane)")?;
+            if c.reference_only {
+                // Once per ladder frame (every frame, as the pair's motion), into the first
+                // rendition's words; the distorted plane is not read.
+                let mut out = slot.dev_out.slice_mut(c.at * n..c.at * n + w);
+                let f = DevFrame {
+                    reference: ref_plane,
+                    distorted: ref_plane,
+                    previous,
+                    chroma: None,
+                };
+                c.ex.enqueue(lane, &f, &mut out)?;
+            } else if !frames.is_empty() {
+                let mut outs = rendition_views(&mut slot.dev_out, c.at * n, w, n, &ks)?;
+                if self.share_reference {
+                    c.ex.enqueue_ladder(lane, &frames, &mut outs)?;
+                } else {
+                    for (f, out) in frames.iter().zip(outs.iter_mut()) {
+                        c.ex.enqueue(lane, f, out)?;
+                    }
+                }
+            }
+            lane_done.record(lane).during("cuEventRecord(lane done)")?;
+            self.compute
+                .wait(lane_done)
+                .during("cuStreamWaitEvent(compute, lane)")?;
+        }
+        self.compute
+            .memcpy_dtoh(&*slot.dev_out, &mut slot.host_out)
+            .during("cuMemcpyDtoHAsync(results)")?;
+        slot.done
+            .record(&self.compute)
+            .during("cuEventRecord(done)")?;
+        for (side, out) in self.sides.iter_mut().zip(slot.sides.iter_mut()) {
+            // Its rendition's frame, when it computes features this time.
+            let frame = side
+                .rendition
+                .and_then(|k| ks.iter().position(|&x| x == k))
+                .and_then(|i| frames.get(i));
+            if let Some(frame) = frame {
+                side.stream
+                    .wait(&slot.uploaded)
+                    .during("cuStreamWaitEvent(side)")?;
+                side.enqueue(out, frame)?;
+            }
+            out.done
+                .record(&side.stream)
+                .during("cuEventRecord(extra done)")?;
+        }
+        slot.ref_plane = ref_plane;
+        slot.index = index;
+        slot.full = !frames.is_empty();
+        slot.has_motion = has_motion;
+        Ok(())
+    }
+
+    /// Waits for (`wait`) or checks the oldest frame's events; whether it is done.
+    fn oldest_done(&self, wait: bool) -> Result<bool, CudaError> {
         let slot = &self.slots[self.head];
         let events = std::iter::once(&slot.done).chain(slot.sides.iter().map(|s| &s.done));
         for event in events {
             if wait {
                 event.synchronize().during("cuEventSynchronize(done)")?;
             } else if !event.try_is_complete().during("cuEventQuery(done)")? {
-                return Ok(None);
+                return Ok(false);
             }
         }
+        Ok(true)
+    }
+
+    /// Frees the oldest slot (frame `index`, read): the inputs nothing in flight reads any
+    /// more are released.
+    fn release_oldest(&mut self, index: u64) {
+        self.head = (self.head + 1) % SLOTS;
+        self.in_flight -= 1;
+        while self.holds.front().is_some_and(|h| h.release_after <= index) {
+            self.holds.pop_front();
+        }
+    }
+
+    /// Takes the oldest frame's features out of its slot, waiting for it if `wait`.
+    fn finish_oldest(&mut self, wait: bool) -> Result<Option<RawFeatures>, CudaError> {
+        if self.in_flight == 0 || !self.oldest_done(wait)? {
+            return Ok(None);
+        }
+        let slot = &self.slots[self.head];
         let words = slot
             .host_out
             .as_slice()
@@ -671,13 +1034,55 @@ impl CudaBackend {
             }
         }
         let index = slot.index;
-        self.head = (self.head + 1) % SLOTS;
-        self.in_flight -= 1;
-        // Its kernels are done: release the inputs nothing in flight reads any more.
-        while self.holds.front().is_some_and(|h| h.release_after <= index) {
-            self.holds.pop_front();
-        }
+        self.release_oldest(index);
         Ok(Some(raw))
+    }
+
+    /// The oldest ladder frame's features, each submitted rendition's from its words (the
+    /// reference-only instances' from the first rendition's), waiting for it if `wait`.
+    fn finish_oldest_ladder(&mut self, wait: bool) -> Result<Option<LadderFeatures>, CudaError> {
+        if self.in_flight == 0 || !self.oldest_done(wait)? {
+            return Ok(None);
+        }
+        let n = self.ladder;
+        let slot = &self.slots[self.head];
+        let words = slot
+            .host_out
+            .as_slice()
+            .during("cuEventSynchronize(results)")?;
+        let mut features = Vec::with_capacity(slot.occupants.len());
+        for o in &slot.occupants {
+            let mut raw = RawFeatures::new(&self.layout);
+            for c in &self.on_compute {
+                let w = c.ex.result_words();
+                let (runs, chunk, chroma) = if c.reference_only {
+                    (!c.previous || slot.has_motion, 0, false)
+                } else {
+                    (o.full, o.rendition, o.has_chroma)
+                };
+                if runs {
+                    let at = c.at * n + chunk * w;
+                    let words = words.get(at..at + w).unwrap_or(&[]);
+                    c.ex.read(words, chroma, raw.of_mut(c.inst));
+                }
+            }
+            if o.full {
+                for (side, out) in self.sides.iter().zip(&slot.sides) {
+                    if side.rendition != Some(o.rendition) {
+                        continue;
+                    }
+                    let words = out
+                        .host_out
+                        .as_slice()
+                        .during("cuEventSynchronize(extra results)")?;
+                    side.ex.read(words, o.has_chroma, raw.of_mut(side.inst));
+                }
+            }
+            features.push((o.rendition, raw));
+        }
+        let index = slot.index;
+        self.release_oldest(index);
+        Ok(Some(features))
     }
 
     fn sync_all(&self) -> Result<(), CudaError> {
@@ -692,8 +1097,32 @@ impl CudaBackend {
                 .synchronize()
                 .during("cuStreamSynchronize(side)")?;
         }
+        for lane in &self.lanes {
+            lane.synchronize().during("cuStreamSynchronize(lane)")?;
+        }
         Ok(())
     }
+}
+
+/// A scaled stream's chroma `planes` through its chroma scaler (if any) into `outs`, on
+/// `upload`; `planes` then describe the scaled planes.
+fn scale_chroma(
+    scaler: &mut Option<GpuScaler>,
+    outs: &mut Option<[DeviceAlloc<u16>; 2]>,
+    upload: &CudaStream,
+    planes: &mut [DevPlane; 2],
+) -> Result<(), CudaError> {
+    let (Some(sc), Some(outs)) = (
+        scaler.as_mut().and_then(|g| g.chroma.as_mut()),
+        outs.as_mut(),
+    ) else {
+        return Ok(());
+    };
+    for (plane, out) in planes.iter_mut().zip(outs.iter_mut()) {
+        let n = sc.output_len();
+        *plane = sc.enqueue(upload, plane, &mut out.slice_mut(0..n))?;
+    }
+    Ok(())
 }
 
 /// Bytes per sample of the slots' planes: 1 up to 8 bits, else 2.
@@ -709,7 +1138,8 @@ fn sample_bytes(bpc: u32) -> usize {
 #[derive(Clone, Copy)]
 struct Staging {
     slot: usize,
-    reference: bool,
+    /// 0: the reference; `1 + k`: distorted stream `k`.
+    stream: usize,
     /// The frame's number: a copied plane's hold goes when this frame is collected.
     index: u64,
 }
@@ -737,6 +1167,12 @@ impl Backend for CudaBackend {
     ) -> Result<(), EngineError> {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
+        }
+        if self.ladder > 0 {
+            return Err(EngineError::Backend {
+                backend: "cuda",
+                message: "internal: a ladder backend takes ladder frames only".into(),
+            });
         }
         self.check(&reference, 0)?;
         self.check(&distorted, 1)?;
@@ -769,11 +1205,77 @@ impl Backend for CudaBackend {
         if let Some(raw) = self.ready.pop_front() {
             return Ok(Some(raw));
         }
+        if self.ladder > 0 {
+            return Err(EngineError::Backend {
+                backend: "cuda",
+                message: "internal: a ladder backend's frames are collected as ladder frames"
+                    .into(),
+            });
+        }
         self.finish_oldest(wait).map_err(engine_err)
     }
 
     fn max_in_flight(&self) -> usize {
         SLOTS
+    }
+
+    fn ladder_size(&self) -> usize {
+        self.ladder
+    }
+
+    fn submit_ladder(&mut self, frame: LadderFrame<'_>) -> Result<(), EngineError> {
+        if let Some(e) = self.deferred.take() {
+            return Err(engine_err(e));
+        }
+        let refuse = |message: &str| EngineError::Backend {
+            backend: "cuda",
+            message: message.to_owned(),
+        };
+        if self.ladder == 0 {
+            return Err(refuse("internal: not a ladder backend"));
+        }
+        self.check(&frame.reference, 0)?;
+        let packed = |c: &Option<FrameChroma>| matches!(c, Some(FrameChroma::Packed(_)));
+        if packed(&frame.reference_chroma) || frame.renditions.iter().any(|r| packed(&r.chroma)) {
+            return Err(refuse(
+                "the CUDA backend takes chroma as the buffers' components \
+                 (FrameChroma::Components), not packed planes",
+            ));
+        }
+        let mut seen = 0u64;
+        for r in &frame.renditions {
+            let k = r.rendition;
+            if k >= self.ladder || (k < 64 && seen & (1 << k) != 0) {
+                return Err(refuse(
+                    "internal: rendition slot outside the ladder or repeated",
+                ));
+            }
+            if k < 64 {
+                seen |= 1 << k;
+            }
+            self.check(&r.luma, 1 + k)?;
+        }
+        if self.in_flight == SLOTS {
+            // Every slot busy (a caller that does not collect): finish the oldest.
+            if let Some(f) = self.finish_oldest_ladder(true).map_err(engine_err)? {
+                self.ready_ladder.push_back(f);
+            }
+        }
+        let s = (self.head + self.in_flight) % SLOTS;
+        self.enqueue_ladder(s, frame).map_err(engine_err)?;
+        self.in_flight += 1;
+        self.submitted += 1;
+        Ok(())
+    }
+
+    fn collect_ladder(&mut self, wait: bool) -> Result<Option<LadderFeatures>, EngineError> {
+        if let Some(e) = self.deferred.take() {
+            return Err(engine_err(e));
+        }
+        if let Some(f) = self.ready_ladder.pop_front() {
+            return Ok(Some(f));
+        }
+        self.finish_oldest_ladder(wait).map_err(engine_err)
     }
 
     fn reset(&mut self) {
@@ -784,6 +1286,7 @@ impl Backend for CudaBackend {
         self.in_flight = 0;
         self.submitted = 0;
         self.ready.clear();
+        self.ready_ladder.clear();
         self.holds.clear();
     }
 }

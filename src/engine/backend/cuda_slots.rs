@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaStream, PinnedHostSlice};
+use cudarc::driver::{CudaEvent, CudaStream, CudaViewMut, PinnedHostSlice};
 
 use crate::cuda::chroma::{ChromaGpu, ChromaStaging};
 use crate::cuda::context::GpuDevice;
@@ -27,6 +27,9 @@ pub(super) struct OnCompute {
     pub(super) at: usize,
     /// Runs on every frame that has a previous one (motion), not only full ones.
     pub(super) previous: bool,
+    /// Reads the reference alone (motion): a ladder enqueues it once per frame, into the
+    /// first rendition's words, and reads those back for every rendition.
+    pub(super) reference_only: bool,
 }
 
 /// An instance's CUDA half on a stream of its own ([`CudaExtractor::side_stream`]): its
@@ -38,6 +41,10 @@ pub(super) struct Side {
     pub(super) inst: usize,
     pub(super) ex: Box<dyn CudaExtractor>,
     pub(super) stream: Arc<CudaStream>,
+    /// A ladder's side streams are one per instance and rendition (each with its own
+    /// extractor and scratch), so that the renditions' latency-bound chains run beside each
+    /// other as separate backends' would; `None` for a pair's.
+    pub(super) rendition: Option<usize>,
 }
 
 impl Side {
@@ -55,6 +62,38 @@ impl Side {
             .memcpy_dtoh(&*out.dev_out, &mut out.host_out)
             .during("cuMemcpyDtoHAsync(extra results)")
     }
+}
+
+/// The views of renditions `renditions` (each below `n`) of one instance's words in a ladder
+/// slot's result words: the instance's `w` words for each of the `n` renditions in turn,
+/// from word `at`.
+///
+/// Errors: [`CudaError::Driver`] when the words do not fit `words` (an internal mistake).
+pub(super) fn rendition_views<'a>(
+    words: &'a mut DeviceAlloc<u64>,
+    at: usize,
+    w: usize,
+    n: usize,
+    renditions: &[usize],
+) -> Result<Vec<CudaViewMut<'a, u64>>, CudaError> {
+    let mut views = Vec::with_capacity(renditions.len());
+    if w == 0 || at + w * n > words.len() || renditions.iter().any(|&k| k >= n) {
+        return Err(CudaError::Driver {
+            call: "ladder result words",
+            code: "internal: words outside the slot's".to_owned(),
+        });
+    }
+    let mut chunks: Vec<Option<CudaViewMut<'a, u64>>> = words
+        .slice_mut(at..at + w * n)
+        .chunks_exact_mut(w)
+        .map(Some)
+        .collect();
+    for &k in renditions {
+        if let Some(v) = chunks.get_mut(k).and_then(Option::take) {
+            views.push(v);
+        }
+    }
+    Ok(views)
 }
 
 /// A slot's share of one side stream: the metric's result words on the device, their pinned
@@ -91,27 +130,97 @@ impl SideSlot {
     }
 }
 
+/// One stream's buffers in a slot (the reference's, or one distorted stream's): pinned
+/// staging of host rows, the device plane they (or a peer copy) go to, the chroma staging,
+/// and the scaled planes of a stream scaled to the scoring size.
+pub(super) struct StreamBufs {
+    /// Pinned staging of host rows, packed, up to 2 bytes per sample.
+    pub(super) host: PinnedHostSlice<u8>,
+    /// Device copy of an uploaded or peer-copied plane.
+    pub(super) dev: DeviceAlloc<u8>,
+    /// Chroma staging (when a metric reads chroma).
+    pub(super) chroma: Option<ChromaStaging>,
+    /// The scaled luma of a stream scaled to the scoring size, and its scaled Cb and Cr.
+    pub(super) scaled: Option<DeviceAlloc<u16>>,
+    pub(super) scaled_chroma: Option<[DeviceAlloc<u16>; 2]>,
+}
+
+/// What a [`StreamBufs`] is sized for.
+#[derive(Clone, Copy)]
+pub(super) struct StreamSpec {
+    /// One input plane at the backend's sample size (1 byte up to 8 bits, else 2), at the
+    /// stream's input size.
+    pub(super) plane_bytes: usize,
+    /// The stream's input chroma size and the sample size, when a metric reads chroma.
+    pub(super) chroma: Option<((usize, usize), usize)>,
+    /// The samples of a scaled stream's luma and chroma outputs (`None` for a stream at the
+    /// scoring size).
+    pub(super) scaled: Option<(usize, Option<usize>)>,
+}
+
+impl StreamBufs {
+    fn new(
+        dev: &GpuDevice,
+        compute: &Arc<CudaStream>,
+        spec: StreamSpec,
+    ) -> Result<Self, CudaError> {
+        let ctx = dev.context();
+        // SAFETY: the staging is written (the rows uploaded) before each upload.
+        let host = unsafe { ctx.alloc_pinned_with_flags::<u8>(spec.plane_bytes, 0) }
+            .allocating("cuMemHostAlloc(plane staging)", spec.plane_bytes)?;
+        let dev_plane = alloc_zeroed::<u8>(compute, spec.plane_bytes, "cuMemAlloc(input plane)")?;
+        let chroma = spec
+            .chroma
+            .map(|(size, bytes)| ChromaStaging::new(dev, compute, size, bytes))
+            .transpose()?;
+        let (mut scaled, mut scaled_chroma) = (None, None);
+        if let Some((luma, chroma)) = spec.scaled {
+            scaled = Some(alloc_zeroed::<u16>(
+                compute,
+                luma,
+                "cuMemAlloc(scaled plane)",
+            )?);
+            if let Some(n) = chroma {
+                scaled_chroma = Some([
+                    alloc_zeroed::<u16>(compute, n, "cuMemAlloc(scaled chroma)")?,
+                    alloc_zeroed::<u16>(compute, n, "cuMemAlloc(scaled chroma)")?,
+                ]);
+            }
+        }
+        Ok(Self {
+            host,
+            dev: dev_plane,
+            chroma,
+            scaled,
+            scaled_chroma,
+        })
+    }
+}
+
+/// A distorted stream's share of a ladder frame in a slot: its rendition slot, whether it
+/// computed the full features, whether its chroma was placed.
+#[derive(Clone, Copy)]
+pub(super) struct Occupant {
+    pub(super) rendition: usize,
+    pub(super) full: bool,
+    pub(super) has_chroma: bool,
+}
+
 /// Everything one frame in flight owns.
 pub(super) struct Slot {
-    /// Pinned staging of host rows, packed, up to 2 bytes per sample.
-    pub(super) host_ref: PinnedHostSlice<u8>,
-    pub(super) host_dis: PinnedHostSlice<u8>,
-    /// Device copies of uploaded or peer-copied planes.
-    pub(super) dev_ref: DeviceAlloc<u8>,
-    pub(super) dev_dis: DeviceAlloc<u8>,
-    /// Chroma staging of the reference and distorted frame, and the packed planes the upload
-    /// stream unpacks them into (when a metric reads chroma).
-    pub(super) chroma: Option<[ChromaStaging; 2]>,
-    pub(super) unpacked: Option<ChromaGpu>,
-    /// Whether this frame's chroma was placed (its metrics then read it).
+    /// `[0]`: the reference's buffers; `[1 + k]`: distorted stream `k`'s (one for a pair,
+    /// one per rendition for a ladder).
+    pub(super) streams: Vec<StreamBufs>,
+    /// Per distorted stream, the packed chroma planes the upload stream unpacks into (for
+    /// the reference's chroma size and that stream's; a ladder unpacks the reference once,
+    /// into the first).
+    pub(super) unpacked: Vec<ChromaGpu>,
+    /// Whether this frame's chroma was placed (its metrics then read it); pair frames.
     pub(super) has_chroma: bool,
-    /// The scaled luma of a stream scaled to the scoring size ([0]: reference, [1]:
-    /// distorted), and its scaled Cb and Cr.
-    pub(super) scaled: [Option<DeviceAlloc<u16>>; 2],
-    pub(super) scaled_chroma: [Option<[DeviceAlloc<u16>; 2]>; 2],
     /// Where this frame's reference plane is (the next frame's motion reads it too).
     pub(super) ref_plane: DevPlane,
-    /// Result words on the device and their pinned read-back.
+    /// Result words on the device and their pinned read-back: per instance on the compute
+    /// stream, its words for each distorted stream in turn.
     pub(super) dev_out: DeviceAlloc<u64>,
     pub(super) host_out: PinnedHostSlice<u64>,
     /// Recorded on the upload stream after the planes' copies.
@@ -120,64 +229,52 @@ pub(super) struct Slot {
     pub(super) done: CudaEvent,
     /// One per side stream, in the order of [`CudaBackend::sides`].
     pub(super) sides: Vec<SideSlot>,
+    /// A ladder's: recorded on each compute lane after its instance's kernels (the compute
+    /// stream waits for them all before the read-back).
+    pub(super) lane_done: Vec<CudaEvent>,
+    pub(super) _lane_counted: Vec<Counted>,
     /// Frame number (since creation or reset) of the occupant.
     pub(super) index: u64,
+    /// Pair frames: whether the features other than motion were computed.
     pub(super) full: bool,
     pub(super) has_motion: bool,
+    /// Ladder frames: the renditions submitted, in submission order (capacity for all, made
+    /// here).
+    pub(super) occupants: Vec<Occupant>,
     /// The two events, for [`super::fault::live`].
     pub(super) _counted: [Counted; 2],
 }
 
 impl Slot {
-    /// `plane_bytes`: one input plane of the reference and of the distorted stream at the
-    /// backend's sample size (1 byte up to 8 bits, else 2), at each stream's input size;
-    /// `chroma`: each stream's input chroma size and the sample size; `scaled`: the samples of
-    /// a scaled stream's luma and chroma outputs (`None` for a stream at the scoring size).
+    /// `streams`: the reference's buffers, then each distorted stream's; `result_words`:
+    /// the words of the instances on the compute stream for one distorted stream (the slot
+    /// holds as many per distorted stream); `chroma`: the reference's and each distorted
+    /// stream's input chroma size; `side_words`: each side stream's words; `lanes`: a
+    /// ladder's compute lanes (0 for a pair).
     pub(super) fn new(
         dev: &GpuDevice,
         compute: &Arc<CudaStream>,
-        plane_bytes: [usize; 2],
+        streams: &[StreamSpec],
         result_words: usize,
-        chroma: Option<([(usize, usize); 2], usize)>,
         side_words: &[usize],
-        scaled: [Option<(usize, Option<usize>)>; 2],
+        lanes: usize,
     ) -> Result<Self, CudaError> {
         let ctx = dev.context();
-        // SAFETY: the staging is written (the rows uploaded) before each upload, and the
-        // results are only read after a read-back into them has completed.
-        let host_ref = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes[0], 0) }
-            .allocating("cuMemHostAlloc(reference staging)", plane_bytes[0])?;
-        let host_dis = unsafe { ctx.alloc_pinned_with_flags::<u8>(plane_bytes[1], 0) }
-            .allocating("cuMemHostAlloc(distorted staging)", plane_bytes[1])?;
-        let host_out = unsafe { ctx.alloc_pinned_with_flags::<u64>(result_words, 0) }
-            .allocating("cuMemHostAlloc(results)", result_words * 8)?;
-        let dev_ref = alloc_zeroed::<u8>(compute, plane_bytes[0], "cuMemAlloc(reference plane)")?;
-        let dev_dis = alloc_zeroed::<u8>(compute, plane_bytes[1], "cuMemAlloc(distorted plane)")?;
-        let dev_out = alloc_zeroed::<u64>(compute, result_words, "cuMemAlloc(results)")?;
-        let (chroma, unpacked) = match chroma {
-            Some((sizes, bytes)) => (
-                Some([
-                    ChromaStaging::new(dev, compute, sizes[0], bytes)?,
-                    ChromaStaging::new(dev, compute, sizes[1], bytes)?,
-                ]),
-                Some(ChromaGpu::new(dev, compute, sizes)?),
-            ),
-            None => (None, None),
-        };
-        let mut scaled_luma = [None, None];
-        let mut scaled_chroma = [None, None];
-        for (i, s) in scaled.iter().enumerate() {
-            if let Some((luma, chroma)) = *s {
-                scaled_luma[i] = Some(alloc_zeroed::<u16>(
-                    compute,
-                    luma,
-                    "cuMemAlloc(scaled plane)",
-                )?);
-                if let Some(n) = chroma {
-                    scaled_chroma[i] = Some([
-                        alloc_zeroed::<u16>(compute, n, "cuMemAlloc(scaled chroma)")?,
-                        alloc_zeroed::<u16>(compute, n, "cuMemAlloc(scaled chroma)")?,
-                    ]);
+        let n = streams.len().saturating_sub(1).max(1);
+        let words = result_words * n;
+        // SAFETY: the results are only read after a read-back into them has completed.
+        let host_out = unsafe { ctx.alloc_pinned_with_flags::<u64>(words, 0) }
+            .allocating("cuMemHostAlloc(results)", words * 8)?;
+        let dev_out = alloc_zeroed::<u64>(compute, words, "cuMemAlloc(results)")?;
+        let bufs = streams
+            .iter()
+            .map(|&s| StreamBufs::new(dev, compute, s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut unpacked = Vec::new();
+        if let Some((r, _)) = streams.first().and_then(|s| s.chroma) {
+            for d in streams.iter().skip(1) {
+                if let Some((d, _)) = d.chroma {
+                    unpacked.push(ChromaGpu::new(dev, compute, [r, d])?);
                 }
             }
         }
@@ -186,27 +283,30 @@ impl Slot {
         let done = ctx.new_event(flags).during("cuEventCreate(done)")?;
         let sides = side_words
             .iter()
-            .map(|&words| SideSlot::new(dev, compute, words))
+            .map(|&w| SideSlot::new(dev, compute, w))
+            .collect::<Result<Vec<_>, _>>()?;
+        let lane_done = (0..lanes)
+            .map(|_| ctx.new_event(flags).during("cuEventCreate(lane done)"))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
-            host_ref,
-            host_dis,
-            dev_ref,
-            dev_dis,
-            chroma,
+            streams: bufs,
             unpacked,
             has_chroma: false,
-            scaled: scaled_luma,
-            scaled_chroma,
             ref_plane: DevPlane::default(),
             dev_out,
             host_out,
             uploaded,
             done,
             sides,
+            _lane_counted: lane_done
+                .iter()
+                .map(|_| Counted::new(Handle::Event))
+                .collect(),
+            lane_done,
             index: 0,
             full: false,
             has_motion: false,
+            occupants: Vec::with_capacity(n),
             _counted: [Counted::new(Handle::Event), Counted::new(Handle::Event)],
         })
     }

@@ -152,6 +152,18 @@ pub struct AdmGpu {
     dec_a: DeviceAlloc<i16>,
     /// Per-coefficient masking sums `F_dlm, C_dlm, F_aim, C_aim` (`4 * band_len` `i32`).
     fc: DeviceAlloc<i32>,
+    /// A ladder's reference detail bands of scales 1..3 (scale 0's are `hvd_ref`), laid out
+    /// as `hvd_ref`; allocated by the first [`AdmGpu::enqueue_ladder`] (a pair never needs
+    /// them).
+    ref_bands: Option<[DeviceAlloc<i16>; 3]>,
+}
+
+/// What a DWT launch reads: the input planes (scale 0) or the previous scale's `i16` / `i32`
+/// approximation bands (device addresses), of the launch's first and second frame.
+#[derive(Clone, Copy)]
+enum DwtSrc {
+    Planes(DevPlane, DevPlane),
+    Bands(u64, u64),
 }
 
 impl AdmGpu {
@@ -259,6 +271,7 @@ impl AdmGpu {
             dec_r,
             dec_a,
             fc,
+            ref_bands: None,
         })
     }
 
@@ -357,95 +370,288 @@ impl AdmGpu {
         cfg: &AdmConfig,
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError> {
+        self.check_cfg(cfg)?;
+        let mut out = Self::zeroed_out(stream, out)?;
+        let hvd_ref = self.hvd_ref.device_ptr_mut(stream).0;
+        let hvd_dis = self.hvd_dis.device_ptr_mut(stream).0;
+        for s in 0..SCALES {
+            // DWT of reference and distorted in one launch (grid z = 0, 1).
+            let (src_ref, dst_ref) = self.approximations(stream, s, true);
+            let (src_dis, dst_dis) = self.approximations(stream, s, false);
+            let src = match s {
+                0 => DwtSrc::Planes(reference, distorted),
+                _ => DwtSrc::Bands(src_ref, src_dis),
+            };
+            self.dwt(stream, s, src, [dst_ref, dst_dis], [hvd_ref, hvd_dis], 2)?;
+            self.decouple_cm(stream, s, hvd_ref, cfg, &mut out)?;
+        }
+        Ok(())
+    }
+
+    /// [`AdmGpu::enqueue`] of one reference against several distorted planes (a ladder's
+    /// renditions), `distorted[i]`'s words into `outs[i]`: the reference's DWT runs once,
+    /// every scale of it kept (scale 0's detail bands where the pair path keeps them, scales
+    /// 1..3 in bands allocated on the first call), then each distorted plane's DWT, decoupling
+    /// and masking read it. The same kernels on the same coefficients as the pair path: each
+    /// `outs[i]` is bit for bit what `enqueue(reference, distorted[i])` writes.
+    ///
+    /// Errors: as [`AdmGpu::enqueue`]; `Driver` (`CUDA_ERROR_INVALID_VALUE`) when `outs` and
+    /// `distorted` differ in length; `OutOfMemory` / `Driver` for the first call's allocation.
+    pub fn enqueue_ladder(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: DevPlane,
+        distorted: &[DevPlane],
+        cfg: &AdmConfig,
+        outs: &mut [CudaViewMut<u64>],
+    ) -> Result<(), CudaError> {
+        self.check_cfg(cfg)?;
+        if outs.len() != distorted.len() {
+            return Err(invalid(
+                "AdmGpu::enqueue_ladder (one output per distorted plane)",
+            ));
+        }
+        if self.ref_bands.is_none() {
+            let what = "AdmGpu reference detail bands";
+            let n = 3 * self.band_len;
+            self.ref_bands = Some([
+                alloc_zeroed::<i16>(stream, n, what)?,
+                alloc_zeroed::<i16>(stream, n, what)?,
+                alloc_zeroed::<i16>(stream, n, what)?,
+            ]);
+        }
+        let mut ref_hvd = [0u64; SCALES];
+        ref_hvd[0] = self.hvd_ref.device_ptr_mut(stream).0;
+        if let Some(bands) = self.ref_bands.as_mut() {
+            for (p, b) in ref_hvd.iter_mut().skip(1).zip(bands.iter_mut()) {
+                *p = b.device_ptr_mut(stream).0;
+            }
+        }
+        // The reference's DWT, every scale (grid z = 0 only: the reference's arguments).
+        for (s, &hvd) in ref_hvd.iter().enumerate() {
+            let (src, dst) = self.approximations(stream, s, true);
+            let src = match s {
+                0 => DwtSrc::Planes(reference, reference),
+                _ => DwtSrc::Bands(src, src),
+            };
+            self.dwt(stream, s, src, [dst, dst], [hvd, hvd], 1)?;
+        }
+        // Each distorted plane: its DWT (passed as the launch's first frame), then the
+        // decoupling and masking of each scale against the reference's bands of that scale.
+        let hvd_dis = self.hvd_dis.device_ptr_mut(stream).0;
+        for (&dis, out) in distorted.iter().zip(outs.iter_mut()) {
+            let mut out = Self::zeroed_out(stream, out)?;
+            for (s, &hvd_ref) in ref_hvd.iter().enumerate() {
+                let (src, dst) = self.approximations(stream, s, false);
+                let src = match s {
+                    0 => DwtSrc::Planes(dis, dis),
+                    _ => DwtSrc::Bands(src, src),
+                };
+                self.dwt(stream, s, src, [dst, dst], [hvd_dis, hvd_dis], 1)?;
+                self.decouple_cm(stream, s, hvd_ref, cfg, &mut out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `Driver` (`CUDA_ERROR_INVALID_VALUE`) for a `cfg` with other CSF options than `new`'s.
+    fn check_cfg(&self, cfg: &AdmConfig) -> Result<(), CudaError> {
         if (cfg.csf_mode, cfg.norm_view_dist, cfg.ref_display_height) != self.csf_options {
             return Err(invalid(
                 "AdmGpu::enqueue (CSF options differ from those given to AdmGpu::new)",
             ));
         }
+        Ok(())
+    }
+
+    /// The first `RESULT_WORDS` words of `out`, zeroed on `stream`.
+    fn zeroed_out<'a>(
+        stream: &Arc<CudaStream>,
+        out: &'a mut CudaViewMut<u64>,
+    ) -> Result<CudaViewMut<'a, u64>, CudaError> {
         let mut out = out
             .try_slice_mut(..Self::RESULT_WORDS)
             .ok_or_else(|| invalid("AdmGpu::enqueue (out shorter than RESULT_WORDS)"))?;
         stream
             .memset_zeros(&mut out)
             .during("cuMemsetD8Async(adm results)")?;
+        Ok(out)
+    }
 
+    /// The approximation bands scale `s` reads (scales 1..3; unused at scale 0) and writes,
+    /// of the reference (`reference`) or the distorted frame: scale s writes a0 (even s) or
+    /// a1 (odd s) and reads the other one.
+    fn approximations(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        s: usize,
+        reference: bool,
+    ) -> (u64, u64) {
+        let (a0, a1) = if reference {
+            (&mut self.a0_ref, &mut self.a1_ref)
+        } else {
+            (&mut self.a0_dis, &mut self.a1_dis)
+        };
+        if s % 2 == 1 {
+            (a0.device_ptr(stream).0, a1.device_ptr_mut(stream).0)
+        } else {
+            (a1.device_ptr(stream).0, a0.device_ptr_mut(stream).0)
+        }
+    }
+
+    /// One DWT launch of scale `s` over `frames` (1 or 2) frames: frame `z` reads `src`'s
+    /// `z`-th plane or band and writes `a[z]` and `hvd[z]`.
+    fn dwt(
+        &self,
+        stream: &Arc<CudaStream>,
+        s: usize,
+        src: DwtSrc,
+        a: [u64; 2],
+        hvd: [u64; 2],
+        frames: u32,
+    ) -> Result<(), CudaError> {
+        let (w, h) = self.dims[s + 1];
+        let band_len = self.band_len as i64;
+        // Band stride in elements of the scale's type (i16 at scale 0, i32 after).
+        let stride = if s == 0 { band_len } else { band_len / 2 };
+        let params = self
+            .params
+            .try_slice(s * PARAMS..(s + 1) * PARAMS)
+            .ok_or_else(|| invalid("AdmGpu::enqueue (parameter table)"))?;
+        let grid = LaunchConfig {
+            grid_dim: (
+                dim(w).div_ceil(TILE.0),
+                dim(h).div_ceil(TILE.1),
+                frames.clamp(1, 2),
+            ),
+            block_dim: (TILE.0, TILE.1, 1),
+            shared_mem_bytes: 0,
+        };
+        // Scale 0 reads the input planes (`Plane` descriptors), scale 1 the `i16` band of
+        // scale 0 and scales 2-3 the `i32` band before; otherwise the kernels take the same
+        // arguments.
+        let (mut in_ref, mut in_dis, mut p_ref, mut p_dis) = match src {
+            DwtSrc::Planes(r, d) => (r, d, 0u64, 0u64),
+            DwtSrc::Bands(r, d) => (DevPlane::default(), DevPlane::default(), r, d),
+        };
+        let (f, a0, a1, call) = match s {
+            0 => (
+                &self.dwt_s0,
+                param(&mut in_ref),
+                param(&mut in_dis),
+                "cuLaunchKernel(adm_dwt_s0)",
+            ),
+            1 => (
+                &self.dwt_s1,
+                param(&mut p_ref),
+                param(&mut p_dis),
+                "cuLaunchKernel(adm_dwt_s1)",
+            ),
+            _ => (
+                &self.dwt_s23,
+                param(&mut p_ref),
+                param(&mut p_dis),
+                "cuLaunchKernel(adm_dwt_s23)",
+            ),
+        };
+        let [mut a2, mut a3] = a;
+        let [mut a4, mut a5] = hvd;
+        let mut a6 = stride;
+        let mut a7 = params.device_ptr(stream).0;
+        // SAFETY: adm_dwt_s0(Plane ref, Plane dis, int16_t* a_ref, int16_t* a_dis,
+        // int16_t* hvd_ref, int16_t* hvd_dis, ...), adm_dwt_s1(const int16_t* src_ref,
+        // const int16_t* src_dis, int32_t* a_ref, int32_t* a_dis, int32_t* hvd_ref,
+        // int32_t* hvd_dis, ...) and adm_dwt_s23 (as s1 with int32_t sources), all ending
+        // (int64_t band_len, const int64_t* params); block z reads and writes only the z-th
+        // of each pair (z < frames): the input planes hold width*height samples (the
+        // caller's contract); the approximation outputs a0_* hold band_len i16 (scale 0's
+        // band, or dims[3] <= band_len / 2 i32), a1_* dims[2] i32 (scale 1's band or
+        // dims[4]); the source is the other buffer; each hvd output holds 3*band_len i16 =
+        // 3*stride elements of the scale's type, each band at most stride coefficients
+        // (checked in `new`); params PARAMS i64. a0/a1 point at locals that outlive the
+        // launch.
+        unsafe {
+            launch(
+                stream,
+                f,
+                grid.grid_dim,
+                grid.block_dim,
+                &mut [
+                    a0,
+                    a1,
+                    param(&mut a2),
+                    param(&mut a3),
+                    param(&mut a4),
+                    param(&mut a5),
+                    param(&mut a6),
+                    param(&mut a7),
+                ],
+                call,
+            )
+        }
+    }
+
+    /// Decoupling, CSF and masking sums of scale `s` of the distorted frame whose detail
+    /// bands are in `hvd_dis` against the reference's at device address `hvd_ref`, into
+    /// `out`'s words of that scale.
+    fn decouple_cm(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        s: usize,
+        hvd_ref: u64,
+        cfg: &AdmConfig,
+        out: &mut CudaViewMut<u64>,
+    ) -> Result<(), CudaError> {
         let gain = cfg.enhn_gain_limit;
         let int_gain: i32 = (gain.fract() == 0.0 && (1.0..=1048576.0).contains(&gain)).into();
         let gain_i = gain as i64;
         let cos_sq = self.cos_1deg_sq as f64;
         let band_len = self.band_len as i64;
+        let (w, h) = self.dims[s + 1];
+        let stride = if s == 0 { band_len } else { band_len / 2 };
+        let params = self
+            .params
+            .try_slice(s * PARAMS..(s + 1) * PARAMS)
+            .ok_or_else(|| invalid("AdmGpu::enqueue (parameter table)"))?;
+        let mut acc = out
+            .try_slice_mut(s * WORDS_PER_SCALE..(s + 1) * WORDS_PER_SCALE)
+            .ok_or_else(|| invalid("AdmGpu::enqueue (out shorter than RESULT_WORDS)"))?;
 
-        for s in 0..SCALES {
-            let (w, h) = self.dims[s + 1];
-            // Band stride in elements of the scale's type (i16 at scale 0, i32 after).
-            let stride = if s == 0 { band_len } else { band_len / 2 };
-            let params = self
-                .params
-                .try_slice(s * PARAMS..(s + 1) * PARAMS)
-                .ok_or_else(|| invalid("AdmGpu::enqueue (parameter table)"))?;
-            let mut acc = out
-                .try_slice_mut(s * WORDS_PER_SCALE..(s + 1) * WORDS_PER_SCALE)
-                .ok_or_else(|| invalid("AdmGpu::enqueue (out shorter than RESULT_WORDS)"))?;
-
-            // 1. DWT of reference and distorted (grid z = 0, 1).
+        // 2. Decouple and CSF over the extended region.
+        let ext = Region::extended(w, h);
+        if ext.width() > 0 && ext.height() > 0 {
             let grid = LaunchConfig {
-                grid_dim: (dim(w).div_ceil(TILE.0), dim(h).div_ceil(TILE.1), 2),
+                grid_dim: (
+                    dim(ext.width()).div_ceil(TILE.0),
+                    dim(ext.height()).div_ceil(TILE.1),
+                    1,
+                ),
                 block_dim: (TILE.0, TILE.1, 1),
                 shared_mem_bytes: 0,
             };
-            // Scale s writes a0 (even s) or a1 (odd s) and reads the other one. Scale 0 reads
-            // the input planes (`Plane` descriptors), scale 1 the `i16` band of scale 0 and
-            // scales 2-3 the `i32` band before; otherwise the kernels take the same arguments.
-            let (mut p_ref, mut p_dis, mut a2, mut a3) = if s % 2 == 1 {
-                (
-                    self.a0_ref.device_ptr(stream).0,
-                    self.a0_dis.device_ptr(stream).0,
-                    self.a1_ref.device_ptr_mut(stream).0,
-                    self.a1_dis.device_ptr_mut(stream).0,
-                )
+            let f = if s == 0 {
+                &self.decouple_s0
             } else {
-                (
-                    self.a1_ref.device_ptr(stream).0,
-                    self.a1_dis.device_ptr(stream).0,
-                    self.a0_ref.device_ptr_mut(stream).0,
-                    self.a0_dis.device_ptr_mut(stream).0,
-                )
+                &self.decouple_s123
             };
-            let (mut in_ref, mut in_dis) = (reference, distorted);
-            let (f, a0, a1, call) = match s {
-                0 => (
-                    &self.dwt_s0,
-                    param(&mut in_ref),
-                    param(&mut in_dis),
-                    "cuLaunchKernel(adm_dwt_s0)",
-                ),
-                1 => (
-                    &self.dwt_s1,
-                    param(&mut p_ref),
-                    param(&mut p_dis),
-                    "cuLaunchKernel(adm_dwt_s1)",
-                ),
-                _ => (
-                    &self.dwt_s23,
-                    param(&mut p_ref),
-                    param(&mut p_dis),
-                    "cuLaunchKernel(adm_dwt_s23)",
-                ),
-            };
-            let mut a4 = self.hvd_ref.device_ptr_mut(stream).0;
-            let mut a5 = self.hvd_dis.device_ptr_mut(stream).0;
-            let mut a6 = stride;
-            let mut a7 = params.device_ptr(stream).0;
-            // SAFETY: adm_dwt_s0(Plane ref, Plane dis, int16_t* a_ref, int16_t* a_dis,
-            // int16_t* hvd_ref, int16_t* hvd_dis, ...), adm_dwt_s1(const int16_t* src_ref,
-            // const int16_t* src_dis, int32_t* a_ref, int32_t* a_dis, int32_t* hvd_ref,
-            // int32_t* hvd_dis, ...) and adm_dwt_s23 (as s1 with int32_t sources), all ending
-            // (int64_t band_len, const int64_t* params): the input planes hold width*height
-            // samples (the caller's contract); a0_* hold band_len i16 (scale 0's band, or
-            // dims[3] <= band_len / 2 i32), a1_* dims[2] i32 (scale 1's band or dims[4]); the
-            // source is the other buffer; hvd_* hold 3*band_len i16 = 3*stride elements of the
-            // scale's type, each band at most stride coefficients (checked in `new`); params
-            // PARAMS i64. a0/a1 point at locals that outlive the launch.
+            let mut a0 = hvd_ref;
+            let mut a1 = self.hvd_dis.device_ptr(stream).0;
+            let mut a2 = self.dec_r.device_ptr_mut(stream).0;
+            let mut a3 = self.dec_a.device_ptr_mut(stream).0;
+            let mut a4 = self.fc.device_ptr_mut(stream).0;
+            let mut a5 = stride;
+            let mut a6 = params.device_ptr(stream).0;
+            let mut a7 = cos_sq;
+            let mut a8 = gain;
+            let mut a9 = gain_i;
+            let mut a10 = int_gain;
+            // SAFETY: adm_decouple_s0/_s123(const T* hvd_ref, const T* hvd_dis, T* dec_r,
+            // T* dec_a, int32_t* fc, int64_t band_len, const int64_t* params,
+            // double cos_sq, double gain, int64_t gain_i, int32_t int_gain), T = int16_t at
+            // scale 0 and int32_t after: hvd_ref (this scale's reference bands: `hvd_ref`
+            // or a ladder's `ref_bands`), hvd_dis, dec_* hold 3*stride T and fc 4*band_len
+            // >= 4*stride i32; the kernel touches only the extended region of this scale's
+            // w x h (<= stride) bands.
             unsafe {
                 launch(
                     stream,
@@ -453,117 +659,62 @@ impl AdmGpu {
                     grid.grid_dim,
                     grid.block_dim,
                     &mut [
-                        a0,
-                        a1,
+                        param(&mut a0),
+                        param(&mut a1),
                         param(&mut a2),
                         param(&mut a3),
                         param(&mut a4),
                         param(&mut a5),
                         param(&mut a6),
                         param(&mut a7),
+                        param(&mut a8),
+                        param(&mut a9),
+                        param(&mut a10),
                     ],
-                    call,
+                    "cuLaunchKernel(adm_decouple)",
                 )
             }?;
+        }
 
-            // 2. Decouple and CSF over the extended region.
-            let ext = Region::extended(w, h);
-            if ext.width() > 0 && ext.height() > 0 {
-                let grid = LaunchConfig {
-                    grid_dim: (
-                        dim(ext.width()).div_ceil(TILE.0),
-                        dim(ext.height()).div_ceil(TILE.1),
-                        1,
-                    ),
-                    block_dim: (TILE.0, TILE.1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let f = if s == 0 {
-                    &self.decouple_s0
-                } else {
-                    &self.decouple_s123
-                };
-                let mut a0 = self.hvd_ref.device_ptr(stream).0;
-                let mut a1 = self.hvd_dis.device_ptr(stream).0;
-                let mut a2 = self.dec_r.device_ptr_mut(stream).0;
-                let mut a3 = self.dec_a.device_ptr_mut(stream).0;
-                let mut a4 = self.fc.device_ptr_mut(stream).0;
-                let mut a5 = stride;
-                let mut a6 = params.device_ptr(stream).0;
-                let mut a7 = cos_sq;
-                let mut a8 = gain;
-                let mut a9 = gain_i;
-                let mut a10 = int_gain;
-                // SAFETY: adm_decouple_s0/_s123(const T* hvd_ref, const T* hvd_dis, T* dec_r,
-                // T* dec_a, int32_t* fc, int64_t band_len, const int64_t* params,
-                // double cos_sq, double gain, int64_t gain_i, int32_t int_gain), T = int16_t at
-                // scale 0 and int32_t after: hvd_*, dec_* hold 3*stride T and fc 4*band_len >=
-                // 4*stride i32; the kernel touches only the extended region of this scale's
-                // w x h (<= stride) bands.
-                unsafe {
-                    launch(
-                        stream,
-                        f,
-                        grid.grid_dim,
-                        grid.block_dim,
-                        &mut [
-                            param(&mut a0),
-                            param(&mut a1),
-                            param(&mut a2),
-                            param(&mut a3),
-                            param(&mut a4),
-                            param(&mut a5),
-                            param(&mut a6),
-                            param(&mut a7),
-                            param(&mut a8),
-                            param(&mut a9),
-                            param(&mut a10),
-                        ],
-                        "cuLaunchKernel(adm_decouple)",
-                    )
-                }?;
-            }
-
-            // 3. CM numerators and denominator, one block per scored row.
-            let reg = Region::scored(w, h);
-            if reg.width() > 0 && reg.height() > 0 {
-                let threads = dim(reg.width()).div_ceil(32).clamp(1, ROW_THREADS / 32) * 32;
-                let grid = LaunchConfig {
-                    grid_dim: (dim(reg.height()), 1, 1),
-                    block_dim: (threads, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                let f = if s == 0 { &self.cm_s0 } else { &self.cm_s123 };
-                let mut a0 = self.hvd_ref.device_ptr(stream).0;
-                let mut a1 = self.dec_r.device_ptr(stream).0;
-                let mut a2 = self.dec_a.device_ptr(stream).0;
-                let mut a3 = self.fc.device_ptr(stream).0;
-                let mut a4 = stride;
-                let mut a5 = params.device_ptr(stream).0;
-                let mut a6 = acc.device_ptr_mut(stream).0;
-                // SAFETY: adm_cm_s0/_s123(const T* hvd_ref, const T* dec_r, const T* dec_a,
-                // const int32_t* fc, int64_t band_len,
-                // const int64_t* params, unsigned long long* acc): buffers as above, acc is
-                // the 9 u64 words of this scale; blockDim.x is a multiple of 32 <= 256.
-                unsafe {
-                    launch(
-                        stream,
-                        f,
-                        grid.grid_dim,
-                        grid.block_dim,
-                        &mut [
-                            param(&mut a0),
-                            param(&mut a1),
-                            param(&mut a2),
-                            param(&mut a3),
-                            param(&mut a4),
-                            param(&mut a5),
-                            param(&mut a6),
-                        ],
-                        "cuLaunchKernel(adm_cm)",
-                    )
-                }?;
-            }
+        // 3. CM numerators and denominator, one block per scored row.
+        let reg = Region::scored(w, h);
+        if reg.width() > 0 && reg.height() > 0 {
+            let threads = dim(reg.width()).div_ceil(32).clamp(1, ROW_THREADS / 32) * 32;
+            let grid = LaunchConfig {
+                grid_dim: (dim(reg.height()), 1, 1),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let f = if s == 0 { &self.cm_s0 } else { &self.cm_s123 };
+            let mut a0 = hvd_ref;
+            let mut a1 = self.dec_r.device_ptr(stream).0;
+            let mut a2 = self.dec_a.device_ptr(stream).0;
+            let mut a3 = self.fc.device_ptr(stream).0;
+            let mut a4 = stride;
+            let mut a5 = params.device_ptr(stream).0;
+            let mut a6 = acc.device_ptr_mut(stream).0;
+            // SAFETY: adm_cm_s0/_s123(const T* hvd_ref, const T* dec_r, const T* dec_a,
+            // const int32_t* fc, int64_t band_len,
+            // const int64_t* params, unsigned long long* acc): buffers as above, acc is
+            // the 9 u64 words of this scale; blockDim.x is a multiple of 32 <= 256.
+            unsafe {
+                launch(
+                    stream,
+                    f,
+                    grid.grid_dim,
+                    grid.block_dim,
+                    &mut [
+                        param(&mut a0),
+                        param(&mut a1),
+                        param(&mut a2),
+                        param(&mut a3),
+                        param(&mut a4),
+                        param(&mut a5),
+                        param(&mut a6),
+                    ],
+                    "cuLaunchKernel(adm_cm)",
+                )
+            }?;
         }
         Ok(())
     }

@@ -22,11 +22,14 @@ use super::{
     indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance,
     Options, Section,
 };
-use crate::cuda::{CudaError, GpuDevice};
+use crate::cuda::{CudaError, DevPlane, GpuDevice};
 use crate::video::frame::FeatureError;
 
 /// Name used in [`FeatureError`]s.
 const FEATURE: &str = "adm";
+/// Distorted frames given to one [`cuda::AdmGpu::enqueue_ladder`] call (a ladder of more
+/// runs the reference's DWT once per group of this many).
+const LADDER_GROUP: usize = 16;
 
 /// Smallest accepted plane width in samples.
 ///
@@ -343,6 +346,35 @@ impl CudaExtractor for AdmCuda {
     ) -> Result<(), CudaError> {
         self.gpu
             .enqueue(stream, f.reference, f.distorted, &self.cfg, out)
+    }
+
+    /// The reference's DWT once for all frames ([`cuda::AdmGpu::enqueue_ladder`]).
+    fn enqueue_ladder(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        frames: &[DevFrame],
+        outs: &mut [CudaViewMut<u64>],
+    ) -> Result<(), CudaError> {
+        let Some(first) = frames.first() else {
+            return Ok(());
+        };
+        let mut dis = [DevPlane::default(); LADDER_GROUP];
+        for (chunk, outs) in frames
+            .chunks(LADDER_GROUP)
+            .zip(outs.chunks_mut(LADDER_GROUP))
+        {
+            for (d, f) in dis.iter_mut().zip(chunk) {
+                *d = f.distorted;
+            }
+            self.gpu.enqueue_ladder(
+                stream,
+                first.reference,
+                &dis[..chunk.len()],
+                &self.cfg,
+                outs,
+            )?;
+        }
+        Ok(())
     }
 
     fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {

@@ -20,12 +20,18 @@ use crate::cuda::plane::DevPlane;
 /// Output tile of the VIF kernels (columns x rows) and their block shape.
 const TILE: (usize, usize) = (32, 16);
 const BLOCK: (u32, u32, u32) = (32, 8, 1);
+/// Distorted planes of one `vif_stat0*_ladder` launch (`LADDER_MAX` in `kernels/vif.cu`).
+pub const LADDER_MAX: usize = 8;
 
 /// The VIF kernels, the log2 table and the decimated planes of scales 1..=3 for one geometry.
 pub struct VifGpu {
     stat0_narrow: CudaFunction,
     stat: [CudaFunction; 4],
     sub: [CudaFunction; 3],
+    /// A ladder's kernels: scale 0 of one reference against several distorted planes (8-bit,
+    /// wider), and one plane's subsampling into scales 1..=3.
+    stat0_ladder: [CudaFunction; 2],
+    sub_one: [CudaFunction; 3],
     /// `log2_table[i] = round(log2f(i) * 2048)` for `i >= 32767`, 0 below (65536 entries).
     log2_table: DeviceAlloc<u16>,
     /// Reference / distorted planes of scales 1..=3, packed, `(w >> s) * (h >> s)` samples.
@@ -85,6 +91,23 @@ impl VifGpu {
             function(m, "vif_sub2", "cuModuleGetFunction(vif_sub2)")?,
             function(m, "vif_sub3", "cuModuleGetFunction(vif_sub3)")?,
         ];
+        let stat0_ladder = [
+            function(
+                m,
+                "vif_stat0_narrow_ladder",
+                "cuModuleGetFunction(vif_stat0_narrow_ladder)",
+            )?,
+            function(
+                m,
+                "vif_stat0_ladder",
+                "cuModuleGetFunction(vif_stat0_ladder)",
+            )?,
+        ];
+        let sub_one = [
+            function(m, "vif_sub1_one", "cuModuleGetFunction(vif_sub1_one)")?,
+            function(m, "vif_sub2_one", "cuModuleGetFunction(vif_sub2_one)")?,
+            function(m, "vif_sub3_one", "cuModuleGetFunction(vif_sub3_one)")?,
+        ];
         let table = log2_table();
         let log2_table = alloc_copy(stream, &table[..], "cuMemAlloc(vif log2 table)")?;
         let plane = |s: usize| -> Result<DeviceAlloc<u16>, CudaError> {
@@ -104,6 +127,8 @@ impl VifGpu {
             stat0_narrow,
             stat,
             sub,
+            stat0_ladder,
+            sub_one,
             log2_table,
             scaled_ref,
             scaled_dis,
@@ -226,6 +251,186 @@ impl VifGpu {
             )?;
         }
         Ok(())
+    }
+
+    /// [`VifGpu::enqueue`] of one reference against several distorted planes (a ladder's
+    /// renditions), `distorted[i]`'s sums into `outs[i]`: scale 0 in one kernel per
+    /// [`LADDER_MAX`] planes that loads and filters the reference's tile once and each
+    /// distorted plane's after it; the reference's scales 1..=3 subsampled once; then, per
+    /// distorted plane, its own subsampling and the statistic of scales 1..=3 against the
+    /// reference's. The same integer operations on the same samples as the pair kernels:
+    /// each `outs[i]` is bit for bit what `enqueue(reference, distorted[i])` writes.
+    ///
+    /// Errors: [`CudaError::Driver`] for a failed memset or launch, or `outs` and
+    /// `distorted` of different lengths.
+    pub fn enqueue_ladder(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: DevPlane,
+        distorted: &[DevPlane],
+        cfg: &VifConfig,
+        outs: &mut [CudaViewMut<u64>],
+    ) -> Result<(), CudaError> {
+        if outs.len() != distorted.len() {
+            return Err(CudaError::Driver {
+                call: "VifGpu::enqueue_ladder",
+                code: "CUDA_ERROR_INVALID_VALUE (one output per distorted plane)".to_owned(),
+            });
+        }
+        let mut bases = [0u64; LADDER_MAX];
+        let limit = cfg.enhn_gain_limit;
+        let bpc = self.bpc;
+        let mut tab = self.log2_table.device_ptr(stream).0;
+        for (dis, outs) in distorted
+            .chunks(LADDER_MAX)
+            .zip(outs.chunks_mut(LADDER_MAX))
+        {
+            for (b, out) in bases.iter_mut().zip(outs.iter_mut()) {
+                stream
+                    .memset_zeros(out)
+                    .during("cuMemsetD8Async(vif sums)")?;
+                *b = out.device_ptr_mut(stream).0;
+            }
+            let mut planes = [DevPlane::default(); LADDER_MAX];
+            planes.iter_mut().zip(dis).for_each(|(p, d)| *p = *d);
+            let mut accs = bases;
+            let mut n = dis.len() as i32;
+            let mut p_ref = reference;
+            let (mut w, mut h) = (self.width as i32, self.height as i32);
+            let mut limit = limit;
+            let sq = 2 * bpc.saturating_sub(8).max(1);
+            let (mut mu_round, mut mu_shift, mut sq_round, mut sq_shift) =
+                (1u32 << (bpc - 1), bpc, 1u64 << (sq - 1), sq);
+            let narrow = bpc == 8;
+            let f = &self.stat0_ladder[usize::from(!narrow)];
+            let grid = grid(self.width, self.height);
+            // SAFETY: vif_stat0_narrow_ladder(Plane, LadderPlanes, i32, i32, i32, const u16*,
+            // f64, LadderAccs) and vif_stat0_ladder(Plane, LadderPlanes, i32, i32, i32,
+            // const u16*, f64, u32, u32, u64, u32, LadderAccs): `planes` is LADDER_MAX
+            // `DevPlane`s (repr(C), the kernels' Plane), the first `n` of them planes of
+            // w * h samples (the caller's contract); `accs` LADDER_MAX pointers, the first
+            // `n` to 4 writable words each (`outs`, borrowed for the call and kept alive by
+            // the caller until the stream has run); table of 65536.
+            unsafe {
+                if narrow {
+                    launch(
+                        stream,
+                        f,
+                        grid,
+                        BLOCK,
+                        &mut [
+                            param(&mut p_ref),
+                            param(&mut planes),
+                            param(&mut n),
+                            param(&mut w),
+                            param(&mut h),
+                            param(&mut tab),
+                            param(&mut limit),
+                            param(&mut accs),
+                        ],
+                        "cuLaunchKernel(vif_stat0_narrow_ladder)",
+                    )?;
+                } else {
+                    launch(
+                        stream,
+                        f,
+                        grid,
+                        BLOCK,
+                        &mut [
+                            param(&mut p_ref),
+                            param(&mut planes),
+                            param(&mut n),
+                            param(&mut w),
+                            param(&mut h),
+                            param(&mut tab),
+                            param(&mut limit),
+                            param(&mut mu_round),
+                            param(&mut mu_shift),
+                            param(&mut sq_round),
+                            param(&mut sq_shift),
+                            param(&mut accs),
+                        ],
+                        "cuLaunchKernel(vif_stat0_ladder)",
+                    )?;
+                }
+            }
+            // The reference's scales 1..=3, once per group.
+            let mut src = reference;
+            let (mut sw, mut sh) = (self.width, self.height);
+            for s in 1..4usize {
+                let out = self.scaled_ref[s - 1].device_ptr_mut(stream).0;
+                self.sub_plane(stream, s, src, (sw, sh), out)?;
+                sw /= 2;
+                sh /= 2;
+                src = DevPlane::packed_u16(&self.scaled_ref[s - 1], sw, stream);
+            }
+            // Each distorted plane's scales 1..=3 (its pyramid in the one set of planes, in
+            // turn on the stream) against the reference's.
+            for (d, &base) in dis.iter().zip(&bases) {
+                let mut src = *d;
+                let (mut sw, mut sh) = (self.width, self.height);
+                for s in 1..4usize {
+                    let out = self.scaled_dis[s - 1].device_ptr_mut(stream).0;
+                    self.sub_plane(stream, s, src, (sw, sh), out)?;
+                    sw /= 2;
+                    sh /= 2;
+                    src = DevPlane::packed_u16(&self.scaled_dis[s - 1], sw, stream);
+                    let r = DevPlane::packed_u16(&self.scaled_ref[s - 1], sw, stream);
+                    self.stat_wide(
+                        stream,
+                        s,
+                        (r, src),
+                        (sw, sh),
+                        (32768, 16, 32768, 16),
+                        limit,
+                        base + (s * 4 * 8) as u64,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Subsamples the `w` x `h` plane `src` into scale `s` (1..=3) at device address `out`
+    /// (`(w / 2) * (h / 2)` samples of `self`'s planes of that scale).
+    fn sub_plane(
+        &self,
+        stream: &Arc<CudaStream>,
+        s: usize,
+        src: DevPlane,
+        (w, h): (usize, usize),
+        out: u64,
+    ) -> Result<(), CudaError> {
+        let (mut round, mut shift) = if s == 1 {
+            (1u32 << (self.bpc - 1), self.bpc)
+        } else {
+            (32768, 16)
+        };
+        let Some(f) = self.sub_one.get(s.wrapping_sub(1)) else {
+            return Ok(());
+        };
+        let (mut p, mut out) = (src, out);
+        let (mut wi, mut hi) = (w as i32, h as i32);
+        // SAFETY: vif_subN_one(Plane, i32, i32, u32, u32, u16*): `src` holds w * h samples,
+        // `out` (one of self's planes of scale s) (w / 2) * (h / 2), live until the stream
+        // has run.
+        unsafe {
+            launch(
+                stream,
+                f,
+                grid(w / 2, h / 2),
+                BLOCK,
+                &mut [
+                    param(&mut p),
+                    param(&mut wi),
+                    param(&mut hi),
+                    param(&mut round),
+                    param(&mut shift),
+                    param(&mut out),
+                ],
+                "cuLaunchKernel(vif_sub_one)",
+            )
+        }
     }
 
     /// Launches `vif_stat{scale}` on raw device pointers.

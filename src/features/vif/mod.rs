@@ -210,6 +210,36 @@ impl CudaExtractor for VifCuda {
             .enqueue(stream, f.reference, f.distorted, &self.cfg, out)
     }
 
+    /// The reference's tile statistics and pyramid once for up to [`cuda::LADDER_MAX`]
+    /// frames at a time ([`cuda::VifGpu::enqueue_ladder`]).
+    fn enqueue_ladder(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        frames: &[DevFrame],
+        outs: &mut [CudaViewMut<u64>],
+    ) -> Result<(), CudaError> {
+        let Some(first) = frames.first() else {
+            return Ok(());
+        };
+        let mut dis = [crate::cuda::DevPlane::default(); cuda::LADDER_MAX];
+        for (chunk, outs) in frames
+            .chunks(cuda::LADDER_MAX)
+            .zip(outs.chunks_mut(cuda::LADDER_MAX))
+        {
+            for (d, f) in dis.iter_mut().zip(chunk) {
+                *d = f.distorted;
+            }
+            self.gpu.enqueue_ladder(
+                stream,
+                first.reference,
+                &dis[..chunk.len()],
+                &self.cfg,
+                outs,
+            )?;
+        }
+        Ok(())
+    }
+
     fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {
         let s = self.gpu.scores(words, &self.cfg);
         out.iter_mut().zip(s.scale).for_each(|(o, v)| *o = v);
