@@ -102,14 +102,31 @@ impl Classifier {
     /// by its file (`distorted_2 (r540.mp4)`); prefixed with the run's name when it names
     /// none.
     fn about(&self, text: &str) -> String {
+        let (out, named) = self.replace_pads(text);
+        if named {
+            out
+        } else {
+            format!("{}: {out}", self.label)
+        }
+    }
+
+    /// `text` with each rendition pad it names followed by its file (a warning of the
+    /// element, e.g. about a rendition that ended early).
+    pub fn with_files(&self, text: &str) -> String {
+        self.replace_pads(text).0
+    }
+
+    /// `text` with each rendition pad it names as a whole word followed by its file, and
+    /// whether it named one.
+    fn replace_pads(&self, text: &str) -> (String, bool) {
         let mut out = String::with_capacity(text.len());
         let mut named = false;
         let mut rest = text;
         'scan: while !rest.is_empty() {
             for (pad, file) in &self.pads {
                 if let Some(after) = rest.strip_prefix(pad.as_str()) {
-                    let whole = !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-                        && !out.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+                    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                    let whole = !after.starts_with(word) && !out.ends_with(word);
                     if whole {
                         out.push_str(&format!("{pad} ({file})"));
                         rest = after;
@@ -124,12 +141,9 @@ impl Classifier {
             }
             rest = chars.as_str();
         }
-        if named {
-            out
-        } else {
-            format!("{}: {out}", self.label)
-        }
+        (out, named)
     }
+
     /// Remembers what a `missing-plugin` element message says is missing (decodebin posts one
     /// before its error when no decoder handles a stream).
     pub fn note_missing_plugin(&self, s: &gst::StructureRef) {
@@ -268,5 +282,9 @@ mod tests {
         );
         assert_eq!(c.about("no model"), "ref.mp4: no model");
         assert_eq!(c.about("xdistorted_1"), "ref.mp4: xdistorted_1");
+        assert_eq!(
+            c.with_files("distorted_1: 3 frames"),
+            "distorted_1 (r720.mp4): 3 frames"
+        );
     }
 }

@@ -500,7 +500,7 @@ fn run_bus(
                 return Err(classifier.classify(e));
             }
             gst::MessageView::Warning(w) => {
-                let text = one_line(&w.error().to_string());
+                let text = classifier.with_files(&one_line(&w.error().to_string()));
                 if !warnings.contains(&text) {
                     warnings.push(text);
                 }
