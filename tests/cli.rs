@@ -478,6 +478,9 @@ fn help_is_a_manual_and_version_names_libvmaf() {
         "GST_PLUGIN_FEATURE_RANK",
         "nvh264dec",
         "--score-size",
+        "--rq-plot",
+        "one pass",
+        "nominal-bitrate",
     ] {
         assert!(run.stdout.contains(part), "--help lacks {part}");
     }

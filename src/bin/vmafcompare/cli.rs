@@ -62,9 +62,10 @@ percentiles of the per-frame scores, interpolated linearly between ranks) and th
 bitrate in kbit/s, then each file's worst frames. The bitrate is what the container says
 of the video stream (the demuxer's `bitrate` tag, else its `nominal-bitrate` tag, e.g. an
 MP4's btrt box), else the file's size times 8 over its duration (audio and container
-included); the line above the table says which. It is left empty when neither is known. A progress bar is drawn on standard error when it is a terminal (not
-with --quiet); warnings go to standard error as `vmafcompare: warning: ...`, and an error
-as one line `vmafcompare: ...` with the exit status below.";
+included); the file's line above the table says which. It is left empty when neither is
+known. A progress bar per file is drawn on standard error when it is a terminal (not with
+--quiet); warnings go to standard error as `vmafcompare: warning: ...`, and an error as
+one line `vmafcompare: ...` with the exit status below.";
 
 /// What `--help` says after the options.
 const AFTER_LONG_HELP: &str = "\
