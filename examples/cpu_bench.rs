@@ -16,7 +16,15 @@
 //! cargo run --release --example cpu_bench                      # side by side, here
 //! cpu_bench --no-libvmaf --threads 1,4,16 --data DIR           # ours only (no ffmpeg)
 //! cpu_bench --model vmaf_v1.0.16_3d0h --sizes 1080p             # VMAF v1
+//! cpu_bench --ladder --sizes 1080p --threads 1,2                # a ladder (issue 30)
 //! ```
+//!
+//! `--ladder`: one reference against five renditions (at 1, 2/3, 1/2, 2/5 and 1/3 of the
+//! scoring size: 1920x1080, 1280x720, 960x540, 768x432, 640x360 at 1080p), made from the
+//! distorted frames by the crate's bicubic scaler and scaled back up (bicubic, luma and
+//! chroma) by the backend: reference frames per second of one ladder backend
+//! (`CpuBackend::for_ladder`, the reference's work once per frame) beside five pair backends
+//! run one after the other on the same threads, and their ratio. No libvmaf column.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,9 +37,12 @@ use clap::Parser;
 mod bench_data;
 use bench_data::{try_pair_chroma, try_pair_planes, ChromaPlanes, Planes};
 use gstvmafcompare::cpu::{threads_per_core, CpuPool};
+use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
+use gstvmafcompare::engine::scale::{LadderScaling, ScaleMethod, Siting, StreamScaler};
 use gstvmafcompare::engine::CpuBackend;
 use gstvmafcompare::engine::{
-    ChromaPair, FeatureSet, Geometry, LumaInput, LumaPlane, NamedModel, ScorePlan, Scorer,
+    ChromaPair, FeatureSet, FrameChroma, Geometry, LadderFrame, LadderScorer, LumaInput, LumaPlane,
+    NamedModel, RenditionFrame, ScorePlan, Scorer,
 };
 
 #[derive(Parser)]
@@ -62,6 +73,10 @@ struct Args {
     /// Do not run libvmaf (a machine without ffmpeg, e.g. the GPU host).
     #[arg(long)]
     no_libvmaf: bool,
+    /// One reference against five renditions: a ladder backend beside five pair backends
+    /// (see the module docs).
+    #[arg(long)]
+    ladder: bool,
     /// Folder with src01_{ref,dis}_576x324_420p{8,10}_3f.yuv.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vmaf-reference"))]
     data: PathBuf,
@@ -160,6 +175,246 @@ fn ours(c: &Content, model: &str, features: &FeatureSet, threads: usize, n: usiz
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// One rendition of the ladder bench: its size, its frames (luma, Cb, Cr at that size) and
+/// its scaler back to the scoring size (`None` at the scoring size).
+struct Rung {
+    size: (usize, usize),
+    luma: Planes,
+    chroma: ChromaPlanes,
+    up: Option<Arc<StreamScaler>>,
+}
+
+/// 4:2:0 chroma siting as the element's default (centred).
+const SITING: Siting = Siting {
+    h_sub: 1,
+    v_sub: 1,
+    h_pos: None,
+    v_pos: None,
+    chroma: true,
+};
+
+fn chroma_size((w, h): (usize, usize)) -> (usize, usize) {
+    (w.div_ceil(2), h.div_ceil(2))
+}
+
+/// A bicubic scaler of luma and 4:2:0 chroma from `src` to `dst`.
+fn scaler(src: (usize, usize), dst: (usize, usize)) -> StreamScaler {
+    StreamScaler::new(
+        ScaleMethod::Bicubic,
+        src,
+        dst,
+        Some((chroma_size(src), chroma_size(dst), SITING)),
+    )
+    .expect("scaler")
+}
+
+/// The five rungs of the ladder at scoring size `c.w` x `c.h`: the distorted frames scaled
+/// down (bicubic) to each.
+fn rungs(c: &Content) -> Vec<Rung> {
+    let full = (c.w, c.h);
+    [(1, 1), (2, 3), (1, 2), (2, 5), (1, 3)]
+        .iter()
+        .map(|&(num, den)| {
+            // Even sizes, as encoders make them.
+            let size = (c.w * num / den / 2 * 2, c.h * num / den / 2 * 2);
+            if size == full {
+                return Rung {
+                    size,
+                    luma: c.diss.clone(),
+                    chroma: c.dis_chroma.clone(),
+                    up: None,
+                };
+            }
+            let down = scaler(full, size);
+            let mut scratch = Scratch::default();
+            let mut scale = |s: &gstvmafcompare::engine::scale::PlaneScaler, p: &[u16], w, h| {
+                let mut out = Vec::new();
+                let plane = LumaPlane::packed(p, w, h, c.bpc).expect("plane");
+                assert!(scale_plane(s, &plane, &mut scratch, &mut out), "scale");
+                out
+            };
+            let (cw, ch) = chroma_size(full);
+            let cs = down.chroma.as_ref().expect("chroma scaler");
+            Rung {
+                size,
+                luma: c
+                    .diss
+                    .iter()
+                    .map(|p| scale(&down.luma, p, c.w, c.h))
+                    .collect(),
+                chroma: c
+                    .dis_chroma
+                    .iter()
+                    .map(|[u, v]| [scale(cs, u, cw, ch), scale(cs, v, cw, ch)])
+                    .collect(),
+                up: Some(Arc::new(scaler(size, full))),
+            }
+        })
+        .collect()
+}
+
+/// Frame `i` of rung `r`: luma and chroma planes at the rung's size.
+fn rung_planes(r: &Rung, i: usize, bpc: u32) -> (LumaPlane<'_>, [LumaPlane<'_>; 2]) {
+    let (w, h) = r.size;
+    let (cw, ch) = chroma_size(r.size);
+    let [u, v] = &r.chroma[i % r.chroma.len()];
+    (
+        LumaPlane::packed(&r.luma[i % r.luma.len()], w, h, bpc).expect("plane"),
+        [chroma_plane(u, cw, ch, bpc), chroma_plane(v, cw, ch, bpc)],
+    )
+}
+
+/// Seconds to score `n` reference frames against every rung: with one ladder backend
+/// (`ladder`) or with one pair backend per rung, one after the other.
+fn ladder_seconds(
+    c: &Content,
+    rungs: &[Rung],
+    plan: &ScorePlan,
+    threads: usize,
+    n: usize,
+    ladder: bool,
+) -> f64 {
+    let geometry = Geometry {
+        chroma: Some(chroma_size((c.w, c.h))),
+        ..Geometry::luma(c.w, c.h, c.bpc)
+    };
+    let pool = (threads > 1).then(|| Arc::new(CpuPool::new(threads).expect("pool")));
+    let with_pool = |b: CpuBackend| match &pool {
+        Some(p) => b.with_pool(p.clone()),
+        None => b,
+    };
+    let (cw, ch) = chroma_size((c.w, c.h));
+    let reference = |i: usize| {
+        let [u, v] = &c.ref_chroma[i % c.ref_chroma.len()];
+        (
+            LumaPlane::packed(&c.refs[i % c.refs.len()], c.w, c.h, c.bpc).expect("plane"),
+            [
+                chroma_plane(u, cw, ch, c.bpc),
+                chroma_plane(v, cw, ch, c.bpc),
+            ],
+        )
+    };
+    let start = Instant::now();
+    if ladder {
+        let scaling = LadderScaling {
+            reference: None,
+            renditions: rungs.iter().map(|r| r.up.clone()).collect(),
+        };
+        let backend = CpuBackend::for_ladder(plan.layout(), geometry, scaling).expect("backend");
+        let mut scorer: LadderScorer<()> =
+            LadderScorer::new(Box::new(with_pool(backend)), plan.clone(), 1).expect("ladder");
+        for i in 0..n {
+            let (r, rc) = reference(i);
+            let renditions = rungs
+                .iter()
+                .enumerate()
+                .map(|(k, g)| {
+                    let (l, lc) = rung_planes(g, i, c.bpc);
+                    RenditionFrame {
+                        rendition: k,
+                        luma: LumaInput::Packed(l),
+                        chroma: Some(FrameChroma::Packed(lc)),
+                        full: true,
+                    }
+                })
+                .collect();
+            let frame = LadderFrame {
+                reference: LumaInput::Packed(r),
+                reference_chroma: Some(FrameChroma::Packed(rc)),
+                renditions,
+            };
+            scorer.push(frame, vec![(); rungs.len()]).expect("score");
+        }
+        scorer.finish().expect("finish");
+    } else {
+        for g in rungs {
+            let backend = CpuBackend::new(plan.layout(), geometry)
+                .expect("backend")
+                .with_scaling(gstvmafcompare::engine::scale::InputScaling {
+                    reference: None,
+                    distorted: g.up.clone(),
+                });
+            let mut scorer: Scorer<()> =
+                Scorer::with_plan(Box::new(with_pool(backend)), plan.clone(), 1);
+            for i in 0..n {
+                let (r, rc) = reference(i);
+                let (d, dc) = rung_planes(g, i, c.bpc);
+                let chroma = ChromaPair {
+                    reference: rc,
+                    distorted: dc,
+                };
+                scorer
+                    .push_frame(LumaInput::Packed(r), LumaInput::Packed(d), Some(chroma), ())
+                    .expect("score");
+            }
+            scorer.finish().expect("finish");
+        }
+    }
+    start.elapsed().as_secs_f64()
+}
+
+/// The `--ladder` table: reference fps of a ladder backend and of five pair backends.
+fn ladder_main(args: &Args, features: &FeatureSet, counts: &[usize], most: usize) {
+    let models: Arc<[NamedModel]> = NamedModel::load_list(&args.model).expect("model").into();
+    let plan = ScorePlan::new(models, features.clone(), true).expect("plan");
+    println!(
+        "CPU: {} cores; model {}; extra features: {}; one reference against 5 renditions",
+        threads_per_core(),
+        args.model,
+        if args.features.is_empty() {
+            "none"
+        } else {
+            &args.features
+        }
+    );
+    println!(
+        "| size | bits | threads | renditions | frames | ladder ref fps | 5 pair backends ref fps | ladder / pairs |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for s in &args.sizes {
+        let (w, h) = size(s);
+        for &bpc in &args.depths {
+            let (refs, diss) =
+                try_pair_planes(&args.data, w, h, bpc).unwrap_or_else(|e| panic!("{e}"));
+            let (ref_chroma, dis_chroma) =
+                try_pair_chroma(&args.data, w, h, bpc).unwrap_or_else(|e| panic!("{e}"));
+            let c = Content {
+                refs: &refs,
+                diss: &diss,
+                ref_chroma: &ref_chroma,
+                dis_chroma: &dis_chroma,
+                w,
+                h,
+                bpc,
+            };
+            let rungs = rungs(&c);
+            let sizes: Vec<String> = rungs
+                .iter()
+                .map(|r| format!("{}x{}", r.size.0, r.size.1))
+                .collect();
+            let n = match args.frames {
+                0 => (2 * most).max(12),
+                n => n,
+            };
+            for &t in counts {
+                let ladder = n as f64
+                    / best(args.repeat, || {
+                        ladder_seconds(&c, &rungs, &plan, t, n, true)
+                    });
+                let pairs = n as f64
+                    / best(args.repeat, || {
+                        ladder_seconds(&c, &rungs, &plan, t, n, false)
+                    });
+                println!(
+                    "| {w}x{h} | {bpc} | {t} | {} | {n} | {ladder:.2} | {pairs:.2} | {:.2} |",
+                    sizes.join(", "),
+                    ladder / pairs
+                );
+            }
+        }
+    }
+}
+
 fn ffmpeg() -> Option<String> {
     let out = Command::new("python3")
         .args([
@@ -210,6 +465,10 @@ fn main() {
     let mut counts: Vec<usize> = args.threads.iter().map(|t| threads(t)).collect();
     counts.dedup();
     let most = counts.iter().copied().max().unwrap_or(1);
+    if args.ladder {
+        ladder_main(&args, &features, &counts, most);
+        return;
+    }
     let dir = std::env::temp_dir().join(format!("cpu_bench_{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let feature_opt = if args.features.is_empty() {

@@ -6,6 +6,12 @@
 //! property) frames are copied and scored in parallel on the pool's threads, several in
 //! flight, and collected in submission order; each frame's motion reads the previous
 //! submitted reference, so every value is the same as on one thread.
+//!
+//! A ladder backend ([`CpuBackend::for_ladder`], [`crate::engine::ladder`]) scores one
+//! reference frame against several renditions per submission: the reference is converted
+//! (and scaled) once, motion is computed once and copied to every rendition, and every other
+//! instance runs [`CpuExtractor::extract_ladder`] over the renditions, sharing its
+//! reference-only work. On a pool one ladder frame is one job.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,6 +20,7 @@ use rayon::prelude::*;
 
 use super::cpu_parallel as parallel;
 pub use crate::cpu::{threads_per_core, CpuPool, PoolError};
+use crate::engine::ladder::{FrameChroma, LadderFeatures, LadderFrame};
 use crate::engine::model::Model;
 use crate::engine::scale::cpu::{scale_plane, Scratch};
 use crate::engine::scale::{InputScaling, LadderScaling, PlaneScaler};
@@ -38,6 +45,28 @@ pub(crate) struct Extractors {
     /// A worker's scaled distorted planes (luma, Cb, Cr) and the scaler's scratch, when the
     /// distorted stream is scaled on the pool ([`CpuBackend::with_scaling`]).
     pub(crate) scaled: Scaled,
+    /// A ladder's renditions' planes, one set per rendition of a ladder frame (by position
+    /// in the frame), grown on first use.
+    pub(crate) ladder: Vec<RenditionBuffers>,
+}
+
+/// One rendition's planes in a ladder frame: host rows converted, then scaled luma and
+/// chroma.
+#[derive(Default)]
+pub(crate) struct RenditionBuffers {
+    pub(crate) host: Vec<u16>,
+    pub(crate) luma: Vec<u16>,
+    pub(crate) chroma: [Vec<u16>; 2],
+}
+
+/// One rendition's planes at the scoring size, as [`Extractors::extract_ladder`] reads them.
+pub(crate) struct LadderPlanes<'a> {
+    /// The rendition's slot.
+    pub(crate) rendition: usize,
+    pub(crate) luma: LumaPlane<'a>,
+    /// Its Cb and Cr (only used with the reference's).
+    pub(crate) chroma: Option<[LumaPlane<'a>; 2]>,
+    pub(crate) full: bool,
 }
 
 impl Extractors {
@@ -51,7 +80,120 @@ impl Extractors {
         Ok(Self {
             list,
             scaled: Scaled::default(),
+            ladder: Vec::new(),
         })
+    }
+
+    /// One ladder frame's values, one [`RawFeatures`] per rendition of `renditions` (in its
+    /// order, with its slot): the reference-only instances (motion) computed once against
+    /// `prev` / `prev2` and copied into every rendition; the other instances that read the
+    /// previous frame on every rendition; the rest on the renditions that are `full` (0 on
+    /// the others), through [`CpuExtractor::extract_ladder`]. A rendition's chroma is read
+    /// only with the reference's. `split` as in [`Extractors::extract`]: the instances then
+    /// run in parallel.
+    ///
+    /// Errors: planes of another geometry, an extractor's error.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn extract_ladder(
+        &mut self,
+        plan: &FramePlan,
+        prev: Option<&LumaPlane>,
+        prev2: Option<&LumaPlane>,
+        reference: &LumaPlane,
+        reference_chroma: Option<&[LumaPlane; 2]>,
+        renditions: &[LadderPlanes],
+        split: bool,
+    ) -> Result<LadderFeatures, EngineError> {
+        let geometry = plan.geometry.triple();
+        FeatureError::check_plane("vmaf", geometry, reference)?;
+        for r in renditions {
+            FeatureError::check_plane("vmaf", geometry, &r.luma)?;
+        }
+        let layout = &plan.layout;
+        let mut raws: Vec<RawFeatures> = renditions
+            .iter()
+            .map(|_| RawFeatures::new(layout))
+            .collect();
+        let chroma: Vec<Option<ChromaPair>> = renditions
+            .iter()
+            .map(|r| match (reference_chroma, r.chroma) {
+                (Some(rc), Some(dc)) => Some(ChromaPair {
+                    reference: *rc,
+                    distorted: dc,
+                }),
+                _ => None,
+            })
+            .collect();
+        let frames: Vec<HostFrame> = renditions
+            .iter()
+            .zip(&chroma)
+            .map(|(r, c)| HostFrame {
+                reference,
+                distorted: &r.luma,
+                previous: prev,
+                previous2: prev2,
+                chroma: c.as_ref(),
+            })
+            .collect();
+        // Per instance: each rendition's slice of its values.
+        let n = layout.instances().len();
+        let mut outs: Vec<Vec<&mut [f64]>> = (0..n)
+            .map(|_| Vec::with_capacity(renditions.len()))
+            .collect();
+        for raw in &mut raws {
+            let mut rest = raw.values_mut();
+            for (i, slot) in outs.iter_mut().enumerate() {
+                let (out, tail) = std::mem::take(&mut rest).split_at_mut(layout.span(i).len());
+                rest = tail;
+                slot.push(out);
+            }
+        }
+        let frames = &frames;
+        let jobs: Vec<_> = self
+            .list
+            .iter_mut()
+            .zip(layout.instances())
+            .zip(outs)
+            .filter(|_| !renditions.is_empty())
+            .map(|((ex, inst), outs)| (ex, inst.needs(), outs))
+            .collect();
+        let run = |(ex, needs, mut outs): (
+            &mut Box<dyn CpuExtractor>,
+            crate::features::Needs,
+            Vec<&mut [f64]>,
+        )|
+         -> Result<(), FeatureError> {
+            if needs.reference_only {
+                // Reads the reference frames only: once, copied to every rendition.
+                let Some((first, rest)) = outs.split_first_mut() else {
+                    return Ok(());
+                };
+                if let Some(f) = frames.first() {
+                    ex.extract(f, first)?;
+                }
+                for o in rest {
+                    o.copy_from_slice(first);
+                }
+                return Ok(());
+            }
+            let (sel, mut sel_outs): (Vec<HostFrame>, Vec<&mut [f64]>) = frames
+                .iter()
+                .zip(outs)
+                .zip(renditions)
+                .filter(|(_, r)| r.full || needs.previous)
+                .map(|((f, o), _)| (*f, o))
+                .unzip();
+            if sel.is_empty() {
+                return Ok(());
+            }
+            ex.extract_ladder(&sel, &mut sel_outs)
+        };
+        if split {
+            jobs.into_par_iter().try_for_each(run)?;
+        } else {
+            jobs.into_iter().try_for_each(run)?;
+        }
+        Ok(renditions.iter().map(|r| r.rendition).zip(raws).collect())
     }
 
     /// One frame pair's values: the instances that read the previous frame on every frame
@@ -126,6 +268,10 @@ pub struct CpuBackend {
     /// The streams scaled to the scoring size, and where their scaled planes go.
     scaling: InputScaling,
     scaled: Scaled,
+    /// A ladder backend's scalers ([`CpuBackend::for_ladder`]); `None` for a pair backend.
+    ladder: Option<Arc<LadderScaling>>,
+    /// Ladder frames scored on the calling thread, not collected yet.
+    done_ladder: VecDeque<LadderFeatures>,
 }
 
 /// Scaled planes (reference / distorted luma, then their Cb and Cr) and the scaler's
@@ -186,13 +332,23 @@ impl CpuBackend {
             parallel: None,
             scaling: InputScaling::default(),
             scaled: Scaled::default(),
+            ladder: None,
+            done_ladder: VecDeque::new(),
         })
     }
 
     /// A ladder backend ([`crate::engine::ladder`]): one reference against
-    /// `scaling.renditions.len()` rendition slots, each rendition scaled by its scaler (if any)
-    /// to `geometry`'s size; on a pool ([`CpuBackend::with_pool`]) ladder frames are scored in
-    /// parallel, one ladder frame per worker.
+    /// `scaling.renditions.len()` rendition slots ([`Backend::ladder_size`]), each rendition
+    /// scaled by its scaler (if any) to `geometry`'s size, the reference by
+    /// `scaling.reference` (if any); on a pool ([`CpuBackend::with_pool`]) ladder frames are
+    /// scored in parallel, one ladder frame per worker job, several in flight.
+    ///
+    /// It takes [`Backend::submit_ladder`] only: the pair submissions
+    /// ([`Backend::submit_frame`], ...) are refused with [`EngineError::Backend`], and
+    /// [`CpuBackend::with_scaling`] does not apply to it. Chroma is taken as
+    /// [`FrameChroma::Packed`] planes at the streams' own chroma sizes. Without renditions
+    /// ([`Backend::ladder_size`] 0) it scores nothing ([`crate::engine::LadderScorer`] refuses
+    /// it).
     ///
     /// Errors: as [`CpuBackend::new`].
     pub fn for_ladder(
@@ -200,9 +356,9 @@ impl CpuBackend {
         geometry: Geometry,
         scaling: LadderScaling,
     ) -> Result<Self, FeatureError> {
-        // Filled in by the ladder change of the CPU backend.
-        let _ = (layout, geometry, scaling);
-        Err(FeatureError::wrong_size("ladder", (0, 0, 8), (0, 0)))
+        let mut backend = Self::new(layout, geometry)?;
+        backend.ladder = Some(Arc::new(scaling));
+        Ok(backend)
     }
 
     /// Scales the streams `scaling` names to the scoring size (the backend's geometry) before
@@ -312,6 +468,12 @@ impl Backend for CpuBackend {
         chroma: Option<ChromaPair<'_>>,
         full: bool,
     ) -> Result<(), EngineError> {
+        if self.ladder.is_some() {
+            return Err(EngineError::Backend {
+                backend: "cpu",
+                message: "internal: a ladder backend takes ladder frames only".into(),
+            });
+        }
         if !self.scaling.is_identity() {
             return self.submit_scaled(reference, distorted, chroma, full);
         }
@@ -336,9 +498,251 @@ impl Backend for CpuBackend {
     fn reset(&mut self) {
         self.kept = 0;
         self.done.clear();
+        self.done_ladder.clear();
         if let Some(p) = self.parallel.as_mut() {
             p.reset();
         }
+    }
+
+    fn ladder_size(&self) -> usize {
+        self.ladder.as_ref().map_or(0, |l| l.renditions.len())
+    }
+
+    fn submit_ladder(&mut self, frame: LadderFrame<'_>) -> Result<(), EngineError> {
+        let Some(scaling) = self.ladder.clone() else {
+            return Err(EngineError::Backend {
+                backend: "cpu",
+                message: "internal: not a ladder backend".into(),
+            });
+        };
+        for r in &frame.renditions {
+            if r.rendition >= scaling.renditions.len() {
+                return Err(EngineError::Backend {
+                    backend: "cpu",
+                    message: format!(
+                        "internal: rendition slot {} of a ladder of {}",
+                        r.rendition,
+                        scaling.renditions.len()
+                    ),
+                });
+            }
+        }
+        if self.parallel.is_some() {
+            return self.submit_ladder_pool(frame, &scaling);
+        }
+        let features = self.extract_ladder_here(frame, &scaling)?;
+        self.done_ladder.push_back(features);
+        Ok(())
+    }
+
+    fn collect_ladder(&mut self, wait: bool) -> Result<Option<LadderFeatures>, EngineError> {
+        match self.parallel.as_mut() {
+            Some(p) => p.collect_ladder(wait),
+            None => Ok(self.done_ladder.pop_front()),
+        }
+    }
+}
+
+/// The packed planes of a ladder frame's chroma; the CPU backend does not unpack buffer
+/// components.
+fn packed_chroma<'a>(
+    c: Option<FrameChroma<'a>>,
+) -> Result<Option<[LumaPlane<'a>; 2]>, EngineError> {
+    match c {
+        None => Ok(None),
+        Some(FrameChroma::Packed(p)) => Ok(Some(p)),
+        Some(FrameChroma::Components(_)) => Err(EngineError::Backend {
+            backend: "cpu",
+            message: "the CPU backend takes packed chroma planes, not buffer components".into(),
+        }),
+    }
+}
+
+impl CpuBackend {
+    /// The reference of a ladder frame and its chroma, converted (into `host`) and scaled by
+    /// the reference's scaler into `luma_r`, `c0`, `c1` (as they are without one).
+    #[allow(clippy::too_many_arguments)]
+    fn ladder_reference<'s>(
+        plan: &FramePlan,
+        scaling: &LadderScaling,
+        reference: &'s LumaInput<'_>,
+        chroma: Option<[LumaPlane<'s>; 2]>,
+        host: &'s mut Vec<u16>,
+        [luma_r, c0, c1]: [&'s mut Vec<u16>; 3],
+        scratch: &mut Scratch,
+    ) -> Result<(LumaPlane<'s>, Option<[LumaPlane<'s>; 2]>), EngineError> {
+        let rs = scaling.reference.as_deref();
+        let r = host_plane(plan, reference, host)?;
+        let r = scale_into(rs.map(|s| &s.luma), r, scratch, luma_r)?;
+        let rc = rs.and_then(|s| s.chroma.as_ref());
+        let chroma = match chroma {
+            Some([p0, p1]) => Some([
+                scale_into(rc, p0, scratch, c0)?,
+                scale_into(rc, p1, scratch, c1)?,
+            ]),
+            None => None,
+        };
+        Ok((r, chroma))
+    }
+
+    /// [`Backend::submit_ladder`] on the calling thread: the reference converted and scaled
+    /// once, each rendition into its buffers, then every instance.
+    fn extract_ladder_here(
+        &mut self,
+        frame: LadderFrame<'_>,
+        scaling: &LadderScaling,
+    ) -> Result<LadderFeatures, EngineError> {
+        let plan = &self.plan;
+        let ex = match &mut self.ex {
+            Some(ex) => ex,
+            None => self.ex.insert(Extractors::new(plan)?),
+        };
+        let mut buffers = std::mem::take(&mut ex.ladder);
+        let mut scaled = std::mem::take(&mut self.scaled);
+        let mut host_ref = std::mem::take(&mut self.scratch_ref);
+        let (w, h, bpc) = plan.geometry.triple();
+        let result = (|| {
+            let ref_chroma = packed_chroma(frame.reference_chroma)?;
+            let Scaled {
+                luma: [luma_r, _],
+                chroma: [[c0, c1], _],
+                scratch,
+            } = &mut scaled;
+            let (r, rc) = Self::ladder_reference(
+                plan,
+                scaling,
+                &frame.reference,
+                ref_chroma,
+                &mut host_ref,
+                [luma_r, c0, c1],
+                scratch,
+            )?;
+            if buffers.len() < frame.renditions.len() {
+                buffers.resize_with(frame.renditions.len(), RenditionBuffers::default);
+            }
+            let mut planes = Vec::with_capacity(frame.renditions.len());
+            for (f, b) in frame.renditions.iter().zip(buffers.iter_mut()) {
+                let s = scaling.renditions.get(f.rendition).cloned().flatten();
+                planes.push(rendition_planes(plan, f, s.as_deref(), b, scratch)?);
+            }
+            let prev = (self.kept >= 1)
+                .then(|| LumaPlane::packed(&self.prev_ref, w, h, bpc))
+                .flatten();
+            let prev2 = (self.kept >= 2)
+                .then(|| LumaPlane::packed(&self.prev2_ref, w, h, bpc))
+                .flatten();
+            let features = ex.extract_ladder(
+                plan,
+                prev.as_ref(),
+                prev2.as_ref(),
+                &r,
+                rc.as_ref(),
+                &planes,
+                false,
+            )?;
+            // The previous reference becomes the one two back; this one the previous.
+            std::mem::swap(&mut self.prev_ref, &mut self.prev2_ref);
+            keep_reference(&mut self.prev_ref, &r, w, h);
+            self.kept = (self.kept + 1).min(2);
+            Ok(features)
+        })();
+        ex.ladder = buffers;
+        self.scaled = scaled;
+        self.scratch_ref = host_ref;
+        result
+    }
+
+    /// [`Backend::submit_ladder`] on a pool: the reference converted (and scaled, since the
+    /// next frame's motion reads it) here, the renditions copied and scaled by the worker.
+    fn submit_ladder_pool(
+        &mut self,
+        frame: LadderFrame<'_>,
+        scaling: &Arc<LadderScaling>,
+    ) -> Result<(), EngineError> {
+        let Some(p) = self.parallel.as_mut() else {
+            return Err(EngineError::Backend {
+                backend: "cpu",
+                message: "internal: no pool".into(),
+            });
+        };
+        let ref_chroma = packed_chroma(frame.reference_chroma)?;
+        let mut renditions = Vec::with_capacity(frame.renditions.len());
+        for r in &frame.renditions {
+            renditions.push((r.rendition, &r.luma, packed_chroma(r.chroma)?, r.full));
+        }
+        if scaling.reference.is_none() {
+            return p.submit_ladder(
+                &self.plan,
+                &frame.reference,
+                ref_chroma,
+                &renditions,
+                scaling,
+            );
+        }
+        let mut scaled = std::mem::take(&mut self.scaled);
+        let mut host_ref = std::mem::take(&mut self.scratch_ref);
+        let Scaled {
+            luma: [luma_r, _],
+            chroma: [[c0, c1], _],
+            scratch,
+        } = &mut scaled;
+        let result = Self::ladder_reference(
+            &self.plan,
+            scaling,
+            &frame.reference,
+            ref_chroma,
+            &mut host_ref,
+            [luma_r, c0, c1],
+            scratch,
+        )
+        .and_then(|(r, rc)| {
+            p.submit_ladder(&self.plan, &LumaInput::Packed(r), rc, &renditions, scaling)
+        });
+        self.scaled = scaled;
+        self.scratch_ref = host_ref;
+        result
+    }
+}
+
+/// One rendition's luma (and chroma) converted into `b` and scaled by `scaler` (if any) to
+/// the scoring size.
+pub(crate) fn rendition_planes<'b>(
+    plan: &FramePlan,
+    f: &'b crate::engine::ladder::RenditionFrame<'_>,
+    scaler: Option<&crate::engine::scale::StreamScaler>,
+    b: &'b mut RenditionBuffers,
+    scratch: &mut Scratch,
+) -> Result<LadderPlanes<'b>, EngineError> {
+    let RenditionBuffers {
+        host,
+        luma,
+        chroma: [c0, c1],
+    } = b;
+    let l = host_plane(plan, &f.luma, host)?;
+    let l = scale_into(scaler.map(|s| &s.luma), l, scratch, luma)?;
+    let cs = scaler.and_then(|s| s.chroma.as_ref());
+    let chroma = match packed_chroma(f.chroma)? {
+        Some([p0, p1]) => Some([
+            scale_into(cs, p0, scratch, c0)?,
+            scale_into(cs, p1, scratch, c1)?,
+        ]),
+        None => None,
+    };
+    Ok(LadderPlanes {
+        rendition: f.rendition,
+        luma: l,
+        chroma,
+        full: f.full,
+    })
+}
+
+/// Copies `reference` (`w` x `h`) into `keep`, packed.
+fn keep_reference(keep: &mut Vec<u16>, reference: &LumaPlane, w: usize, h: usize) {
+    keep.resize(w * h, 0);
+    for y in 0..h.min(reference.height) {
+        let row = reference.row(y);
+        let n = w.min(row.len());
+        keep[y * w..y * w + n].copy_from_slice(&row[..n]);
     }
 }
 

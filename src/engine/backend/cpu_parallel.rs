@@ -4,14 +4,21 @@
 //! Motion is the only feature that reads another frame (the previous reference). The job of
 //! frame i holds frame i-1's reference buffer (an `Arc` shared with that frame's job), so
 //! the order in which workers finish changes nothing.
+//!
+//! A ladder backend's job is one ladder frame: the reference (converted, and scaled, by the
+//! submitting thread) and a copy of each rendition's planes, which the worker scales and
+//! scores ([`Extractors::extract_ladder`]).
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::cpu::{device_refused, scale_into, CpuPool, Extractors, FramePlan};
+use super::cpu::{
+    device_refused, scale_into, CpuPool, Extractors, FramePlan, LadderPlanes, RenditionBuffers,
+};
 use crate::engine::frame::{Chroma, ChromaPair, FeatureError, LumaInput, LumaPlane};
-use crate::engine::scale::StreamScaler;
+use crate::engine::ladder::LadderFeatures;
+use crate::engine::scale::{LadderScaling, StreamScaler};
 use crate::engine::scorer::{EngineError, RawFeatures};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -113,20 +120,29 @@ impl Drop for Owned {
     }
 }
 
-/// One frame's result slot: filled by its job, read by [`Parallel::collect`].
-#[derive(Default)]
-struct Flight {
-    result: Mutex<Option<Result<RawFeatures, EngineError>>>,
+/// One frame's result slot (`T`: a pair's [`RawFeatures`] or a ladder frame's
+/// [`LadderFeatures`]): filled by its job, read by [`Parallel::collect`].
+struct Flight<T> {
+    result: Mutex<Option<Result<T, EngineError>>>,
     done: Condvar,
 }
 
-impl Flight {
-    fn finish(&self, result: Result<RawFeatures, EngineError>) {
+impl<T> Default for Flight<T> {
+    fn default() -> Self {
+        Self {
+            result: Mutex::new(None),
+            done: Condvar::new(),
+        }
+    }
+}
+
+impl<T> Flight<T> {
+    fn finish(&self, result: Result<T, EngineError>) {
         *lock(&self.result) = Some(result);
         self.done.notify_all();
     }
 
-    fn take(&self, wait: bool) -> Option<Result<RawFeatures, EngineError>> {
+    fn take(&self, wait: bool) -> Option<Result<T, EngineError>> {
         let mut g = lock(&self.result);
         loop {
             if let Some(r) = g.take() {
@@ -210,12 +226,108 @@ impl Job {
     }
 }
 
+/// One rendition of a ladder job: its planes at its own size, its scaler.
+struct RenditionJob {
+    rendition: usize,
+    luma: Owned,
+    chroma: Option<[Owned; 2]>,
+    scale: Option<Arc<StreamScaler>>,
+    full: bool,
+}
+
+/// Everything one ladder frame's job owns.
+struct LadderJob {
+    plan: Arc<FramePlan>,
+    reference: Arc<Owned>,
+    reference_chroma: Option<[Owned; 2]>,
+    prev: Option<Arc<Owned>>,
+    prev2: Option<Arc<Owned>>,
+    renditions: Vec<RenditionJob>,
+    idle: Arc<Mutex<Vec<Extractors>>>,
+}
+
+impl LadderJob {
+    fn run(&self) -> Result<LadderFeatures, EngineError> {
+        let popped = lock(&self.idle).pop();
+        let mut ex = match popped {
+            Some(ex) => ex,
+            None => Extractors::new(&self.plan)?,
+        };
+        let mut buffers = std::mem::take(&mut ex.ladder);
+        let mut scaled = std::mem::take(&mut ex.scaled);
+        let result = self.run_with(&mut ex, &mut buffers, &mut scaled.scratch);
+        ex.ladder = buffers;
+        ex.scaled = scaled;
+        lock(&self.idle).push(ex);
+        result
+    }
+
+    /// Scales each rendition into `buffers` (grown to the frame's renditions), then scores
+    /// the ladder frame with `ex`.
+    fn run_with(
+        &self,
+        ex: &mut Extractors,
+        buffers: &mut Vec<RenditionBuffers>,
+        scratch: &mut crate::engine::scale::cpu::Scratch,
+    ) -> Result<LadderFeatures, EngineError> {
+        if buffers.len() < self.renditions.len() {
+            buffers.resize_with(self.renditions.len(), RenditionBuffers::default);
+        }
+        let mut planes = Vec::with_capacity(self.renditions.len());
+        for (r, b) in self.renditions.iter().zip(buffers.iter_mut()) {
+            let RenditionBuffers {
+                luma,
+                chroma: [c0, c1],
+                ..
+            } = b;
+            let s = r.scale.as_deref();
+            let l = scale_into(s.map(|s| &s.luma), r.luma.view()?, scratch, luma)?;
+            let cs = s.and_then(|s| s.chroma.as_ref());
+            let chroma = match &r.chroma {
+                Some([p0, p1]) => Some([
+                    scale_into(cs, p0.view()?, scratch, c0)?,
+                    scale_into(cs, p1.view()?, scratch, c1)?,
+                ]),
+                None => None,
+            };
+            planes.push(LadderPlanes {
+                rendition: r.rendition,
+                luma: l,
+                chroma,
+                full: r.full,
+            });
+        }
+        let reference = self.reference.view()?;
+        let reference_chroma = match &self.reference_chroma {
+            Some([p0, p1]) => Some([p0.view()?, p1.view()?]),
+            None => None,
+        };
+        let prev = self.prev.as_ref().map(|p| p.view()).transpose()?;
+        let prev2 = self.prev2.as_ref().map(|p| p.view()).transpose()?;
+        ex.extract_ladder(
+            &self.plan,
+            prev.as_ref(),
+            prev2.as_ref(),
+            &reference,
+            reference_chroma.as_ref(),
+            &planes,
+            true,
+        )
+    }
+}
+
+/// A rendition's planes as [`Parallel::submit_ladder`] takes them: slot, luma, chroma, full.
+pub(crate) type RenditionInput<'a, 'b> =
+    (usize, &'b LumaInput<'a>, Option<[LumaPlane<'a>; 2]>, bool);
+
 /// The frames in flight of one [`super::CpuBackend`] on a pool.
 pub(crate) struct Parallel {
     pool: Arc<CpuPool>,
     idle: Arc<Mutex<Vec<Extractors>>>,
     free: FreeList,
-    flights: VecDeque<Arc<Flight>>,
+    flights: VecDeque<Arc<Flight<RawFeatures>>>,
+    /// A ladder backend's frames in flight.
+    ladder_flights: VecDeque<Arc<Flight<LadderFeatures>>>,
     /// The last submitted reference (the next frame's motion reads it) and the one before it
     /// (the five-frame motion).
     prev: Option<Arc<Owned>>,
@@ -229,6 +341,7 @@ impl Parallel {
             idle: Arc::default(),
             free: Arc::default(),
             flights: VecDeque::new(),
+            ladder_flights: VecDeque::new(),
             prev: None,
             prev2: None,
         }
@@ -306,6 +419,78 @@ impl Parallel {
         Ok(())
     }
 
+    /// Copies one ladder frame (the reference at the scoring size, each rendition at its
+    /// scaler's source size, checked here) and starts scoring it on the pool.
+    ///
+    /// Errors: [`EngineError::Feature`] for planes of another geometry, a device plane.
+    pub(crate) fn submit_ladder(
+        &mut self,
+        plan: &Arc<FramePlan>,
+        reference: &LumaInput<'_>,
+        reference_chroma: Option<[LumaPlane<'_>; 2]>,
+        renditions: &[RenditionInput<'_, '_>],
+        scaling: &LadderScaling,
+    ) -> Result<(), EngineError> {
+        let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
+        let reference_chroma =
+            reference_chroma.map(|c| c.each_ref().map(|p| Owned::copy(p, &self.free)));
+        let mut jobs = Vec::with_capacity(renditions.len());
+        for (k, luma, chroma, full) in renditions {
+            let scale = scaling.renditions.get(*k).cloned().flatten();
+            let size = scale.as_ref().map(|s| s.luma.src());
+            jobs.push(RenditionJob {
+                rendition: *k,
+                luma: Owned::luma(plan, luma, &self.free, size)?,
+                chroma: chroma.map(|c| c.each_ref().map(|p| Owned::copy(p, &self.free))),
+                scale,
+                full: *full,
+            });
+        }
+        let prev = self.prev.replace(reference.clone());
+        let job = LadderJob {
+            plan: plan.clone(),
+            prev2: std::mem::replace(&mut self.prev2, prev.clone()),
+            prev,
+            reference,
+            reference_chroma,
+            renditions: jobs,
+            idle: self.idle.clone(),
+        };
+        let flight = Arc::new(Flight::default());
+        let slot = flight.clone();
+        self.pool.spawn(move || {
+            let result =
+                std::panic::catch_unwind(AssertUnwindSafe(|| job.run())).unwrap_or_else(|_| {
+                    Err(EngineError::Backend {
+                        backend: "cpu",
+                        message: "internal: a CPU scoring thread panicked".into(),
+                    })
+                });
+            drop(job);
+            slot.finish(result);
+        });
+        self.ladder_flights.push_back(flight);
+        Ok(())
+    }
+
+    /// The oldest ladder frame's values, as [`Parallel::collect`].
+    pub(crate) fn collect_ladder(
+        &mut self,
+        wait: bool,
+    ) -> Result<Option<LadderFeatures>, EngineError> {
+        let Some(front) = self.ladder_flights.front() else {
+            return Ok(None);
+        };
+        let wait = wait && !self.pool.is_worker();
+        match front.take(wait) {
+            Some(result) => {
+                self.ladder_flights.pop_front();
+                result.map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
     /// The oldest frame's features: `None` when it is not finished and `wait` is false, or
     /// when nothing is in flight.
     pub(crate) fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
@@ -327,6 +512,7 @@ impl Parallel {
     /// reference.
     pub(crate) fn reset(&mut self) {
         self.flights.clear();
+        self.ladder_flights.clear();
         self.prev = None;
         self.prev2 = None;
     }

@@ -303,6 +303,26 @@ impl CpuExtractor for AdmCpu {
         write_scores(&self.adm.compute(f.reference, f.distorted, &self.cfg)?, out);
         Ok(())
     }
+
+    /// The reference's DWT and denominators once for all frames ([`cpu::Adm::compute_ladder`]).
+    fn extract_ladder(
+        &mut self,
+        frames: &[HostFrame],
+        outs: &mut [&mut [f64]],
+    ) -> Result<(), FeatureError> {
+        let Some(first) = frames.first() else {
+            return Ok(());
+        };
+        let distorted: Vec<&crate::video::frame::LumaPlane> =
+            frames.iter().map(|f| f.distorted).collect();
+        let scores = self
+            .adm
+            .compute_ladder(first.reference, &distorted, &self.cfg)?;
+        for (s, out) in scores.iter().zip(outs.iter_mut()) {
+            write_scores(s, out);
+        }
+        Ok(())
+    }
 }
 
 struct AdmCuda {

@@ -176,11 +176,35 @@ impl Speed {
     /// `speed_extract_score`): 0 when exactly one of the two was.
     pub fn plane_score(&mut self, reference: &LumaPlane, distorted: &LumaPlane) -> (f32, bool) {
         let r = self.params(reference);
+        self.score_against(&r, distorted)
+    }
+
+    /// [`Speed::scores`] of several distorted frames' planes (`[Cb, Cr]` each) against one
+    /// reference's: the reference planes' parameters computed once. Each frame's scores
+    /// equal [`Speed::scores`]'s for that pair, bit for bit.
+    pub fn scores_ladder(
+        &mut self,
+        reference: &[LumaPlane; 2],
+        distorted: &[[LumaPlane; 2]],
+    ) -> Vec<[f64; 3]> {
+        let r = [self.params(&reference[0]), self.params(&reference[1])];
+        distorted
+            .iter()
+            .map(|d| {
+                let u = self.score_against(&r[0], &d[0]);
+                let v = self.score_against(&r[1], &d[1]);
+                combine(u, v, self.cfg.max_val)
+            })
+            .collect()
+    }
+
+    /// [`Speed::plane_score`] with the reference plane's parameters `r` already computed.
+    fn score_against(&mut self, r: &Params, distorted: &LumaPlane) -> (f32, bool) {
         let d = self.params(distorted);
         let score = if r.singular != d.singular {
             0.0
         } else {
-            score(&self.dims, &self.cfg, &r, &d)
+            score(&self.dims, &self.cfg, r, &d)
         };
         (score, r.singular || d.singular)
     }

@@ -490,6 +490,44 @@ impl CpuExtractor for SpeedCpu {
     /// Errors: [`FeatureError::WrongGeometry`] for a frame without chroma or with planes of
     /// another size.
     fn extract(&mut self, f: &HostFrame, out: &mut [f64]) -> Result<(), FeatureError> {
+        let planes = self.planes(f)?;
+        let v = self.speed.scores(&planes);
+        out.iter_mut().zip(v).for_each(|(o, x)| *o = x);
+        Ok(())
+    }
+
+    /// The reference's chroma parameters once for all frames ([`cpu::Speed::scores_ladder`]).
+    fn extract_ladder(
+        &mut self,
+        frames: &[HostFrame],
+        outs: &mut [&mut [f64]],
+    ) -> Result<(), FeatureError> {
+        let Some(first) = frames.first() else {
+            return Ok(());
+        };
+        let [[ru, _], [rv, _]] = self.planes(first)?;
+        let mut distorted = Vec::with_capacity(frames.len());
+        for f in frames {
+            let [[_, du], [_, dv]] = self.planes(f)?;
+            distorted.push([du, dv]);
+        }
+        let scores = self.speed.scores_ladder(&[ru, rv], &distorted);
+        for (v, out) in scores.into_iter().zip(outs.iter_mut()) {
+            out.iter_mut().zip(v).for_each(|(o, x)| *o = x);
+        }
+        Ok(())
+    }
+}
+
+impl SpeedCpu {
+    /// The frame's `[reference, distorted]` Cb and Cr planes, cropped to libvmaf's size.
+    ///
+    /// Errors: [`FeatureError::WrongGeometry`] for a frame without chroma or with planes of
+    /// another size.
+    fn planes<'a>(
+        &self,
+        f: &HostFrame<'_, 'a>,
+    ) -> Result<[[crate::video::frame::LumaPlane<'a>; 2]; 2], FeatureError> {
         let d = self.speed.dims();
         let Some(c) = f.chroma else {
             return Err(FeatureError::wrong_size(
@@ -518,9 +556,7 @@ impl CpuExtractor for SpeedCpu {
                 p.height = h;
             }
         }
-        let v = self.speed.scores(&planes);
-        out.iter_mut().zip(v).for_each(|(o, x)| *o = x);
-        Ok(())
+        Ok(planes)
     }
 }
 

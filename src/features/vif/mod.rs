@@ -168,6 +168,26 @@ impl CpuExtractor for VifCpu {
         out.iter_mut().zip(s.scale).for_each(|(o, v)| *o = v);
         Ok(())
     }
+
+    /// The reference's decimated planes once for all frames ([`cpu::Vif::compute_ladder`]).
+    fn extract_ladder(
+        &mut self,
+        frames: &[HostFrame],
+        outs: &mut [&mut [f64]],
+    ) -> Result<(), FeatureError> {
+        let Some(first) = frames.first() else {
+            return Ok(());
+        };
+        let distorted: Vec<&crate::video::frame::LumaPlane> =
+            frames.iter().map(|f| f.distorted).collect();
+        let scores = self
+            .vif
+            .compute_ladder(first.reference, &distorted, &self.cfg)?;
+        for (s, out) in scores.iter().zip(outs.iter_mut()) {
+            out.iter_mut().zip(s.scale).for_each(|(o, v)| *o = v);
+        }
+        Ok(())
+    }
 }
 
 struct VifCuda {

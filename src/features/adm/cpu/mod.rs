@@ -81,6 +81,9 @@ pub struct Adm {
     thr: Vec<i32>,
     /// Odd/even tap split of one DWT row (two halves).
     deint: Vec<i32>,
+    /// [`Adm::compute_ladder`]'s reference detail bands `[h, v, d]` of each scale (made on
+    /// its first call).
+    ref_scales: Vec<[Vec<i32>; 3]>,
 }
 
 #[inline(always)]
@@ -145,6 +148,7 @@ impl Adm {
             csf_flt: strip(),
             thr: vec![0; dims[1].0],
             deint: vec![0; 2 * (dims[1].0 + 1)],
+            ref_scales: Vec::new(),
         })
     }
 
@@ -193,6 +197,18 @@ impl Adm {
 
     /// Runs the DWT of scale `scale` for reference and distorted.
     fn dwt_scale(&mut self, scale: usize, reference: &LumaPlane, distorted: &LumaPlane) {
+        let mut hvd = std::mem::take(&mut self.ref_hvd);
+        self.dwt_side(scale, reference, 0, &mut hvd);
+        self.ref_hvd = hvd;
+        let mut hvd = std::mem::take(&mut self.dis_hvd);
+        self.dwt_side(scale, distorted, 1, &mut hvd);
+        self.dis_hvd = hvd;
+    }
+
+    /// The DWT of scale `scale` of one stream (`side` 0: reference, 1: distorted), its
+    /// detail bands into `hvd`: scale 0 from `plane`, the others from the stream's
+    /// approximation band of the scale before (`plane` unused).
+    fn dwt_side(&mut self, scale: usize, plane: &LumaPlane, side: usize, hvd: &mut [Vec<i32>; 3]) {
         let (w, h) = self.dims[scale];
         let [a_even, a_odd] = &mut self.band_a;
         let (src_a, dst_a) = if scale.is_multiple_of(2) {
@@ -200,66 +216,137 @@ impl Adm {
         } else {
             (&*a_even, a_odd)
         };
-        let [src_ref, src_dis] = src_a;
-        let [dst_ref, dst_dis] = dst_a;
-        let tmp = (&mut self.tmp_lo[..w + 3], &mut self.tmp_hi[..w + 3]);
+        let (Some(src), Some(dst)) = (src_a.get(side), dst_a.get_mut(side)) else {
+            return;
+        };
+        let (lo, hi) = (&mut self.tmp_lo[..w + 3], &mut self.tmp_hi[..w + 3]);
         if scale == 0 {
             let shift = self.bpc;
             dwt2::<true, _>(
-                &PlaneRows(reference),
+                &PlaneRows(plane),
                 w,
                 h,
                 shift,
-                tmp.0,
-                tmp.1,
-                dst_ref,
-                &mut self.ref_hvd,
-                &mut self.deint,
-            );
-            let tmp = (&mut self.tmp_lo[..w + 3], &mut self.tmp_hi[..w + 3]);
-            dwt2::<true, _>(
-                &PlaneRows(distorted),
-                w,
-                h,
-                shift,
-                tmp.0,
-                tmp.1,
-                dst_dis,
-                &mut self.dis_hvd,
+                lo,
+                hi,
+                dst,
+                hvd,
                 &mut self.deint,
             );
         } else {
             let s = scale as u32;
             dwt2::<false, _>(
-                &BandRows(src_ref, w),
+                &BandRows(src, w),
                 w,
                 h,
                 s,
-                tmp.0,
-                tmp.1,
-                dst_ref,
-                &mut self.ref_hvd,
-                &mut self.deint,
-            );
-            let tmp = (&mut self.tmp_lo[..w + 3], &mut self.tmp_hi[..w + 3]);
-            dwt2::<false, _>(
-                &BandRows(src_dis, w),
-                w,
-                h,
-                s,
-                tmp.0,
-                tmp.1,
-                dst_dis,
-                &mut self.dis_hvd,
+                lo,
+                hi,
+                dst,
+                hvd,
                 &mut self.deint,
             );
         }
     }
 
-    /// Decouple, denominator, CSF and CM of one scale whose bands are `w` x `h`.
-    /// Returns (DLM numerator, denominator, AIM numerator), each as libvmaf's `f32`.
+    /// [`Adm::compute`] of several distorted planes against one reference: the reference's
+    /// DWT and the denominator of every scale are computed once (kept in scratch made on the
+    /// first call), then each distorted plane's DWT and its decoupling, CSF and CM. Returns
+    /// each plane's scores, in order, equal bit for bit to [`Adm::compute`]'s for that pair.
+    ///
+    /// Errors: as [`Adm::compute`].
+    pub fn compute_ladder(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &[&LumaPlane],
+        cfg: &AdmConfig,
+    ) -> Result<Vec<AdmScores>, FeatureError> {
+        for p in std::iter::once(&reference).chain(distorted) {
+            FeatureError::check_plane(FEATURE, (self.width, self.height, self.bpc), p)?;
+        }
+        let Some(csf) = cfg.csf() else {
+            let nan = f64::NAN;
+            let scores = AdmScores {
+                adm2: nan,
+                aim: nan,
+                adm3: nan,
+                scale: [nan; 4],
+                num: nan,
+                den: nan,
+            };
+            return Ok(vec![scores; distorted.len()]);
+        };
+        // The reference's detail bands of every scale, and each scale's denominator.
+        let mut bands = std::mem::take(&mut self.ref_scales);
+        if bands.is_empty() {
+            bands = (1..5)
+                .map(|s| {
+                    let (w, h) = self.dims[s];
+                    std::array::from_fn(|_| vec![0i32; w * h])
+                })
+                .collect();
+        }
+        let mut den = [0.0f32; 4];
+        for (scale, (hvd, d)) in bands.iter_mut().zip(den.iter_mut()).enumerate() {
+            self.dwt_side(scale, reference, 0, hvd);
+            let (w, h) = self.dims[scale + 1];
+            let reg = Region::scored(w, h);
+            let rf = csf.rf.get(scale).copied().unwrap_or_default();
+            *d = if scale == 0 {
+                csf_den::<true>(hvd, w, reg, scale, rf, cfg.noise_weight)
+            } else {
+                csf_den::<false>(hvd, w, reg, scale, rf, cfg.noise_weight)
+            };
+        }
+        let mut out = Vec::with_capacity(distorted.len());
+        let mut dis = std::mem::take(&mut self.dis_hvd);
+        for d in distorted {
+            let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); 4];
+            for (scale, slot) in per_scale.iter_mut().enumerate() {
+                self.dwt_side(scale, d, 1, &mut dis);
+                let (w, h) = self.dims[scale + 1];
+                let (Some(r), Some(&den)) = (bands.get(scale), den.get(scale)) else {
+                    continue;
+                };
+                *slot = if scale == 0 {
+                    self.score_bands::<true>(r, &dis, Some(den), scale, w, h, cfg, &csf)
+                } else {
+                    self.score_bands::<false>(r, &dis, Some(den), scale, w, h, cfg, &csf)
+                };
+            }
+            out.push(finish_scores(self.width, self.height, per_scale, cfg));
+        }
+        self.dis_hvd = dis;
+        self.ref_scales = bands;
+        Ok(out)
+    }
+
+    /// [`Adm::score_bands`] of the bands in `ref_hvd` / `dis_hvd`.
     fn score_scale<const S0: bool>(
         &mut self,
+        scale: usize,
+        w: usize,
+        h: usize,
+        cfg: &AdmConfig,
+        csf_w: &Csf,
+    ) -> (f32, f32, f32) {
+        let r = std::mem::take(&mut self.ref_hvd);
+        let d = std::mem::take(&mut self.dis_hvd);
+        let out = self.score_bands::<S0>(&r, &d, None, scale, w, h, cfg, csf_w);
+        self.ref_hvd = r;
+        self.dis_hvd = d;
+        out
+    }
+
+    /// Decouple, denominator, CSF and CM of one scale whose bands (`ref_hvd`, `dis_hvd`)
+    /// are `w` x `h`; `den`: the denominator when already known (it reads the reference
+    /// only). Returns (DLM numerator, denominator, AIM numerator), each as libvmaf's `f32`.
+    #[allow(clippy::too_many_arguments)]
+    fn score_bands<const S0: bool>(
+        &mut self,
+        ref_hvd: &[Vec<i32>; 3],
+        dis_hvd: &[Vec<i32>; 3],
+        den: Option<f32>,
         scale: usize,
         w: usize,
         h: usize,
@@ -272,7 +359,8 @@ impl Adm {
         let reg = Region::scored(w, h);
         let rf = csf_w.rf.get(scale).copied().unwrap_or_default();
         let irf = csf_w.irf(scale);
-        let den = csf_den::<S0>(&self.ref_hvd, w, reg, scale, rf, cfg.noise_weight);
+        let den =
+            den.unwrap_or_else(|| csf_den::<S0>(ref_hvd, w, reg, scale, rf, cfg.noise_weight));
 
         // Decouple, then CSF and CM of both passes, in strips of rows, so that each stage
         // reads the previous one's rows from the cache.
@@ -294,8 +382,15 @@ impl Adm {
                     bottom: need,
                     ..ext
                 };
-                let (r, d) = (&self.ref_hvd, &self.dis_hvd);
-                decouple::<S0>(&ctx, r, d, &mut self.dec_r, &mut self.dec_a, w, rows);
+                decouple::<S0>(
+                    &ctx,
+                    ref_hvd,
+                    dis_hvd,
+                    &mut self.dec_r,
+                    &mut self.dec_a,
+                    w,
+                    rows,
+                );
                 decoupled = need;
             }
             let strip = Region {

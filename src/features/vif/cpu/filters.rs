@@ -540,6 +540,73 @@ pub(super) fn subsample_scale<const N: usize>(
     }
 }
 
+/// [`subsample_scale`] of one plane: `img` filtered with the `N`-tap filter and decimated
+/// into `out` (the same arithmetic; the row buffer `mu1` as scratch).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn subsample_one_scale<const N: usize>(
+    img: Image,
+    filt: &[u16; N],
+    round: u32,
+    shift: u32,
+    row: &mut RowBuffers,
+    mut wide: Option<&mut Wide>,
+    out: &mut [u16],
+) {
+    let half = N / 2;
+    let (w, h) = (img.width, img.height);
+    let (w2, h2) = (w / 2, h / 2);
+    for (i2, o) in (0..h2).zip(out.chunks_exact_mut(w2.max(1))) {
+        let rows = gather_rows::<N>(img, 2 * i2);
+        let mu = &mut row.mu1;
+        let done = match wide.as_deref() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `wide` exists only with the kernel the CPU runs (`Wide::detect`).
+            Some(wide) => unsafe { simd::v_mean_row::<N>(wide, &rows, filt, w, round, shift, mu) },
+            _ => 0,
+        };
+        blocked!(done, w, |j, L| v_mean_block::<N, L>(
+            &rows, filt, j, round, shift, mu
+        ));
+        mirror_pad(mu, w, half);
+        let mu = &row.mu1;
+        let done = match wide.as_deref_mut() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Some(wide) => unsafe { simd::h_decimate_row::<N>(wide, mu, filt, w, o) },
+            _ => 0,
+        };
+        blocked!(done, w, |j, L| h_decimate_block::<N, L>(mu, filt, j, o));
+    }
+}
+
+/// [`subsample`] of one plane (a ladder's reference, or one of its renditions): the same
+/// values as the plane's half of [`subsample`], packed into `out`, returned as an image.
+#[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn subsample_one<'o>(
+    img: Image,
+    next_scale: usize,
+    round: u32,
+    shift: u32,
+    row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
+    out: &'o mut [u16],
+) -> Image<'o> {
+    match next_scale {
+        1 => subsample_one_scale::<9>(img, &FILTER1, round, shift, row, wide, out),
+        2 => subsample_one_scale::<5>(img, &FILTER2, round, shift, row, wide, out),
+        _ => subsample_one_scale::<3>(img, &FILTER3, round, shift, row, wide, out),
+    }
+    let (w2, h2) = (img.width / 2, img.height / 2);
+    Image {
+        data: out,
+        stride: w2,
+        width: w2,
+        height: h2,
+    }
+}
+
 /// [`subsample`]'s filtering, compiled for several x86-64 feature levels.
 #[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
 #[allow(clippy::too_many_arguments)]

@@ -238,6 +238,78 @@ impl Vif {
         Ok(scores)
     }
 
+    /// [`Vif::compute`] of several distorted planes against one reference: the reference's
+    /// decimated planes of scales 1..=3 are made once, then each distorted plane's and its
+    /// statistics. Returns each plane's scores, in order, equal bit for bit to
+    /// [`Vif::compute`]'s for that pair.
+    ///
+    /// Errors: as [`Vif::compute`].
+    pub fn compute_ladder(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &[&LumaPlane],
+        cfg: &VifConfig,
+    ) -> Result<Vec<VifScores>, FeatureError> {
+        let ref_img = self.check(reference)?;
+        let dis_imgs = distorted
+            .iter()
+            .map(|d| self.check(d))
+            .collect::<Result<Vec<_>, _>>()?;
+        let bpc = self.bpc;
+        let limit = cfg.enhn_gain_limit;
+        let Self {
+            log2_table,
+            scaled_ref,
+            scaled_dis,
+            row,
+            wide,
+            ..
+        } = self;
+        let log2_table: &[u16; 65536] = log2_table;
+        let vp0 = if bpc == 8 {
+            VpShift::Narrow
+        } else {
+            let sq = 2 * (bpc - 8);
+            VpShift::Wide {
+                mu_round: 1 << (bpc - 1),
+                mu_shift: bpc,
+                sq_round: 1 << (sq - 1),
+                sq_shift: sq,
+            }
+        };
+        // The reference's pyramid, once.
+        let [r1, r2, r3] = scaled_ref;
+        let r1 = subsample_one(ref_img, 1, 1 << (bpc - 1), bpc, row, wide.as_mut(), r1);
+        let r2 = subsample_one(r1, 2, 32768, 16, row, wide.as_mut(), r2);
+        let r3 = subsample_one(r2, 3, 32768, 16, row, wide.as_mut(), r3);
+        let refs = [ref_img, r1, r2, r3];
+        let mut out = Vec::with_capacity(dis_imgs.len());
+        for d in dis_imgs {
+            let mut scores = VifScores::default();
+            let [d1, d2, d3] = &mut *scaled_dis;
+            let (num, den) = statistic(ref_img, d, 0, vp0, row, wide.as_mut(), log2_table, limit);
+            set_scale(&mut scores, 0, num, den);
+            let d1 = subsample_one(d, 1, 1 << (bpc - 1), bpc, row, wide.as_mut(), d1);
+            let d2 = subsample_one(d1, 2, 32768, 16, row, wide.as_mut(), d2);
+            let d3 = subsample_one(d2, 3, 32768, 16, row, wide.as_mut(), d3);
+            for (s, (r, d)) in refs.iter().zip([d, d1, d2, d3]).enumerate().skip(1) {
+                let (num, den) = statistic(
+                    *r,
+                    d,
+                    s,
+                    VpShift::SCALED,
+                    row,
+                    wide.as_mut(),
+                    log2_table,
+                    limit,
+                );
+                set_scale(&mut scores, s, num, den);
+            }
+            out.push(scores);
+        }
+        Ok(out)
+    }
+
     /// Validates one plane against the extractor's geometry.
     fn check<'a>(&self, p: &LumaPlane<'a>) -> Result<Image<'a>, FeatureError> {
         FeatureError::check_plane(FEATURE, (self.width, self.height, self.bpc), p)?;
