@@ -99,8 +99,7 @@ def main(reference, distorted):
     failed = []
 
     def label_of(s):
-        ok, label = s.get_string("label") if s.has_field("label") else (False, None)
-        return label if ok else None
+        return s.get_string("label") if s.has_field("label") else None
 
     def on_sample(sink):
         sample = sink.emit("pull-sample")
