@@ -4,8 +4,11 @@
 # there. Called by scripts/test.sh after the cargo tests (which build the examples).
 #   the vmafcompare command      pooled VMAF equals libvmaf's 34.685719, the SVG plot marks frame 90;
 #                                a 88x72 rendition of the distorted clip gives ffmpeg's
-#                                scale=176:144:flags=bicubic+accurate_rnd + libvmaf pooled VMAF
-#   examples/python/vmaf_bus.py  per-frame scores from the bus equal those in the buffer meta
+#                                scale=176:144:flags=bicubic+accurate_rnd + libvmaf pooled VMAF;
+#                                both as one ladder pass: each row as alone, bitrates, one log
+#                                per rendition, the rate-quality plot with a point per rendition
+#   examples/python/vmaf_bus.py  per-frame scores from the bus equal those in the buffer meta;
+#                                the same ladder, a summary row per rendition label
 #   examples/live_monitor.rs     RTP over loopback: offset found, alerts printed, frames scored
 #   meson setup/compile/install --destdir, then gst-inspect-1.0 vmafcompare from there
 # Prints "examples: N passed, N failed"; exits non-zero when one fails.
@@ -57,6 +60,24 @@ rendition() {  # the distorted clip at half size, scored against the full-size r
 }
 check vmafcompare_rendition rendition
 
+ladder() {  # the distorted clip and its 88x72 rendition against the reference in one pass
+  local half="$out/carphone_88x72.mp4" want
+  [[ -f $half && -f $out/rendition_ffmpeg.json ]] || { echo "  needs the rendition check's files"; return 1; }
+  want=$("$py" -c "import json,sys; print('%.6f' % json.load(open(sys.argv[1]))['pooled_metrics']['vmaf']['mean'])" "$out/rendition_ffmpeg.json")
+  "$cmd" "$ref" "$dis" "$half" --backend cpu --quiet --worst 0 --log "$out/ladder.json" \
+    --plot "$out/ladder.svg" --rq-plot "$out/ladder_rq.svg" | tee "$out/ladder.txt"
+  local points
+  points=$(grep -o '<circle' "$out/ladder_rq.svg" | wc -l)
+  echo "  rate-quality plot: $points points"
+  has "$out/ladder.txt" '^carphone_distorted +vmaf +120 +34\.685719 .* [0-9]+\.[0-9]$' \
+    && has "$out/ladder.txt" "^carphone_88x72 +vmaf +120 +${want//./\\.} .* [0-9]+\\.[0-9]\$" \
+    && has "$out/ladder.txt" '^carphone_88x72 \(.*\): 120 frames scored .*; bitrate [0-9.]+ kbit/s' \
+    && has "$out/ladder.carphone_distorted.json" '"frameNum": 119' \
+    && has "$out/ladder.carphone_88x72.json" '"frameNum": 119' \
+    && has "$out/ladder_rq.svg" 'carphone_88x72' && ((points == 2))
+}
+check vmafcompare_ladder ladder
+
 meson_install() {
   local b=$out/meson
   meson setup "$b/build" --prefix=/usr --buildtype=release >"$b.log" 2>&1 \
@@ -81,6 +102,16 @@ python_bus() {
     && has "$out/vmaf_bus.txt" 'mean 34\.685719'
 }
 check python_bus python_bus
+
+python_bus_ladder() {  # the same, as a ladder: grouped by label, a summary row per rendition
+  GST_PLUGIN_PATH=$CARGO_TARGET_DIR/release "$pygi" examples/python/vmaf_bus.py "$ref" "$dis" \
+    "$out/carphone_88x72.mp4" > "$out/vmaf_bus_ladder.txt" && tail -3 "$out/vmaf_bus_ladder.txt"
+  has "$out/vmaf_bus_ladder.txt" '^frame  119  carphone_distorted  vmaf 31\.594964' \
+    && has "$out/vmaf_bus_ladder.txt" '^240 frames in messages, 120 first metas .* identical: True' \
+    && has "$out/vmaf_bus_ladder.txt" '^carphone_distorted  pooled VMAF over 120 frames: mean 34\.685719' \
+    && has "$out/vmaf_bus_ladder.txt" '^carphone_88x72 +pooled VMAF over 120 frames'
+}
+check python_bus_ladder python_bus_ladder
 
 live() {
   timeout 120 "$bin/live_monitor" "$ref" "$dis" --backend cpu | tee "$out/live_monitor.txt"

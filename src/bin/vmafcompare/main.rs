@@ -2,9 +2,10 @@
 //! command line, the `vmafcompare` element doing the work (registered statically, so the
 //! command needs no GST_PLUGIN_PATH). `vmafcompare --help` is its manual.
 //!
-//! Modules: [`cli`] (options and the manual), [`pipeline`] (one run per distorted file),
-//! [`classify`] (errors and exit statuses), [`report`] (the pooled table and worst frames),
-//! [`plot`] (`--plot`).
+//! Modules: [`cli`] (options and the manual), [`pipeline`] (one pipeline: a pair, or a
+//! ladder of several distorted files against one reference), [`classify`] (errors and exit
+//! statuses), [`report`] (the pooled table and worst frames), [`plot`] (`--plot`,
+//! `--rq-plot`).
 
 mod classify;
 mod cli;
@@ -13,7 +14,6 @@ mod plot;
 mod report;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -47,8 +47,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// Scores every distorted file in turn; returns the report for standard output (the files
-/// scored, also when a later one failed) and the failure that stopped the command, if any.
+/// Scores the distorted files, all in one pipeline (a pair, or a ladder); returns the report
+/// for standard output (the files scored, also when another had no frame pair scored or a
+/// plot failed) and the failure that stopped the command, if any.
 fn run(args: &Args) -> (String, Option<Failure>) {
     if let Err(f) = check_paths(args) {
         return (String::new(), Some(f));
@@ -70,21 +71,36 @@ fn run(args: &Args) -> (String, Option<Failure>) {
             ))),
         );
     }
+    let labels = args.labels();
+    let inputs: Vec<pipeline::Input> = args
+        .distorted
+        .iter()
+        .zip(labels.iter())
+        .map(|(path, label)| pipeline::Input { path, label })
+        .collect();
+    let log = args.log_location();
+    let run = pipeline::Run {
+        reference: &args.reference,
+        inputs: &inputs,
+        log: log.as_deref(),
+    };
+    let outcome = match pipeline::score(args, &run) {
+        Ok(o) => o,
+        Err(f) => return (String::new(), Some(f)),
+    };
     let mut results: Vec<FileResult> = Vec::with_capacity(args.distorted.len());
     let mut failure = None;
-    let labels = labels(&args.distorted);
-    for ((distorted, log), label) in args.distorted.iter().zip(args.log_paths()).zip(labels) {
-        let run = pipeline::Run {
-            reference: &args.reference,
-            distorted,
-            log: log.as_deref(),
-            label: &label,
-        };
-        match pipeline::score(args, &run) {
-            Ok(scored) => results.push(FileResult { label, scored, log }),
+    let files = args.distorted.iter().zip(labels).zip(args.log_paths());
+    for (scored, ((path, label), log)) in outcome.scored.into_iter().zip(files) {
+        match scored {
+            Ok(scored) => results.push(FileResult {
+                label,
+                path: path.clone(),
+                scored,
+                log,
+            }),
             Err(f) => {
-                failure = Some(f);
-                break;
+                failure.get_or_insert(f);
             }
         }
     }
@@ -93,43 +109,44 @@ fn run(args: &Args) -> (String, Option<Failure>) {
     } else {
         report::render(&results, args.worst)
     };
-    if failure.is_some() {
+    if results.is_empty() {
         return (report, failure);
     }
+    let mut notes = Vec::new();
     if let Some(path) = &args.plot {
         match plot::plot(path, &results, args.worst) {
             Ok(()) => report.push_str(&format!("plot written to {}\n", path.display())),
-            Err(e) => failure = Some(Failure::other(format!("{}: {e}", path.display()))),
-        }
-    }
-    if !args.quiet && failure.is_none() {
-        let mut seen: Vec<&str> = Vec::new();
-        let mut err = std::io::stderr().lock();
-        for w in results.iter().flat_map(|r| r.scored.warnings.iter()) {
-            if !seen.contains(&w.as_str()) {
-                seen.push(w);
-                let _ = writeln!(err, "vmafcompare: warning: {w}");
+            Err(e) => {
+                failure.get_or_insert(Failure::other(format!("{}: {e}", path.display())));
             }
         }
     }
-    (report, failure)
-}
-
-/// How the report and the plot name the distorted files: their file names when these differ,
-/// else the paths as given.
-fn labels(paths: &[PathBuf]) -> Vec<String> {
-    let names: Vec<Option<String>> = paths
-        .iter()
-        .map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .collect();
-    let unique = names
-        .iter()
-        .all(|n| n.is_some() && names.iter().filter(|m| *m == n).count() == 1);
-    if unique {
-        names.into_iter().flatten().collect()
-    } else {
-        paths.iter().map(|p| p.display().to_string()).collect()
+    if let Some(path) = &args.rq_plot {
+        match plot::rq_plot(path, &results) {
+            Ok(left_out) => {
+                report.push_str(&format!(
+                    "rate-quality plot written to {}\n",
+                    path.display()
+                ));
+                if left_out > 0 {
+                    notes.push(format!(
+                        "{}: {left_out} file(s) left out, their bitrate is unknown",
+                        path.display()
+                    ));
+                }
+            }
+            Err(e) => {
+                failure.get_or_insert(Failure::other(format!("{}: {e}", path.display())));
+            }
+        }
     }
+    if !args.quiet {
+        let mut err = std::io::stderr().lock();
+        for w in outcome.warnings.iter().chain(&notes) {
+            let _ = writeln!(err, "vmafcompare: warning: {w}");
+        }
+    }
+    (report, failure)
 }
 
 /// Refuses inputs that are missing, unreadable or not files, and output paths in directories
@@ -147,7 +164,8 @@ fn check_paths(args: &Args) -> Result<(), Failure> {
         .log_paths()
         .into_iter()
         .flatten()
-        .chain(args.plot.iter().cloned());
+        .chain(args.plot.iter().cloned())
+        .chain(args.rq_plot.iter().cloned());
     for output in outputs {
         let dir = output.parent().filter(|d| !d.as_os_str().is_empty());
         if let Some(dir) = dir.filter(|d| !d.is_dir()) {
@@ -163,6 +181,9 @@ fn check_paths(args: &Args) -> Result<(), Failure> {
                 output.display()
             )));
         }
+    }
+    for plot in args.plot.iter().chain(&args.rq_plot) {
+        plot::Format::of(plot).map_err(Failure::usage)?;
     }
     Ok(())
 }

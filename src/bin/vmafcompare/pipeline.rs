@@ -1,6 +1,9 @@
-//! One scoring run: the reference against one distorted file, in a pipeline of its own:
-//! `filesrc ! decodebin` for each file into `vmafcompare ! fakesink`.
+//! One scoring run: `filesrc ! decodebin` for the reference and for each distorted file into
+//! `vmafcompare ! fakesink`. One distorted file is scored as a pair (the element's always
+//! `distorted` pad); several are one ladder, each file on a `distorted_%u` request pad whose
+//! `label` names it, so that the reference is decoded once and its work shared.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +14,7 @@ use gst::prelude::*;
 use gstvmafcompare::vmafcompare::{
     FrameMessage, SummaryMessage, VmafBackend, FRAME_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
 };
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::classify::{Classifier, Failure};
 use crate::cli::Args;
@@ -22,14 +25,24 @@ use crate::report;
 pub struct Point {
     /// libvmaf's `frameNum`.
     pub index: u64,
-    /// Presentation timestamp of the distorted frame.
+    /// Presentation timestamp of the frame.
     pub pts: Option<gst::ClockTime>,
     /// The frame's VMAF.
     pub vmaf: f64,
 }
 
-/// What one run gives: the element's summary, the per-frame VMAF and the per-frame values
-/// of the other metrics the report shows.
+/// A distorted file's bitrate and where it was read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bitrate {
+    /// Kilobits (1000 bits) per second.
+    pub kbps: f64,
+    /// Where it comes from: `bitrate tag`, `nominal-bitrate tag` (the demuxer's tags of the
+    /// video stream, else of the whole file) or `file size / duration`.
+    pub source: &'static str,
+}
+
+/// What one distorted file gives: the element's summary, the per-frame VMAF and the
+/// per-frame values of the other metrics the report shows.
 pub struct Scored {
     /// The `vmafcompare-summary` message.
     pub summary: SummaryMessage,
@@ -37,27 +50,47 @@ pub struct Scored {
     pub frames: Vec<Point>,
     /// Per-frame values of the other metrics shown (`NaN` where a frame lacks one), by name.
     pub extra: Vec<(String, Vec<f64>)>,
-    /// Warnings the pipeline posted, in order, without repeats.
+    /// The file's bitrate, when known.
+    pub bitrate: Option<Bitrate>,
+}
+
+/// What a run gives: per distorted file its scores or why it has none (no frame pair
+/// scored), and the warnings the pipeline posted, in order, without repeats.
+pub struct Outcome {
+    /// In the order of the inputs.
+    pub scored: Vec<Result<Scored, Failure>>,
+    /// Warnings, each once.
     pub warnings: Vec<String>,
 }
 
-/// The files and the log path of one run.
-pub struct Run<'a> {
-    /// The reference file.
-    pub reference: &'a Path,
-    /// The distorted file.
-    pub distorted: &'a Path,
-    /// Where the element writes its log, if anywhere.
-    pub log: Option<&'a Path>,
-    /// How the progress bar names the distorted file.
+/// One distorted file of a run.
+pub struct Input<'a> {
+    /// The file.
+    pub path: &'a Path,
+    /// How the report, the progress bar and (in a ladder) the element name it.
     pub label: &'a str,
 }
 
-/// Scores `run` with the options of `args`.
-pub fn score(args: &Args, run: &Run<'_>) -> Result<Scored, Failure> {
-    let label = run.distorted.display().to_string();
+/// The files of one run.
+pub struct Run<'a> {
+    /// The reference file.
+    pub reference: &'a Path,
+    /// The distorted files: one is a pair, several a ladder.
+    pub inputs: &'a [Input<'a>],
+    /// The element's `results-location`: the log path of a pair; for a ladder a template
+    /// whose `%s` the element replaces by each rendition's label.
+    pub log: Option<&'a Path>,
+}
+
+/// Scores `run` with the options of `args`. `Err` when the pipeline failed (nothing was
+/// scored); per file, `Err` when that file had no frame pair scored.
+pub fn score(args: &Args, run: &Run<'_>) -> Result<Outcome, Failure> {
+    let what = match run.inputs {
+        [one] => one.path.display().to_string(),
+        _ => run.reference.display().to_string(),
+    };
     let internal =
-        |what: &str, e: &dyn std::fmt::Display| Failure::other(format!("{label}: {what}: {e}"));
+        |step: &str, e: &dyn std::fmt::Display| Failure::other(format!("{what}: {step}: {e}"));
     let pipeline = gst::Pipeline::with_name("vmafcompare-pipeline");
     let cmp = vmafcompare_element(args, run.log)?;
     let sink = gst::ElementFactory::make("fakesink")
@@ -69,19 +102,65 @@ pub fn score(args: &Args, run: &Run<'_>) -> Result<Scored, Failure> {
         .map_err(|e| internal("cannot build the pipeline", &e))?;
     cmp.link(&sink)
         .map_err(|e| internal("cannot build the pipeline", &e))?;
-    let mut inputs = Vec::with_capacity(2);
-    for (path, pad) in [(run.reference, "reference"), (run.distorted, "distorted")] {
-        let branch = decode_branch(&pipeline, &cmp, path, pad)
-            .map_err(|e| internal("cannot build the pipeline", &e))?;
-        inputs.push((path.to_path_buf(), branch));
+    // The pad of each distorted file: `distorted` for a pair, else one request pad each.
+    let mut pads = Vec::with_capacity(run.inputs.len());
+    if let [_] = run.inputs {
+        let pad = cmp
+            .static_pad("distorted")
+            .ok_or_else(|| internal("cannot build the pipeline", &"no distorted pad"))?;
+        pads.push(pad);
+    } else {
+        for input in run.inputs {
+            let pad = cmp.request_pad_simple("distorted_%u").ok_or_else(|| {
+                internal("cannot build the pipeline", &"no distorted_%u pad granted")
+            })?;
+            pad.set_property("label", input.label);
+            pads.push(pad);
+        }
     }
-    let classifier = Classifier::new(cmp.clone(), inputs, args.backend, &label);
-    let Some(bus) = pipeline.bus() else {
-        return Err(Failure::other(format!("{label}: pipeline without a bus")));
+    let reference_pad = cmp
+        .static_pad("reference")
+        .ok_or_else(|| internal("cannot build the pipeline", &"no reference pad"))?;
+    let mut branches = Vec::with_capacity(run.inputs.len() + 1);
+    let targets = std::iter::once((run.reference, &reference_pad))
+        .chain(run.inputs.iter().map(|i| i.path).zip(&pads));
+    for (path, pad) in targets {
+        let branch = decode_branch(&pipeline, path, pad)
+            .map_err(|e| internal("cannot build the pipeline", &e))?;
+        branches.push((path.to_path_buf(), branch));
+    }
+    let pad_files: Vec<(String, String)> = if run.inputs.len() > 1 {
+        pads.iter()
+            .zip(run.inputs)
+            .map(|(p, i)| (p.name().to_string(), i.path.display().to_string()))
+            .collect()
+    } else {
+        Vec::new()
     };
-    let result = run_bus(args, &pipeline, &bus, &classifier, &label, run.label);
+    let classifier = Classifier::new(cmp.clone(), branches, args.backend, &what, pad_files);
+    let Some(bus) = pipeline.bus() else {
+        return Err(Failure::other(format!("{what}: pipeline without a bus")));
+    };
+    let slots: HashMap<String, usize> = pads
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.name().to_string(), i))
+        .collect();
+    let result = run_bus(args, &pipeline, &bus, &classifier, run, &slots);
+    let outcome = result.map(|(collected, warnings)| {
+        let scored = collected
+            .into_iter()
+            .zip(run.inputs)
+            .zip(&classifier.inputs()[1..])
+            .map(|((c, input), (_, branch))| {
+                let bitrate = bitrate(input.path, branch);
+                c.finish(input.path, bitrate)
+            })
+            .collect();
+        Outcome { scored, warnings }
+    });
     let _ = pipeline.set_state(gst::State::Null);
-    result
+    outcome
 }
 
 /// The element, its properties set from the options.
@@ -141,8 +220,16 @@ fn is_not_video(caps: &gst::CapsRef) -> bool {
     })
 }
 
-/// The elements of one file's decoding branch, and the decoded video's caps once decodebin
-/// exposes them (for error messages).
+/// Bitrate tags a demuxer sent with a file's video stream, in bits per second.
+#[derive(Default, Debug)]
+pub struct StreamTags {
+    /// `bitrate` of the stream's own tags, then of the file's (global) tags.
+    bitrate: [Option<u32>; 2],
+    /// `nominal-bitrate`, likewise.
+    nominal: [Option<u32>; 2],
+}
+
+/// The elements of one file's decoding branch, and what is learnt from it while it plays.
 pub struct Branch {
     /// The `filesrc`.
     pub src: gst::Element,
@@ -150,34 +237,35 @@ pub struct Branch {
     pub dec: gst::Element,
     /// The caps of the video stream linked to the element, described.
     pub caps: Arc<Mutex<Option<String>>>,
+    /// decodebin's pad linked to the element (asked for the stream's duration).
+    pub pad: Arc<Mutex<Option<gst::Pad>>>,
+    /// The demuxer's bitrate tags of the video stream.
+    pub tags: Arc<Mutex<StreamTags>>,
 }
 
-/// `filesrc location=PATH ! decodebin`, whose first video stream is linked to the element's
-/// pad `pad`. A file without a video stream, or whose video the element does not take, makes
-/// decodebin post an error saying so.
+/// `filesrc location=PATH ! decodebin`, whose first video stream is linked to `target`. A
+/// file without a video stream, or whose video the element does not take, makes decodebin
+/// post an error saying so. The tags of the demuxer's video pad are watched for bitrates.
 fn decode_branch(
     pipeline: &gst::Pipeline,
-    cmp: &gst::Element,
     path: &Path,
-    pad: &str,
+    target: &gst::Pad,
 ) -> Result<Branch, String> {
     let location = path
         .to_str()
         .ok_or_else(|| format!("{}: the path is not valid UTF-8", path.display()))?;
+    let name = target.name();
     let src = gst::ElementFactory::make("filesrc")
-        .name(format!("{pad}-file"))
+        .name(format!("{name}-file"))
         .property("location", location)
         .build()
         .map_err(|e| e.to_string())?;
     let dec = gst::ElementFactory::make("decodebin")
-        .name(format!("{pad}-decode"))
+        .name(format!("{name}-decode"))
         .build()
         .map_err(|e| e.to_string())?;
     pipeline.add_many([&src, &dec]).map_err(|e| e.to_string())?;
     src.link(&dec).map_err(|e| e.to_string())?;
-    let target = cmp
-        .static_pad(pad)
-        .ok_or_else(|| format!("the element has no {pad} pad"))?;
     // Without the signal (never expected) audio is decoded too, which costs only time.
     if let Some(signal) = glib::subclass::SignalId::lookup("autoplug-continue", dec.type_()) {
         dec.connect_id(signal, None, false, |values| {
@@ -186,11 +274,19 @@ fn decode_branch(
             Some(go_on.to_value())
         });
     }
+    let tags = Arc::new(Mutex::new(StreamTags::default()));
+    if let Some(bin) = dec.downcast_ref::<gst::Bin>() {
+        let tags = tags.clone();
+        bin.connect_deep_element_added(move |_, _, element| watch_demuxer(element, &tags));
+    }
     let linked = Arc::new(AtomicBool::new(false));
     let described = Arc::new(Mutex::new(None));
+    let exposed = Arc::new(Mutex::new(None));
     {
         let linked = linked.clone();
         let described = described.clone();
+        let exposed = exposed.clone();
+        let target = target.clone();
         dec.connect_pad_added(move |dec, new_pad| {
             let caps = new_pad
                 .current_caps()
@@ -203,6 +299,9 @@ fn decode_branch(
             }
             if let Ok(mut d) = described.lock() {
                 *d = Some(describe_caps(&caps));
+            }
+            if let Ok(mut p) = exposed.lock() {
+                *p = Some(new_pad.clone());
             }
             if let Err(e) = new_pad.link(&target) {
                 let text = format!(
@@ -231,6 +330,78 @@ fn decode_branch(
         src,
         dec,
         caps: described,
+        pad: exposed,
+        tags,
+    })
+}
+
+/// When `element` is a demuxer, records the bitrate tags it sends on its video pads: what
+/// the container says. (A parser's `bitrate` tag, an estimate that changes as the stream
+/// plays, is not read.)
+fn watch_demuxer(element: &gst::Element, tags: &Arc<Mutex<StreamTags>>) {
+    let is_demuxer = element
+        .factory()
+        .is_some_and(|f| f.klass().contains("Demux"));
+    if !is_demuxer {
+        return;
+    }
+    let tags = tags.clone();
+    element.connect_pad_added(move |_, pad| {
+        if pad.direction() != gst::PadDirection::Src {
+            return;
+        }
+        let tags = tags.clone();
+        pad.add_probe(gst::PadProbeType::EVENT_DOWNSTREAM, move |pad, info| {
+            let Some(gst::EventView::Tag(ev)) = info.event().map(|e| e.view()) else {
+                return gst::PadProbeReturn::Ok;
+            };
+            let is_video = pad
+                .current_caps()
+                .and_then(|c| c.structure(0).map(|s| s.name().starts_with("video/")))
+                .unwrap_or(false);
+            if !is_video {
+                return gst::PadProbeReturn::Ok;
+            }
+            let list = ev.tag();
+            let scope = usize::from(list.scope() == gst::TagScope::Global);
+            if let Ok(mut t) = tags.lock() {
+                if let Some(v) = list.get::<gst::tags::Bitrate>() {
+                    t.bitrate[scope] = Some(v.get()).filter(|&b| b > 0);
+                }
+                if let Some(v) = list.get::<gst::tags::NominalBitrate>() {
+                    t.nominal[scope] = Some(v.get()).filter(|&b| b > 0);
+                }
+            }
+            gst::PadProbeReturn::Ok
+        });
+    });
+}
+
+/// The bitrate of the distorted file `path`: the demuxer's `bitrate` tag of its video stream,
+/// else its `nominal-bitrate`, else the same tags of the whole file, else the file's size
+/// over its duration (audio and container included); `None` when the duration is unknown.
+fn bitrate(path: &Path, branch: &Branch) -> Option<Bitrate> {
+    if let Ok(t) = branch.tags.lock() {
+        let tagged = [
+            (t.bitrate[0], "bitrate tag"),
+            (t.nominal[0], "nominal-bitrate tag"),
+            (t.bitrate[1], "bitrate tag"),
+            (t.nominal[1], "nominal-bitrate tag"),
+        ];
+        if let Some((Some(bps), source)) = tagged.into_iter().find(|(b, _)| b.is_some()) {
+            return Some(Bitrate {
+                kbps: f64::from(bps) / 1000.0,
+                source,
+            });
+        }
+    }
+    let pad = branch.pad.lock().ok().and_then(|p| p.clone())?;
+    let duration = pad.query_duration::<gst::ClockTime>()?;
+    let size = std::fs::metadata(path).ok()?.len();
+    let seconds = duration.nseconds() as f64 / 1e9;
+    (seconds > 0.0).then(|| Bitrate {
+        kbps: size as f64 * 8.0 / seconds / 1000.0,
+        source: "file size / duration",
     })
 }
 
@@ -257,38 +428,79 @@ fn describe_caps(caps: &gst::CapsRef) -> String {
     out
 }
 
-/// Plays the pipeline to its end, collecting frames, the summary and warnings.
+/// What the bus gave for one distorted file.
+#[derive(Default)]
+struct Collected {
+    frames: Vec<Point>,
+    extra: Option<Vec<(String, Vec<f64>)>>,
+    summary: Option<SummaryMessage>,
+}
+
+impl Collected {
+    /// Its scores, or why there are none.
+    fn finish(self, path: &Path, bitrate: Option<Bitrate>) -> Result<Scored, Failure> {
+        let file = path.display();
+        let summary = self.summary.ok_or_else(|| {
+            Failure::other(format!(
+                "{file}: the stream ended without the element's summary"
+            ))
+        })?;
+        if summary.frames == 0 || self.frames.is_empty() {
+            return Err(Failure::other(format!(
+                "{file}: no frame pair was scored ({} reference and {} distorted frames without a partner)",
+                summary.unpaired_reference, summary.unpaired_distorted
+            )));
+        }
+        Ok(Scored {
+            summary,
+            frames: self.frames,
+            extra: self.extra.unwrap_or_default(),
+            bitrate,
+        })
+    }
+}
+
+/// Which input a message is about: by its `pad` field (a ladder), else the only one.
+fn slot_of(pad: Option<&str>, slots: &HashMap<String, usize>, n: usize) -> Option<usize> {
+    match pad {
+        Some(p) => slots.get(p).copied(),
+        None => (n == 1).then_some(0),
+    }
+}
+
+/// Plays the pipeline to its end, collecting each input's frames and summary, and the
+/// warnings.
 fn run_bus(
     args: &Args,
     pipeline: &gst::Pipeline,
     bus: &gst::Bus,
     classifier: &Classifier,
-    label: &str,
-    short: &str,
-) -> Result<Scored, Failure> {
+    run: &Run<'_>,
+    slots: &HashMap<String, usize>,
+) -> Result<(Vec<Collected>, Vec<String>), Failure> {
+    let n = run.inputs.len();
     if pipeline.set_state(gst::State::Playing).is_err() {
         // The element or a source failed to start; the reason is on the bus.
         let msg =
             bus.timed_pop_filtered(gst::ClockTime::from_seconds(1), &[gst::MessageType::Error]);
         return Err(match msg.as_ref().map(|m| m.view()) {
             Some(gst::MessageView::Error(e)) => classifier.classify(e),
-            _ => Failure::other(format!("{label}: the pipeline did not start")),
+            _ => Failure::other(format!("{}: the pipeline did not start", classifier.what())),
         });
     }
-    let bar = progress_bar(args, short);
-    let mut frames: Vec<Point> = Vec::new();
-    let mut extra: Option<Vec<(String, Vec<f64>)>> = None;
-    let mut summary = None;
+    let bars = progress_bars(args, run.inputs);
+    let mut collected: Vec<Collected> = (0..n).map(|_| Collected::default()).collect();
     let mut warnings: Vec<String> = Vec::new();
+    let mut length_known = false;
     for msg in bus.iter_timed(gst::ClockTime::NONE) {
         match msg.view() {
             gst::MessageView::Eos(_) => break,
             gst::MessageView::Error(e) => {
-                bar.finish_and_clear();
+                bars.clear();
                 return Err(classifier.classify(e));
             }
             gst::MessageView::Warning(w) => {
-                let text = one_line(&w.error().to_string());
+                let text = classifier.with_files(&one_line(&w.error().to_string()));
                 if !warnings.contains(&text) {
                     warnings.push(text);
                 }
@@ -299,7 +511,11 @@ fn run_bus(
                     let Ok(f) = FrameMessage::try_from(s) else {
                         continue;
                     };
-                    let extra = extra.get_or_insert_with(|| {
+                    let Some(i) = slot_of(f.pad.as_deref(), slots, n) else {
+                        continue;
+                    };
+                    let c = &mut collected[i];
+                    let extra = c.extra.get_or_insert_with(|| {
                         f.metrics
                             .iter()
                             .filter(|(name, _)| {
@@ -312,22 +528,24 @@ fn run_bus(
                     for (name, values) in extra.iter_mut() {
                         values.push(f.get(name).unwrap_or(f64::NAN));
                     }
-                    if bar.length().is_none() {
+                    if !length_known {
                         if let Some(d) = pipeline.query_duration::<gst::ClockTime>() {
-                            bar.set_length(d.mseconds());
+                            bars.set_length(d.mseconds());
+                            length_known = true;
                         }
                     }
-                    if let Some(pts) = f.pts {
-                        bar.set_position(pts.mseconds());
-                    }
-                    bar.set_message(format!("frame {} VMAF {:.2}", f.index, f.vmaf));
-                    frames.push(Point {
+                    bars.frame(i, &f);
+                    c.frames.push(Point {
                         index: f.index,
                         pts: f.pts,
                         vmaf: f.vmaf,
                     });
                 } else if s.name() == SUMMARY_MESSAGE_NAME {
-                    summary = SummaryMessage::try_from(s).ok();
+                    if let Ok(summary) = SummaryMessage::try_from(s) {
+                        if let Some(i) = slot_of(summary.pad.as_deref(), slots, n) {
+                            collected[i].summary = Some(summary);
+                        }
+                    }
                 } else if s.name() == "missing-plugin" {
                     classifier.note_missing_plugin(s);
                 }
@@ -335,39 +553,67 @@ fn run_bus(
             _ => {}
         }
     }
-    bar.finish_and_clear();
-    let summary = summary.ok_or_else(|| {
-        Failure::other(format!(
-            "{label}: the stream ended without the element's summary"
-        ))
-    })?;
-    if summary.frames == 0 || frames.is_empty() {
-        return Err(Failure::other(format!(
-            "{label}: no frame pair was scored ({} reference and {} distorted frames without a partner)",
-            summary.unpaired_reference, summary.unpaired_distorted
-        )));
-    }
-    Ok(Scored {
-        summary,
-        frames,
-        extra: extra.unwrap_or_default(),
-        warnings,
-    })
+    bars.clear();
+    Ok((collected, warnings))
 }
 
-/// A progress bar on standard error when it is a terminal and `--quiet` is not given, else a
-/// hidden one.
-fn progress_bar(args: &Args, label: &str) -> ProgressBar {
-    if args.quiet || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
+/// The progress bars on standard error: one per distorted file, when standard error is a
+/// terminal and `--quiet` is not given; hidden otherwise.
+struct Bars {
+    bars: Vec<ProgressBar>,
+}
+
+impl Bars {
+    /// The stream's duration in ms, once the pipeline knows it.
+    fn set_length(&self, ms: u64) {
+        for b in &self.bars {
+            b.set_length(ms);
+        }
     }
-    // The length (the stream's duration in ms) is set once the pipeline knows it.
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+
+    /// Frame `f` of input `i` was scored.
+    fn frame(&self, i: usize, f: &FrameMessage) {
+        let Some(bar) = self.bars.get(i) else { return };
+        if let Some(pts) = f.pts {
+            bar.set_position(pts.mseconds());
+        }
+        bar.set_message(format!("frame {} VMAF {:.2}", f.index, f.vmaf));
+    }
+
+    /// Removes the bars from the terminal.
+    fn clear(&self) {
+        for b in &self.bars {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// A bar per input, named by its label (the names padded to one width).
+fn progress_bars(args: &Args, inputs: &[Input<'_>]) -> Bars {
+    if args.quiet || !std::io::stderr().is_terminal() {
+        return Bars {
+            bars: inputs.iter().map(|_| ProgressBar::hidden()).collect(),
+        };
+    }
+    let width = inputs
+        .iter()
+        .map(|i| i.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
     let style = ProgressStyle::with_template("{prefix} [{bar:30}] {percent:>3}%  {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar());
-    bar.set_style(style);
-    bar.set_prefix(label.to_owned());
-    bar
+    let bars = inputs
+        .iter()
+        .map(|input| {
+            // The length (the stream's duration in ms) is set once the pipeline knows it.
+            let bar = multi.add(ProgressBar::no_length());
+            bar.set_style(style.clone());
+            bar.set_prefix(format!("{:width$}", input.label));
+            bar
+        })
+        .collect();
+    Bars { bars }
 }
 
 /// `text` on one line: line breaks become spaces.

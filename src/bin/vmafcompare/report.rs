@@ -1,5 +1,5 @@
 //! The report on standard output: a line per scored file, the pooled scores (one row per file
-//! and metric, with the 1% and 5% lows), and each file's worst frames.
+//! and metric, with the 1% and 5% lows and the file's bitrate), and each file's worst frames.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -8,8 +8,10 @@ use crate::pipeline::{Point, Scored};
 
 /// One distorted file's results.
 pub struct FileResult {
-    /// The distorted file as given on the command line.
+    /// How the report names the file (its label, see `Args::labels`).
     pub label: String,
+    /// The file as given on the command line, shown beside the label when they differ.
+    pub path: PathBuf,
     /// What its run gave.
     pub scored: Scored,
     /// The log written for it, if any.
@@ -78,6 +80,8 @@ struct Row<'a> {
     frames: u64,
     /// mean, harmonic mean, min, max, 1% low, 5% low.
     values: [f64; 6],
+    /// The file's bitrate in kbit/s, if known.
+    kbps: Option<f64>,
 }
 
 /// The rows of one file: `vmaf`, then the other metrics shown, in log order.
@@ -96,6 +100,7 @@ fn rows(file: &FileResult) -> Vec<Row<'_>> {
                 metric,
                 frames: s.summary.frames,
                 values: [p.mean, p.harmonic_mean, p.min, p.max, low1, low5],
+                kbps: s.bitrate.map(|b| b.kbps),
             })
         })
         .collect()
@@ -123,10 +128,15 @@ pub fn render(files: &[FileResult], worst: usize) -> String {
     let mut out = String::new();
     for f in files {
         let s = &f.scored.summary;
+        let _ = write!(out, "{}", f.label);
+        let path = f.path.display().to_string();
+        if !path.ends_with(&f.label) {
+            let _ = write!(out, " ({path})");
+        }
         let _ = write!(
             out,
-            "{}: {} frames scored at {}x{} on the {} backend, model {}",
-            f.label, s.frames, s.scored_width, s.scored_height, s.backend, s.model
+            ": {} frames scored at {}x{} on the {} backend, model {}",
+            s.frames, s.scored_width, s.scored_height, s.backend, s.model
         );
         if s.reference_scaling != "none" {
             let _ = write!(out, "; reference scaled {}", s.reference_scaling);
@@ -140,6 +150,9 @@ pub fn render(files: &[FileResult], worst: usize) -> String {
                 "; {} reference and {} distorted frames without a partner",
                 s.unpaired_reference, s.unpaired_distorted
             );
+        }
+        if let Some(b) = f.scored.bitrate {
+            let _ = write!(out, "; bitrate {:.1} kbit/s ({})", b.kbps, b.source);
         }
         out.push('\n');
     }
@@ -158,13 +171,25 @@ pub fn render(files: &[FileResult], worst: usize) -> String {
         .unwrap_or(6);
     let _ = writeln!(
         out,
-        "\n{:lw$}  {:mw$}  {:>7}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}",
-        "distorted", "metric", "frames", "mean", "harmonic", "min", "max", "1% low", "5% low"
+        "\n{:lw$}  {:mw$}  {:>7}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>9}",
+        "distorted",
+        "metric",
+        "frames",
+        "mean",
+        "harmonic",
+        "min",
+        "max",
+        "1% low",
+        "5% low",
+        "kbit/s"
     );
     for r in &rows {
         let _ = write!(out, "{:lw$}  {:mw$}  {:>7}", r.label, r.metric, r.frames);
         for v in r.values {
             let _ = write!(out, "  {v:>11.6}");
+        }
+        if let Some(k) = r.kbps {
+            let _ = write!(out, "  {k:>9.1}");
         }
         out.push('\n');
     }
