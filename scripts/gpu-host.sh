@@ -141,6 +141,57 @@ PY
             # every minute, index/timestamp drift (CHECKS=soak bash scripts/gpu-host.sh)
       .gpu/bin/soak --backend cuda --width 1920 --height 1080 --distortion scale \
         --duration "${SOAK_SECONDS:-1500}" --interval 60 || fail=1 ;;
+    ladder)  # issue 30: a whole ladder in one element. The CUDA ladder backend against pair
+             # backends and the CPU bit for bit (gpu_ladder); nvh264dec 1080p/720p/540p
+             # renditions against the 1080p reference in one element (CUDA memory), backend=cuda
+             # vs backend=cpu vs one element per rendition, per-frame logs; compute-sanitizer
+             # memcheck on the ladder; the speed table (ladder_bench: one ladder element against
+             # one element per rendition behind a tee, CUDA and system memory, v0 and v1; the
+             # CPU backend at equal threads)
+      .gpu/bin/gpu_ladder --include-ignored --test-threads=1 2>&1 | grep -E 'test result|panicked|FAILED' || fail=1
+      nv() { echo "filesrc location=.gpu/clips/$1 ! qtdemux ! h264parse ! nvh264dec ! cmp.$2"; }
+      lad() {  # backend model tag
+        # shellcheck disable=SC2046
+        gst-launch-1.0 -q $(nv ref_1080p.mp4 reference) $(nv dist_1080p.mp4 distorted) \
+          $(nv dist_720p.mp4 distorted_1) $(nv dist_540p.mp4 distorted_2) \
+          vmafcompare name=cmp backend=$1 model="$2" results-location="$out/lad_$3_$1_%s.json" \
+          distorted::label=1080p distorted_1::label=720p distorted_2::label=540p ! fakesink \
+          || { echo "ladder $3 $1 failed"; fail=1; }
+      }
+      for m in v0:vmaf_v0.6.1 v1:vmaf_v1.0.16_3d0h; do
+        tag=${m%%:*} model=${m#*:}
+        lad cuda "$model" "$tag"
+        lad cpu "$model" "$tag"
+        for r in 1080p 720p 540p; do
+          # shellcheck disable=SC2046
+          gst-launch-1.0 -q $(nv ref_1080p.mp4 reference) $(nv dist_$r.mp4 distorted) \
+            vmafcompare name=cmp backend=cuda model="$model" results-location="$out/sep_${tag}_$r.json" ! fakesink \
+            || { echo "separate $tag $r failed"; fail=1; }
+        done
+      done
+      echo "| model | rendition | frames | pooled VMAF ladder cuda | ladder cpu | separate element | per-frame logs identical |"
+      echo "| --- | --- | --- | --- | --- | --- | --- |"
+      python3 - "$out" <<'PY' || fail=1
+import json, sys
+out, ok = sys.argv[1], True
+for tag in ("v0", "v1"):
+    for r in ("1080p", "720p", "540p"):
+        g, c, s = (json.load(open(f"{out}/{p}.json")) for p in (f"lad_{tag}_cuda_{r}", f"lad_{tag}_cpu_{r}", f"sep_{tag}_{r}"))
+        same = bool(g["frames"]) and g["frames"] == c["frames"] == s["frames"]
+        ok &= same
+        v = lambda j: j["pooled_metrics"]["vmaf"]["mean"]
+        print(f"| {tag} | {r} | {len(g['frames'])} | {v(g):.6f} | {v(c):.6f} | {v(s):.6f} | {same} |")
+sys.exit(0 if ok else 1)
+PY
+      # shellcheck disable=SC2046
+      compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 gst-launch-1.0 -q \
+        $(nv ref_360p.mp4 reference) $(nv dist_360p.mp4 distorted) $(nv dist_180p.mp4 distorted_1) \
+        vmafcompare name=cmp backend=cuda model=vmaf_v1.0.16_3d0h ! fakesink 2>&1 | tail -3
+      [[ ${PIPESTATUS[0]} == 0 ]] || { echo "memcheck on the ladder failed"; fail=1; }
+      .gpu/bin/ladder_bench --backend cuda --memory cuda,system --frames ${LADDER_FRAMES:-600} || fail=1
+      .gpu/bin/ladder_bench --backend cpu --memory system --frames ${LADDER_CPU_FRAMES:-60} \
+        --threads "$(nproc)" || fail=1
+      ;;
     renditions)  # issue 29: renditions of other sizes scaled on the GPU. The GPU scaler
                  # against the CPU's bit for bit; nvh264dec 720p and 540p renditions against the
                  # 1080p reference (CUDA memory, scaled in place), VMAF v0 and v1 (chroma

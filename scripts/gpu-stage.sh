@@ -28,7 +28,7 @@ pack() {
 # Test and example executables (release profile: optimised, no debug info).
 tests=(gpu cuda_backend dmabuf gpu_faults concurrency bad_input element gpu_ssim gpu_ssimulacra2
   gpu_lessons extra_features multi_model formats gpu_adm_v1 gpu_speed gpu_cambi gpu_scale
-  scaling_input)
+  scaling_input gpu_ladder)
 cargo test --release --no-run "${tests[@]/#/--test=}" --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -39,7 +39,7 @@ for l in sys.stdin:
   | while read -r name exe; do
       cp "$exe" "$out/bin/$name"
     done
-examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak cpu_bench)
+examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak cpu_bench ladder_bench)
 cargo build --release "${examples[@]/#/--example=}"
 for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
 # gpu_lessons keeps its symbols: it prints where an allocation per frame comes from.

@@ -334,3 +334,122 @@ fn pad_requests_after_ready_are_refused() {
     }
     pipeline.set_state(gst::State::Null).unwrap();
 }
+
+/// A moving, textured 8-bit grey picture (`t`: frame number), `k` its rendition (noise).
+fn picture(w: usize, h: usize, t: usize, k: usize) -> Vec<u8> {
+    (0..w * h)
+        .map(|i| {
+            let (x, y) = (i % w, i / w);
+            let fx = (x as f64 + 3.0 * t as f64) / w as f64;
+            let s = 128.0
+                + 60.0 * (fx * 23.0).sin() * (y as f64 / h as f64 * 17.0).cos()
+                + (((x * 7 + y * 13 + t * 5 + k * 11) % 31) as f64 - 15.0) * k as f64 / 2.0;
+            s.clamp(0.0, 255.0) as u8
+        })
+        .collect()
+}
+
+/// A rendition's pad released while the element plays ends that rendition cleanly: its
+/// summary is posted at once with the frames it scored, the other renditions go on to the
+/// end of the stream.
+#[test]
+fn released_rendition_pad_posts_its_summary() {
+    init();
+    let (w, h) = (176usize, 144usize);
+    let pipeline = gst::parse::launch(
+        "vmafcompare name=cmp backend=cpu ! fakesink sync=false \
+         appsrc name=r format=time ! cmp.reference appsrc name=d1 format=time ! cmp.distorted_1 \
+         appsrc name=d2 format=time ! cmp.distorted_2",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let caps = gst_video::VideoInfo::builder(gst_video::VideoFormat::Gray8, w as u32, h as u32)
+        .fps(gst::Fraction::new(25, 1))
+        .build()
+        .unwrap()
+        .to_caps()
+        .unwrap();
+    let srcs: Vec<gst_app::AppSrc> = ["r", "d1", "d2"]
+        .iter()
+        .map(|n| appsrc(&pipeline, n, &caps))
+        .collect();
+    let buffer = |t: usize, k: usize| {
+        let mut b = gst::Buffer::from_mut_slice(picture(w, h, t, k));
+        let m = b.get_mut().unwrap();
+        m.set_pts(gst::ClockTime::from_mseconds(40 * t as u64));
+        m.set_duration(gst::ClockTime::from_mseconds(40));
+        b
+    };
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let bus = pipeline.bus().unwrap();
+    let mut frames: Vec<FrameMessage> = Vec::new();
+    let mut summaries: Vec<SummaryMessage> = Vec::new();
+    let mut read = |until: &dyn Fn(&[FrameMessage], &[SummaryMessage]) -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !until(&frames, &summaries) {
+            assert!(std::time::Instant::now() < deadline, "timeout");
+            let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) else {
+                continue;
+            };
+            match msg.view() {
+                gst::MessageView::Error(e) => panic!("error: {}", e.error()),
+                gst::MessageView::Element(e) => {
+                    let s = e.structure().unwrap();
+                    if let Ok(f) = FrameMessage::try_from(s) {
+                        frames.push(f);
+                    } else if let Ok(x) = SummaryMessage::try_from(s) {
+                        summaries.push(x);
+                    }
+                }
+                gst::MessageView::Eos(_) => return true,
+                _ => {}
+            }
+        }
+        false
+    };
+    for t in 0..6 {
+        for (k, s) in srcs.iter().enumerate() {
+            s.push_buffer(buffer(t, k)).unwrap();
+        }
+    }
+    // Frame 4 of distorted_2 is complete once frame 5 is in.
+    read(&|f, _| f.iter().any(|x| x.pad.as_deref() == Some("distorted_2") && x.index == 4));
+    let cmp = pipeline.by_name("cmp").unwrap();
+    let pad = cmp.static_pad("distorted_2").unwrap();
+    if let Some(peer) = pad.peer() {
+        peer.unlink(&pad).unwrap();
+    }
+    cmp.release_request_pad(&pad);
+    read(&|_, s| s.iter().any(|x| x.pad.as_deref() == Some("distorted_2")));
+    for t in 6..12 {
+        for s in &srcs[..2] {
+            s.push_buffer(buffer(t, 1)).unwrap();
+        }
+    }
+    let _ = srcs[2].end_of_stream();
+    for s in &srcs[..2] {
+        let _ = s.end_of_stream();
+    }
+    let eos = read(&|_, _| false);
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(eos, "end of stream");
+    let two = summaries
+        .iter()
+        .find(|s| s.pad.as_deref() == Some("distorted_2"))
+        .expect("the released rendition's summary");
+    assert_eq!(two.frames, 6, "the released rendition scored the frames it had");
+    let pooled = two.get("vmaf").expect("pooled vmaf").mean;
+    assert!((0.0..=100.0).contains(&pooled) && pooled > 0.0, "{pooled}");
+    let one = summaries
+        .iter()
+        .find(|s| s.pad.as_deref() == Some("distorted_1"))
+        .expect("the other rendition's summary");
+    assert_eq!(one.frames, 12, "the other rendition went on");
+    assert_eq!(
+        summaries.len(),
+        2,
+        "one summary per rendition: {:?}",
+        summaries.iter().map(|s| &s.pad).collect::<Vec<_>>()
+    );
+}

@@ -353,6 +353,15 @@ pub trait CudaExtractor: Send {
         frame: &DevFrame,
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError>;
+    /// Allocates what [`CudaExtractor::enqueue_ladder`] needs beyond a pair's scratch (e.g.
+    /// ADM's reference bands of every scale), on `stream`; called once by a ladder backend
+    /// when it is made, so that no ladder frame allocates. The default needs nothing.
+    ///
+    /// Errors: [`CudaError`] from the allocations.
+    fn prepare_ladder(&mut self, stream: &Arc<CudaStream>) -> Result<(), CudaError> {
+        let _ = stream;
+        Ok(())
+    }
     /// `enqueue` for a ladder: one reference frame and several distorted frames (renditions
     /// at the scoring size), frame `i`'s words into `outs[i]`. Every frame of `frames` has the
     /// same `reference` and `previous` planes (and the same reference chroma); they differ in

@@ -292,7 +292,11 @@ impl CudaBackend {
         let mut sides = Vec::new();
         let mut total = 0;
         for (i, inst) in layout.instances().iter().enumerate() {
-            let ex = inst.cuda(dev, &compute, &geometry)?;
+            let mut ex = inst.cuda(dev, &compute, &geometry)?;
+            if ladder {
+                // A ladder's own scratch (ADM's reference bands), once per caps as the rest.
+                ex.prepare_ladder(&compute)?;
+            }
             if ex.side_stream() {
                 let high = ex.high_priority();
                 let stream = |dev: &GpuDevice| {

@@ -388,10 +388,28 @@ impl AdmGpu {
         Ok(())
     }
 
+    /// The reference's detail bands of scales 1..3 a ladder keeps (made once; a pair never
+    /// needs them). Called by a ladder backend when it is made.
+    ///
+    /// Errors: [`CudaError`] from the allocations.
+    pub fn prepare_ladder(&mut self, stream: &Arc<CudaStream>) -> Result<(), CudaError> {
+        if self.ref_bands.is_none() {
+            let what = "AdmGpu reference detail bands";
+            let n = 3 * self.band_len;
+            self.ref_bands = Some([
+                alloc_zeroed::<i16>(stream, n, what)?,
+                alloc_zeroed::<i16>(stream, n, what)?,
+                alloc_zeroed::<i16>(stream, n, what)?,
+            ]);
+        }
+        Ok(())
+    }
+
     /// [`AdmGpu::enqueue`] of one reference against several distorted planes (a ladder's
     /// renditions), `distorted[i]`'s words into `outs[i]`: the reference's DWT runs once,
     /// every scale of it kept (scale 0's detail bands where the pair path keeps them, scales
-    /// 1..3 in bands allocated on the first call), then each distorted plane's DWT, decoupling
+    /// 1..3 in the bands of [`AdmGpu::prepare_ladder`], made by the first call if the backend
+    /// did not), then each distorted plane's DWT, decoupling
     /// and masking read it. The same kernels on the same coefficients as the pair path: each
     /// `outs[i]` is bit for bit what `enqueue(reference, distorted[i])` writes.
     ///
@@ -411,15 +429,7 @@ impl AdmGpu {
                 "AdmGpu::enqueue_ladder (one output per distorted plane)",
             ));
         }
-        if self.ref_bands.is_none() {
-            let what = "AdmGpu reference detail bands";
-            let n = 3 * self.band_len;
-            self.ref_bands = Some([
-                alloc_zeroed::<i16>(stream, n, what)?,
-                alloc_zeroed::<i16>(stream, n, what)?,
-                alloc_zeroed::<i16>(stream, n, what)?,
-            ]);
-        }
+        self.prepare_ladder(stream)?;
         let mut ref_hvd = [0u64; SCALES];
         ref_hvd[0] = self.hvd_ref.device_ptr_mut(stream).0;
         if let Some(bands) = self.ref_bands.as_mut() {

@@ -338,6 +338,10 @@ impl CudaExtractor for AdmCuda {
         cuda::AdmGpu::RESULT_WORDS
     }
 
+    fn prepare_ladder(&mut self, stream: &Arc<CudaStream>) -> Result<(), CudaError> {
+        self.gpu.prepare_ladder(stream)
+    }
+
     fn enqueue(
         &mut self,
         stream: &Arc<CudaStream>,

@@ -68,7 +68,13 @@ pub(super) struct LadderState {
     lone_reference: u64,
     started: Option<Instant>,
     finished: bool,
+    /// The always `distorted` pad was unlinked at READY->PAUSED and was ended: it carries no
+    /// rendition.
+    distorted_unused: bool,
 }
+
+/// Packed chroma of the renditions of one ladder frame: slot, Cb/Cr, their size.
+type PackedChroma = Vec<(usize, [Vec<u16>; 2], Option<(usize, usize)>)>;
 
 /// `results-location` for one rendition: `%s` replaced by its label (or pad name), else the
 /// name inserted before the extension (`scores.json` -> `scores-720p.json`).
@@ -180,6 +186,9 @@ impl VmafCompare {
     /// it is ended at once so that the aggregator does not wait for it.
     pub(super) fn ladder_end_unlinked(&self) {
         if self.is_ladder() && !self.distorted_pad.is_linked() {
+            if let Some(l) = lock(&self.state).ladder.as_mut() {
+                l.distorted_unused = true;
+            }
             let _ = self
                 .distorted_pad
                 .send_event(gst::event::StreamStart::new("vmafcompare-unused-distorted"));
@@ -193,6 +202,19 @@ impl VmafCompare {
         let Some(ladder) = state.ladder.as_mut() else {
             return false;
         };
+        if ladder.distorted_unused && pad == &self.distorted_pad {
+            drop(state);
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                (
+                    "the distorted pad was linked after the pipeline started: in a ladder, an \
+                     unlinked distorted pad is left out at READY->PAUSED"
+                ),
+                ["Link sources that link late (decodebin, uridecodebin) to request pads distorted_1, distorted_2, ... or link the distorted pad before starting."]
+            );
+            return true;
+        }
         match ladder
             .renditions
             .iter_mut()
@@ -659,7 +681,7 @@ impl VmafCompare {
         }
         // Packed chroma (CPU backend) lives in the renditions' scratch for the push.
         let mut ref_chroma: [Vec<u16>; 2] = Default::default();
-        let mut packed: Vec<(usize, [Vec<u16>; 2], Option<(usize, usize)>)> = Vec::new();
+        let mut packed: PackedChroma = Vec::new();
         let mut ref_size = None;
         if wants_chroma && !components {
             ref_size = rm
