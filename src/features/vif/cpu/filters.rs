@@ -120,62 +120,102 @@ pub(super) fn v_stat_block<const N: usize, const L: usize, const NARROW: bool, c
             products::<L, NARROW>(da, da),
             products::<L, NARROW>(ra, da),
         );
-        let (pxb, pyb, pcb) = if k == half {
-            (zero, zero, zero)
-        } else {
-            (
-                products::<L, NARROW>(rb, rb),
-                products::<L, NARROW>(db, db),
-                products::<L, NARROW>(rb, db),
-            )
-        };
-        let (xb, yb) = if k == half { (zero, zero) } else { (xb, yb) };
+        if k == half {
+            if with_ref {
+                add_pair(&mut s.m1, f, &xa, &zero);
+            }
+            if with_dis {
+                add_pair(&mut s.m2, f, &ya, &zero);
+            }
+            if NARROW {
+                if with_ref {
+                    add_pair(&mut s.xx_lo, f, &pxa, &zero);
+                }
+                if with_dis {
+                    add_pair(&mut s.yy_lo, f, &pya, &zero);
+                    add_pair(&mut s.xy_lo, f, &pca, &zero);
+                }
+            } else {
+                if with_ref {
+                    add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, &pxa, &zero);
+                }
+                if with_dis {
+                    add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, &pya, &zero);
+                    add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, &pca, &zero);
+                }
+            }
+            continue;
+        }
+        let (pxb, pyb, pcb) = (
+            products::<L, NARROW>(rb, rb),
+            products::<L, NARROW>(db, db),
+            products::<L, NARROW>(rb, db),
+        );
         if with_ref {
             add_pair(&mut s.m1, f, &xa, &xb);
-            if NARROW {
-                add_pair(&mut s.xx_lo, f, &pxa, &pxb);
-            } else {
-                add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, &pxa, &pxb);
-            }
         }
         if with_dis {
             add_pair(&mut s.m2, f, &ya, &yb);
-            if NARROW {
+        }
+        if NARROW {
+            if with_ref {
+                add_pair(&mut s.xx_lo, f, &pxa, &pxb);
+            }
+            if with_dis {
                 add_pair(&mut s.yy_lo, f, &pya, &pyb);
                 add_pair(&mut s.xy_lo, f, &pca, &pcb);
-            } else {
+            }
+        } else {
+            if with_ref {
+                add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, &pxa, &pxb);
+            }
+            if with_dis {
                 add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, &pya, &pyb);
                 add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, &pca, &pcb);
             }
         }
     }
     let at = PAD + j;
-    let means = [
-        (with_ref, &s.m1, &mut row.mu1),
-        (with_dis, &s.m2, &mut row.mu2),
-    ];
-    for (_, src, out) in means.into_iter().filter(|m| m.0) {
-        if let Some(o) = chunk_mut::<u16, L>(out, at) {
-            for l in 0..L {
-                o[l] = (src[l].wrapping_add(mu_round) >> mu_shift) as u16;
-            }
+    if with_ref {
+        store_means(&s.m1, &mut row.mu1, at, mu_round, mu_shift);
+        store_moment::<L, NARROW>(&s.xx_lo, &s.xx_hi, &mut row.ref_sq, at, sq_round, sq_shift);
+    }
+    if with_dis {
+        store_means(&s.m2, &mut row.mu2, at, mu_round, mu_shift);
+        store_moment::<L, NARROW>(&s.yy_lo, &s.yy_hi, &mut row.dis_sq, at, sq_round, sq_shift);
+        store_moment::<L, NARROW>(&s.xy_lo, &s.xy_hi, &mut row.ref_dis, at, sq_round, sq_shift);
+    }
+}
+
+/// [`v_stat_block`]'s means: `(src + mu_round) >> mu_shift` truncated to 16 bits at `out[at..]`.
+#[inline(always)]
+fn store_means<const L: usize>(src: &[u32; L], out: &mut [u16], at: usize, round: u32, shift: u32) {
+    if let Some(o) = chunk_mut::<u16, L>(out, at) {
+        for l in 0..L {
+            o[l] = (src[l].wrapping_add(round) >> shift) as u16;
         }
     }
+}
+
+/// [`v_stat_block`]'s second moments at `out[at..]`: `lo` with `NARROW`, else
+/// `(hi << (16 - sq_shift)) + ((lo + sq_round) >> sq_shift)`.
+#[inline(always)]
+fn store_moment<const L: usize, const NARROW: bool>(
+    lo: &[u32; L],
+    hi: &[u32; L],
+    out: &mut [u32],
+    at: usize,
+    sq_round: u32,
+    sq_shift: u32,
+) {
     let up = 16u32.saturating_sub(sq_shift);
-    let moments = [
-        (with_ref, &s.xx_lo, &s.xx_hi, &mut row.ref_sq),
-        (with_dis, &s.yy_lo, &s.yy_hi, &mut row.dis_sq),
-        (with_dis, &s.xy_lo, &s.xy_hi, &mut row.ref_dis),
-    ];
-    for (_, lo, hi, out) in moments.into_iter().filter(|m| m.0) {
-        if let Some(o) = chunk_mut::<u32, L>(out, at) {
-            for l in 0..L {
-                o[l] = if NARROW {
-                    lo[l]
-                } else {
-                    (hi[l].wrapping_shl(up)).wrapping_add(lo[l].wrapping_add(sq_round) >> sq_shift)
-                };
-            }
+    if let Some(o) = chunk_mut::<u32, L>(out, at) {
+        for l in 0..L {
+            o[l] = if NARROW {
+                lo[l]
+            } else {
+                (hi[l].wrapping_shl(up)).wrapping_add(lo[l].wrapping_add(sq_round) >> sq_shift)
+            };
         }
     }
 }
@@ -240,65 +280,81 @@ pub(super) fn h_stat_block<const N: usize, const L: usize, const PART: u8>(
             continue;
         };
         let f = u32::from(f);
-        let centre = k == half;
-        let (b1, b2) = if centre {
-            (zero, zero)
+        if k == half {
+            if with_ref {
+                add_pair(&mut s.m1, f, &widen(a1), &zero);
+            }
+            if with_dis {
+                add_pair(&mut s.m2, f, &widen(a2), &zero);
+            }
+            if with_ref {
+                add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, xa, &zero);
+            }
+            if with_dis {
+                add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, ya, &zero);
+                add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, ca, &zero);
+            }
         } else {
-            (widen(b1), widen(b2))
-        };
-        let (xb, yb, cb) = if centre {
-            (&zero, &zero, &zero)
-        } else {
-            (xb, yb, cb)
-        };
-        if with_ref {
-            add_pair(&mut s.m1, f, &widen(a1), &b1);
-        }
-        if with_dis {
-            add_pair(&mut s.m2, f, &widen(a2), &b2);
-        }
-        if with_ref {
-            add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, xa, xb);
-        }
-        if with_dis {
-            add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, ya, yb);
-            add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, ca, cb);
+            if with_ref {
+                add_pair(&mut s.m1, f, &widen(a1), &widen(b1));
+            }
+            if with_dis {
+                add_pair(&mut s.m2, f, &widen(a2), &widen(b2));
+            }
+            if with_ref {
+                add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, xa, xb);
+            }
+            if with_dis {
+                add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, ya, yb);
+                add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, ca, cb);
+            }
         }
     }
-    let mut m1 = s.m1;
     let mut s1 = [0i32; L];
     let mut s2 = [0i32; L];
     let mut s12 = [0i32; L];
-    if with_ref {
-        for (l, s1) in s1.iter_mut().enumerate() {
+    if PART == BOTH {
+        for l in 0..L {
+            let xx = s.xx_hi[l].wrapping_add(s.xx_lo[l].wrapping_add(32768) >> 16);
+            let yy = s.yy_hi[l].wrapping_add(s.yy_lo[l].wrapping_add(32768) >> 16);
+            let xy = s.xy_hi[l].wrapping_add(s.xy_lo[l].wrapping_add(32768) >> 16);
+            let (m1, m2) = (u64::from(s.m1[l]), u64::from(s.m2[l]));
+            let mu1_sq = ((m1 * m1).wrapping_add(1 << 31) >> 32) as u32;
+            let mu2_sq = ((m2 * m2).wrapping_add(1 << 31) >> 32) as u32;
+            let mu1_mu2 = ((m1 * m2).wrapping_add(1 << 31) >> 32) as u32;
+            s1[l] = xx.wrapping_sub(mu1_sq) as i32;
+            s2[l] = (yy.wrapping_sub(mu2_sq) as i32).max(0);
+            s12[l] = xy.wrapping_sub(mu1_mu2) as i32;
+        }
+    } else if PART == REF {
+        let (Some(om), Some(os)) = (
+            chunk_mut::<u32, L>(ref_m1, j),
+            chunk_mut::<i32, L>(ref_s1, j),
+        ) else {
+            return;
+        };
+        for l in 0..L {
             let xx = s.xx_hi[l].wrapping_add(s.xx_lo[l].wrapping_add(32768) >> 16);
             let m1 = u64::from(s.m1[l]);
             let mu1_sq = ((m1 * m1).wrapping_add(1 << 31) >> 32) as u32;
-            *s1 = xx.wrapping_sub(mu1_sq) as i32;
-        }
-    } else {
-        let (Some(m), Some(v)) = (chunk::<u32, L>(ref_m1, j), chunk::<i32, L>(ref_s1, j)) else {
-            return;
-        };
-        (m1, s1) = (*m, *v);
-    }
-    if !with_dis {
-        if let (Some(m), Some(v)) = (
-            chunk_mut::<u32, L>(ref_m1, j),
-            chunk_mut::<i32, L>(ref_s1, j),
-        ) {
-            (*m, *v) = (m1, s1);
+            om[l] = s.m1[l];
+            os[l] = xx.wrapping_sub(mu1_sq) as i32;
         }
         return;
-    }
-    for l in 0..L {
-        let yy = s.yy_hi[l].wrapping_add(s.yy_lo[l].wrapping_add(32768) >> 16);
-        let xy = s.xy_hi[l].wrapping_add(s.xy_lo[l].wrapping_add(32768) >> 16);
-        let (m1, m2) = (u64::from(m1[l]), u64::from(s.m2[l]));
-        let mu2_sq = ((m2 * m2).wrapping_add(1 << 31) >> 32) as u32;
-        let mu1_mu2 = ((m1 * m2).wrapping_add(1 << 31) >> 32) as u32;
-        s2[l] = (yy.wrapping_sub(mu2_sq) as i32).max(0);
-        s12[l] = xy.wrapping_sub(mu1_mu2) as i32;
+    } else {
+        let (Some(rm), Some(rs)) = (chunk::<u32, L>(ref_m1, j), chunk::<i32, L>(ref_s1, j)) else {
+            return;
+        };
+        for l in 0..L {
+            let yy = s.yy_hi[l].wrapping_add(s.yy_lo[l].wrapping_add(32768) >> 16);
+            let xy = s.xy_hi[l].wrapping_add(s.xy_lo[l].wrapping_add(32768) >> 16);
+            let (m1, m2) = (u64::from(rm[l]), u64::from(s.m2[l]));
+            let mu2_sq = ((m2 * m2).wrapping_add(1 << 31) >> 32) as u32;
+            let mu1_mu2 = ((m1 * m2).wrapping_add(1 << 31) >> 32) as u32;
+            s1[l] = rs[l];
+            s2[l] = (yy.wrapping_sub(mu2_sq) as i32).max(0);
+            s12[l] = xy.wrapping_sub(mu1_mu2) as i32;
+        }
     }
     pixels_block(&s1, &s2, &s12, acc, table, limit);
 }
