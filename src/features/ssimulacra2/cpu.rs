@@ -15,7 +15,7 @@
 //! multiply-adds in f32 by 1e-3. Two implementations agree to 1e-4 only when their linear RGB
 //! is bit-identical and their metric cores perform the same f32 operations.
 
-use ssimulacra2::{LinearRgb, Ssimulacra2Error};
+use ssimulacra2::{Blur, LinearRgb, Ssimulacra2Error, Xyb};
 
 use super::{FEATURE, MIN_HEIGHT, MIN_WIDTH};
 use crate::video::colour::{Transfer, YuvToRgb};
@@ -171,6 +171,8 @@ pub fn to_linear_rgb(
 pub struct Ssimulacra2 {
     reference: Vec<[f32; 3]>,
     distorted: Vec<[f32; 3]>,
+    /// A ladder's reference half of every scale ([`Ssimulacra2::score_ladder`]).
+    ladder: Vec<RefScale>,
 }
 
 impl Ssimulacra2 {
@@ -238,6 +240,403 @@ impl Ssimulacra2 {
             Ssimulacra2Error::NonMatchingImageDimensions
             | Ssimulacra2Error::LinearRgbConversionFailed => wrong(),
         })
+    }
+}
+
+impl Ssimulacra2 {
+    /// [`Ssimulacra2::score`] of several distorted frames against one reference (a ladder):
+    /// the reference's linear RGB, its pyramid, XYB planes and their blurs (the mean and the
+    /// blurred square) are made once, then each distorted frame's and the terms of the pair.
+    /// `distorted[i]` with `chroma[i]` (each frame's `reference` chroma the same planes);
+    /// one score per frame, in order, equal bit for bit to [`Ssimulacra2::score`]'s: the
+    /// crate's metric core (rust-av `ssimulacra2` 0.5.1, `compute_frame_ssimulacra2`) split
+    /// into its reference and distorted halves with the same `f32` and `f64` operations in
+    /// the same order, calling the crate's own XYB conversion and blur.
+    ///
+    /// Errors: as [`Ssimulacra2::score`] (a frame whose chroma is given while the first
+    /// frame's is not, or the other way round, is scored alone by it).
+    pub fn score_ladder(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &[&LumaPlane],
+        chroma: &[Option<&ChromaPair>],
+        conv: &YuvToRgb,
+    ) -> Result<Vec<f64>, FeatureError> {
+        let (w, h, bpc) = (reference.width, reference.height, reference.bpc);
+        FeatureError::check_new(FEATURE, (w, h, bpc), (MIN_WIDTH, MIN_HEIGHT))?;
+        FeatureError::check_plane(FEATURE, (w, h, bpc), reference)?;
+        let first = chroma.first().copied().flatten();
+        for (i, d) in distorted.iter().enumerate() {
+            FeatureError::check_plane(FEATURE, (w, h, bpc), d)?;
+            if let Some(c) = chroma.get(i).copied().flatten() {
+                let plane = &c.reference[0];
+                let geometry = (plane.width.max(1), plane.height.max(1), bpc);
+                for p in c.reference.iter().chain(&c.distorted) {
+                    FeatureError::check_plane(FEATURE, geometry, p)?;
+                }
+            }
+        }
+        let wrong = || FeatureError::wrong_size(FEATURE, (w, h, bpc), (w, h));
+        to_linear_rgb(
+            reference,
+            first.map(|c| [&c.reference[0], &c.reference[1]]),
+            conv,
+            &mut self.reference,
+        );
+        let mut ladder = std::mem::take(&mut self.ladder);
+        ladder.clear();
+        let lin = std::mem::take(&mut self.reference);
+        for_each_scale(lin, w, h, |w, h, xyb| {
+            let mut blur = Blur::new(w, h);
+            let mu = blur.blur(&xyb);
+            let sq = blur.blur(&multiply(&xyb, &xyb));
+            ladder.push(RefScale {
+                width: w,
+                height: h,
+                xyb,
+                mu,
+                sq,
+            });
+            Ok(())
+        })
+        .map_err(|()| wrong())?;
+        let mut out = Vec::with_capacity(distorted.len());
+        for (i, d) in distorted.iter().enumerate() {
+            let c = chroma.get(i).copied().flatten();
+            if c.is_some() != first.is_some() {
+                out.push(self.score(reference, d, c, conv)?);
+                continue;
+            }
+            to_linear_rgb(
+                d,
+                c.map(|c| [&c.distorted[0], &c.distorted[1]]),
+                conv,
+                &mut self.distorted,
+            );
+            let lin = std::mem::take(&mut self.distorted);
+            let mut scales = Vec::with_capacity(ladder.len());
+            let mut refs = ladder.iter();
+            for_each_scale(lin, w, h, |w, h, img2| {
+                let r = refs
+                    .next()
+                    .filter(|r| (r.width, r.height) == (w, h))
+                    .ok_or(())?;
+                // The crate's order: sigma2_sq, sigma12, then mu2 (the blurs are
+                // independent, each output a function of its input alone).
+                let mut blur = Blur::new(w, h);
+                let sigma2_sq = blur.blur(&multiply(&img2, &img2));
+                let sigma12 = blur.blur(&multiply(&r.xyb, &img2));
+                let mu2 = blur.blur(&img2);
+                let avg_ssim = ssim_map(w, h, &r.mu, &mu2, &r.sq, &sigma2_sq, &sigma12);
+                let avg_edgediff = edge_diff_map(w, h, &r.xyb, &r.mu, &img2, &mu2);
+                scales.push((avg_ssim, avg_edgediff));
+                Ok(())
+            })
+            .map_err(|()| wrong())?;
+            if scales.len() != ladder.len() {
+                return Err(wrong());
+            }
+            out.push(msssim_score(&scales));
+        }
+        self.ladder = ladder;
+        Ok(out)
+    }
+}
+
+/// A ladder's reference half of one SSIMULACRA2 scale: its positive XYB planes, their blur
+/// (`mu1`) and the blur of their squares (`sigma1_sq`).
+#[derive(Debug)]
+struct RefScale {
+    width: usize,
+    height: usize,
+    xyb: [Vec<f32>; 3],
+    mu: [Vec<f32>; 3],
+    sq: [Vec<f32>; 3],
+}
+
+// The rest of this file down to the tests is the metric core of the rust-av `ssimulacra2`
+// crate 0.5.1 (`src/lib.rs`, BSD-2-Clause), whose functions are private there, restated for
+// the ladder: the same operations in the same order, so that its scores equal the crate's
+// bit for bit (tested against `compute_frame_ssimulacra2`).
+
+/// Scales of the crate's loop.
+const NUM_SCALES: usize = 6;
+
+/// The crate's scale loop over one linear RGB frame of `w` x `h`: for every scale it scores
+/// (it stops before a scale whose previous scale is below 8x8), the frame halved as the crate
+/// halves it (scale > 0), converted by the crate to XYB and made positive, as three planes,
+/// passed to `each` with its size. `Err(())` when a frame's size does not match its data.
+fn for_each_scale(
+    mut lin: Vec<[f32; 3]>,
+    mut w: usize,
+    mut h: usize,
+    mut each: impl FnMut(usize, usize, [Vec<f32>; 3]) -> Result<(), ()>,
+) -> Result<(), ()> {
+    for scale in 0..NUM_SCALES {
+        if w < 8 || h < 8 {
+            break;
+        }
+        if scale > 0 {
+            (lin, w, h) = downscale_by_2(&lin, w, h);
+        }
+        let xyb = Xyb::from(LinearRgb::new(lin.clone(), w, h).map_err(|_| ())?);
+        each(w, h, positive_planes(&xyb))?;
+    }
+    Ok(())
+}
+
+/// The crate's `make_positive_xyb` then `xyb_to_planar`.
+fn positive_planes(xyb: &Xyb) -> [Vec<f32>; 3] {
+    let n = xyb.data().len();
+    let mut out = [vec![0.0f32; n], vec![0.0f32; n], vec![0.0f32; n]];
+    let [o0, o1, o2] = &mut out;
+    for (((&[x, y, b], o0), o1), o2) in xyb.data().iter().zip(o0).zip(o1).zip(o2) {
+        *o2 = (b - y) + 0.55;
+        *o0 = x.mul_add(14.0, 0.42);
+        *o1 = y + 0.01;
+    }
+    out
+}
+
+/// The crate's `image_multiply`: plane-wise products.
+fn multiply(a: &[Vec<f32>; 3], b: &[Vec<f32>; 3]) -> [Vec<f32>; 3] {
+    std::array::from_fn(|c| a[c].iter().zip(&b[c]).map(|(&p, &q)| p * q).collect())
+}
+
+/// The crate's `downscale_by_2`: 2x2 box averages, the last row and column repeated.
+fn downscale_by_2(src: &[[f32; 3]], w: usize, h: usize) -> (Vec<[f32; 3]>, usize, usize) {
+    const SCALE: usize = 2;
+    let (ow, oh) = (w.div_ceil(SCALE), h.div_ceil(SCALE));
+    let mut out = vec![[0.0f32; 3]; ow * oh];
+    let normalize = 1f32 / (SCALE * SCALE) as f32;
+    for oy in 0..oh {
+        for ox in 0..ow {
+            for c in 0..3 {
+                let mut sum = 0f32;
+                for iy in 0..SCALE {
+                    for ix in 0..SCALE {
+                        let x = (ox * SCALE + ix).min(w - 1);
+                        let y = (oy * SCALE + iy).min(h - 1);
+                        sum += src.get(y * w + x).map_or(0.0, |p| p[c]);
+                    }
+                }
+                if let Some(o) = out.get_mut(oy * ow + ox) {
+                    o[c] = sum * normalize;
+                }
+            }
+        }
+    }
+    (out, ow, oh)
+}
+
+/// The crate's `ssim_map`: per plane, the means of `1 - SSIM'` and of its fourth power
+/// (the latter as its fourth root).
+fn ssim_map(
+    width: usize,
+    height: usize,
+    m1: &[Vec<f32>; 3],
+    m2: &[Vec<f32>; 3],
+    s11: &[Vec<f32>; 3],
+    s22: &[Vec<f32>; 3],
+    s12: &[Vec<f32>; 3],
+) -> [f64; 6] {
+    const C2: f32 = 0.0009f32;
+    let one_per_pixels = 1.0f64 / (width * height) as f64;
+    let mut averages = [0f64; 6];
+    for c in 0..3 {
+        let mut sum1 = [0.0f64; 2];
+        let pixels = m1[c]
+            .iter()
+            .zip(&m2[c])
+            .zip(s11[c].iter().zip(&s22[c]).zip(&s12[c]));
+        for ((&mu1, &mu2), ((&s11, &s22), &s12)) in pixels {
+            let mu11 = mu1 * mu1;
+            let mu22 = mu2 * mu2;
+            let mu12 = mu1 * mu2;
+            let mu_diff = mu1 - mu2;
+            let num_m = mu_diff.mul_add(-mu_diff, 1.0f32);
+            let num_s = 2f32.mul_add(s12 - mu12, C2);
+            let denom_s = (s11 - mu11) + (s22 - mu22) + C2;
+            let d = (1.0f64 - f64::from((num_m * num_s) / denom_s)).max(0.0);
+            sum1[0] += d;
+            sum1[1] += d.powi(4);
+        }
+        averages[c * 2] = one_per_pixels * sum1[0];
+        averages[c * 2 + 1] = (one_per_pixels * sum1[1]).sqrt().sqrt();
+    }
+    averages
+}
+
+/// The crate's `edge_diff_map`: per plane, the means (and fourth-power means, as fourth
+/// roots) of artifacts (edges only in the distorted frame) and detail lost (only in the
+/// reference).
+fn edge_diff_map(
+    width: usize,
+    height: usize,
+    img1: &[Vec<f32>; 3],
+    mu1: &[Vec<f32>; 3],
+    img2: &[Vec<f32>; 3],
+    mu2: &[Vec<f32>; 3],
+) -> [f64; 12] {
+    let one_per_pixels = 1.0f64 / (width * height) as f64;
+    let mut averages = [0f64; 12];
+    for c in 0..3 {
+        let mut sum1 = [0.0f64; 4];
+        let pixels = img1[c].iter().zip(&img2[c]).zip(mu1[c].iter().zip(&mu2[c]));
+        for ((&p1, &p2), (&m1, &m2)) in pixels {
+            let d1: f64 =
+                (1.0 + f64::from((p2 - m2).abs())) / (1.0 + f64::from((p1 - m1).abs())) - 1.0;
+            let artifact = d1.max(0.0);
+            sum1[0] += artifact;
+            sum1[1] += artifact.powi(4);
+            let detail_lost = (-d1).max(0.0);
+            sum1[2] += detail_lost;
+            sum1[3] += detail_lost.powi(4);
+        }
+        averages[c * 4] = one_per_pixels * sum1[0];
+        averages[c * 4 + 1] = (one_per_pixels * sum1[1]).sqrt().sqrt();
+        averages[c * 4 + 2] = one_per_pixels * sum1[2];
+        averages[c * 4 + 3] = (one_per_pixels * sum1[3]).sqrt().sqrt();
+    }
+    averages
+}
+
+/// The crate's weights of the 108 sub-scores (`Msssim::score`).
+const WEIGHT: [f64; 108] = [
+    0.0,
+    0.000_737_660_670_740_658_6,
+    0.0,
+    0.0,
+    0.000_779_348_168_286_730_9,
+    0.0,
+    0.0,
+    0.000_437_115_573_010_737_9,
+    0.0,
+    1.104_172_642_665_734_6,
+    0.000_662_848_341_292_71,
+    0.000_152_316_327_837_187_52,
+    0.0,
+    0.001_640_643_745_659_975_4,
+    0.0,
+    1.842_245_552_053_929_8,
+    11.441_172_603_757_666,
+    0.0,
+    0.000_798_910_943_601_516_3,
+    0.000_176_816_438_078_653,
+    0.0,
+    1.878_759_497_954_638_7,
+    10.949_069_906_051_42,
+    0.0,
+    0.000_728_934_699_150_807_2,
+    0.967_793_708_062_683_3,
+    0.0,
+    0.000_140_034_242_854_358_84,
+    0.998_176_697_785_496_7,
+    0.000_319_497_559_344_350_53,
+    0.000_455_099_211_379_206_3,
+    0.0,
+    0.0,
+    0.001_364_876_616_324_339_8,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    7.466_890_328_078_848,
+    0.0,
+    17.445_833_984_131_262,
+    0.000_623_560_163_404_146_6,
+    0.0,
+    0.0,
+    6.683_678_146_179_332,
+    0.000_377_244_079_796_112_96,
+    1.027_889_937_768_264,
+    225.205_153_008_492_74,
+    0.0,
+    0.0,
+    19.213_238_186_143_016,
+    0.001_140_152_458_661_836_1,
+    0.001_237_755_635_509_985,
+    176.393_175_984_506_94,
+    0.0,
+    0.0,
+    24.433_009_998_704_76,
+    0.285_208_026_121_177_57,
+    0.000_448_543_692_383_340_8,
+    0.0,
+    0.0,
+    0.0,
+    34.779_063_444_837_72,
+    44.835_625_328_877_896,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.000_868_055_657_329_169_8,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.000_531_319_187_435_874_7,
+    0.0,
+    0.000_165_338_141_613_791_12,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.0,
+    0.000_417_917_180_325_133_6,
+    0.001_729_082_823_472_283_3,
+    0.0,
+    0.002_082_700_584_663_643_7,
+    0.0,
+    0.0,
+    8.826_982_764_996_862,
+    23.192_433_439_989_26,
+    0.0,
+    95.108_049_881_108_6,
+    0.986_397_803_440_068_2,
+    0.983_438_279_246_535_3,
+    0.001_228_640_504_827_849_3,
+    171.266_725_589_730_7,
+    0.980_785_887_243_537_9,
+    0.0,
+    0.0,
+    0.0,
+    0.000_513_006_458_899_067_9,
+    0.0,
+    0.000_108_540_578_584_115_37,
+];
+
+/// The crate's `Msssim::score` of per-scale `(avg_ssim, avg_edgediff)`.
+fn msssim_score(scales: &[([f64; 6], [f64; 12])]) -> f64 {
+    let mut ssim = 0.0f64;
+    let mut weights = WEIGHT.iter();
+    let mut next = || weights.next().copied().unwrap_or(0.0);
+    for c in 0..3 {
+        for (avg_ssim, avg_edgediff) in scales {
+            for n in 0..2 {
+                ssim = next().mul_add(avg_ssim[c * 2 + n].abs(), ssim);
+                ssim = next().mul_add(avg_edgediff[c * 4 + n].abs(), ssim);
+                ssim = next().mul_add(avg_edgediff[c * 4 + n + 2].abs(), ssim);
+            }
+        }
+    }
+    ssim *= 0.956_238_261_683_484_4_f64;
+    ssim = (6.248_496_625_763_138e-5 * ssim * ssim).mul_add(
+        ssim,
+        2.326_765_642_916_932f64.mul_add(ssim, -0.020_884_521_182_843_837 * ssim * ssim),
+    );
+    if ssim > 0.0f64 {
+        ssim.powf(0.627_633_646_783_138_7)
+            .mul_add(-10.0f64, 100.0f64)
+    } else {
+        100.0f64
     }
 }
 
@@ -475,6 +874,72 @@ mod tests {
         // The same pair again gives the same score (buffers re-filled, not appended to).
         let again = s.score(&l, &dl, Some(&chroma), &LIMITED_709).unwrap();
         assert_eq!(score, again);
+    }
+
+    /// The ladder's restatement of the crate's core against the crate itself, bit for bit:
+    /// sizes with six scales and with fewer (the loop's stop), odd sizes (the halving's
+    /// repeated edge), 8 and 10 bits, with chroma and grey, ladders of one and of three.
+    #[test]
+    fn ladder_equals_pairs() {
+        let yuv = conv(Matrix::Bt709, false, Transfer::Bt709);
+        let sizes: [(usize, usize, u32); 4] = [(37, 29, 8), (15, 9, 10), (300, 260, 8), (8, 8, 8)];
+        for (w, h, bpc) in sizes {
+            let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+            let scale = |v: Vec<u16>| -> Vec<u16> { v.iter().map(|&x| x << (bpc - 8)).collect() };
+            let y = scale(pattern(w, h, 0));
+            let (cb, cr) = (scale(pattern(cw, ch, 50)), scale(pattern(cw, ch, 90)));
+            let ds: Vec<[Vec<u16>; 3]> = (1..4u16)
+                .map(|k| {
+                    [
+                        scale(pattern(w, h, k * 7)),
+                        scale(pattern(cw, ch, 50 + k)),
+                        scale(pattern(cw, ch, 90 - k)),
+                    ]
+                })
+                .collect();
+            let l = LumaPlane::packed(&y, w, h, bpc).unwrap();
+            let u = LumaPlane::packed(&cb, cw, ch, bpc).unwrap();
+            let v = LumaPlane::packed(&cr, cw, ch, bpc).unwrap();
+            let planes: Vec<[LumaPlane; 3]> = ds
+                .iter()
+                .map(|[a, b, c]| {
+                    [
+                        LumaPlane::packed(a, w, h, bpc).unwrap(),
+                        LumaPlane::packed(b, cw, ch, bpc).unwrap(),
+                        LumaPlane::packed(c, cw, ch, bpc).unwrap(),
+                    ]
+                })
+                .collect();
+            let pairs: Vec<ChromaPair> = planes
+                .iter()
+                .map(|p| ChromaPair {
+                    reference: [u, v],
+                    distorted: [p[1], p[2]],
+                })
+                .collect();
+            let mut s = Ssimulacra2::new();
+            for with_chroma in [true, false] {
+                let chroma: Vec<Option<&ChromaPair>> =
+                    pairs.iter().map(|p| with_chroma.then_some(p)).collect();
+                let want: Vec<f64> = planes
+                    .iter()
+                    .zip(&chroma)
+                    .map(|(p, c)| s.score(&l, &p[0], *c, &yuv).unwrap())
+                    .collect();
+                for n in [1, planes.len()] {
+                    let dis: Vec<&LumaPlane> = planes.iter().take(n).map(|p| &p[0]).collect();
+                    let got = s.score_ladder(&l, &dis, &chroma[..n], &yuv).unwrap();
+                    assert_eq!(got.len(), n);
+                    for (k, (g, w0)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!(
+                            g.to_bits(),
+                            w0.to_bits(),
+                            "{w}x{h} {bpc}-bit chroma {with_chroma} rendition {k} of {n}: {g} vs {w0}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

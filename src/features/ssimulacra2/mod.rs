@@ -124,6 +124,30 @@ impl CpuExtractor for Ssimulacra2Cpu {
         }
         Ok(())
     }
+
+    /// The reference's linear RGB, XYB pyramid and blurs once for all frames
+    /// ([`cpu::Ssimulacra2::score_ladder`]).
+    fn extract_ladder(
+        &mut self,
+        frames: &[HostFrame],
+        outs: &mut [&mut [f64]],
+    ) -> Result<(), FeatureError> {
+        let Some(first) = frames.first() else {
+            return Ok(());
+        };
+        let distorted: Vec<&crate::video::frame::LumaPlane> =
+            frames.iter().map(|f| f.distorted).collect();
+        let chroma: Vec<_> = frames.iter().map(|f| f.chroma).collect();
+        let scores = self
+            .s2
+            .score_ladder(first.reference, &distorted, &chroma, &self.colour)?;
+        for (v, out) in scores.into_iter().zip(outs.iter_mut()) {
+            if let Some(o) = out.first_mut() {
+                *o = v;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl CudaExtractor for Box<cuda::Ssimulacra2Gpu> {

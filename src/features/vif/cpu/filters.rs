@@ -86,8 +86,10 @@ pub(super) fn widen<const L: usize>(a: &[u16; L]) -> [u32; L] {
 /// second moments `sum_k filt[k] * a * b`, with `NARROW` unshifted (8-bit samples, 16-bit
 /// products), else libvmaf's 64-bit sum rounded and shifted by `s = sq_shift <= 16`, built
 /// from the 16-bit halves as `(hi << (16 - s)) + ((lo + sq_round) >> s)` (exact modulo 2^32).
+/// `PART`: all five rows ([`BOTH`]), the reference's `mu1` and `ref_sq` ([`REF`], `rd`
+/// unread) or the other three ([`DIS`]).
 #[inline(always)]
-pub(super) fn v_stat_block<const N: usize, const L: usize, const NARROW: bool>(
+pub(super) fn v_stat_block<const N: usize, const L: usize, const NARROW: bool, const PART: u8>(
     rr: &[&[u16]; N],
     rd: &[&[u16]; N],
     filt: &[u16; N],
@@ -96,6 +98,7 @@ pub(super) fn v_stat_block<const N: usize, const L: usize, const NARROW: bool>(
     row: &mut RowBuffers,
 ) {
     let (mu_round, mu_shift, sq_round, sq_shift) = rnd;
+    let (with_ref, with_dis) = (PART != DIS, PART != REF);
     let mut s = Sums::<L>::ZERO;
     let zero = [0u32; L];
     let half = N / 2;
@@ -118,16 +121,28 @@ pub(super) fn v_stat_block<const N: usize, const L: usize, const NARROW: bool>(
             products::<L, NARROW>(ra, da),
         );
         if k == half {
-            add_pair(&mut s.m1, f, &xa, &zero);
-            add_pair(&mut s.m2, f, &ya, &zero);
+            if with_ref {
+                add_pair(&mut s.m1, f, &xa, &zero);
+            }
+            if with_dis {
+                add_pair(&mut s.m2, f, &ya, &zero);
+            }
             if NARROW {
-                add_pair(&mut s.xx_lo, f, &pxa, &zero);
-                add_pair(&mut s.yy_lo, f, &pya, &zero);
-                add_pair(&mut s.xy_lo, f, &pca, &zero);
+                if with_ref {
+                    add_pair(&mut s.xx_lo, f, &pxa, &zero);
+                }
+                if with_dis {
+                    add_pair(&mut s.yy_lo, f, &pya, &zero);
+                    add_pair(&mut s.xy_lo, f, &pca, &zero);
+                }
             } else {
-                add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, &pxa, &zero);
-                add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, &pya, &zero);
-                add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, &pca, &zero);
+                if with_ref {
+                    add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, &pxa, &zero);
+                }
+                if with_dis {
+                    add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, &pya, &zero);
+                    add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, &pca, &zero);
+                }
             }
             continue;
         }
@@ -136,65 +151,108 @@ pub(super) fn v_stat_block<const N: usize, const L: usize, const NARROW: bool>(
             products::<L, NARROW>(db, db),
             products::<L, NARROW>(rb, db),
         );
-        add_pair(&mut s.m1, f, &xa, &xb);
-        add_pair(&mut s.m2, f, &ya, &yb);
+        if with_ref {
+            add_pair(&mut s.m1, f, &xa, &xb);
+        }
+        if with_dis {
+            add_pair(&mut s.m2, f, &ya, &yb);
+        }
         if NARROW {
-            add_pair(&mut s.xx_lo, f, &pxa, &pxb);
-            add_pair(&mut s.yy_lo, f, &pya, &pyb);
-            add_pair(&mut s.xy_lo, f, &pca, &pcb);
+            if with_ref {
+                add_pair(&mut s.xx_lo, f, &pxa, &pxb);
+            }
+            if with_dis {
+                add_pair(&mut s.yy_lo, f, &pya, &pyb);
+                add_pair(&mut s.xy_lo, f, &pca, &pcb);
+            }
         } else {
-            add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, &pxa, &pxb);
-            add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, &pya, &pyb);
-            add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, &pca, &pcb);
+            if with_ref {
+                add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, &pxa, &pxb);
+            }
+            if with_dis {
+                add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, &pya, &pyb);
+                add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, &pca, &pcb);
+            }
         }
     }
     let at = PAD + j;
-    for (src, out) in [(&s.m1, &mut row.mu1), (&s.m2, &mut row.mu2)] {
-        if let Some(o) = chunk_mut::<u16, L>(out, at) {
-            for l in 0..L {
-                o[l] = (src[l].wrapping_add(mu_round) >> mu_shift) as u16;
-            }
+    if with_ref {
+        store_means(&s.m1, &mut row.mu1, at, mu_round, mu_shift);
+        store_moment::<L, NARROW>(&s.xx_lo, &s.xx_hi, &mut row.ref_sq, at, sq_round, sq_shift);
+    }
+    if with_dis {
+        store_means(&s.m2, &mut row.mu2, at, mu_round, mu_shift);
+        store_moment::<L, NARROW>(&s.yy_lo, &s.yy_hi, &mut row.dis_sq, at, sq_round, sq_shift);
+        store_moment::<L, NARROW>(&s.xy_lo, &s.xy_hi, &mut row.ref_dis, at, sq_round, sq_shift);
+    }
+}
+
+/// [`v_stat_block`]'s means: `(src + mu_round) >> mu_shift` truncated to 16 bits at `out[at..]`.
+#[inline(always)]
+fn store_means<const L: usize>(src: &[u32; L], out: &mut [u16], at: usize, round: u32, shift: u32) {
+    if let Some(o) = chunk_mut::<u16, L>(out, at) {
+        for l in 0..L {
+            o[l] = (src[l].wrapping_add(round) >> shift) as u16;
         }
     }
+}
+
+/// [`v_stat_block`]'s second moments at `out[at..]`: `lo` with `NARROW`, else
+/// `(hi << (16 - sq_shift)) + ((lo + sq_round) >> sq_shift)`.
+#[inline(always)]
+fn store_moment<const L: usize, const NARROW: bool>(
+    lo: &[u32; L],
+    hi: &[u32; L],
+    out: &mut [u32],
+    at: usize,
+    sq_round: u32,
+    sq_shift: u32,
+) {
     let up = 16u32.saturating_sub(sq_shift);
-    for (lo, hi, out) in [
-        (&s.xx_lo, &s.xx_hi, &mut row.ref_sq),
-        (&s.yy_lo, &s.yy_hi, &mut row.dis_sq),
-        (&s.xy_lo, &s.xy_hi, &mut row.ref_dis),
-    ] {
-        if let Some(o) = chunk_mut::<u32, L>(out, at) {
-            for l in 0..L {
-                o[l] = if NARROW {
-                    lo[l]
-                } else {
-                    (hi[l].wrapping_shl(up)).wrapping_add(lo[l].wrapping_add(sq_round) >> sq_shift)
-                };
-            }
+    if let Some(o) = chunk_mut::<u32, L>(out, at) {
+        for l in 0..L {
+            o[l] = if NARROW {
+                lo[l]
+            } else {
+                (hi[l].wrapping_shl(up)).wrapping_add(lo[l].wrapping_add(sq_round) >> sq_shift)
+            };
         }
     }
 }
 
 /// Fused horizontal pass of the statistic for output columns `j..j + L` (means in Q32 and
 /// the moments rounded as libvmaf, `hi + ((lo + 32768) >> 16)` of the 64-bit sum), followed
-/// by the variances/covariance and the per-pixel information terms.
+/// by the variances/covariance and the per-pixel information terms. `PART`: [`BOTH`] planes
+/// (a pair), the reference's mean and variance only ([`REF`]: stored in `ref_m1` / `ref_s1`
+/// at `j`, nothing added to `acc`) or the rest ([`DIS`]: the reference's read from there).
 #[inline(always)]
-pub(super) fn h_stat_block<const N: usize, const L: usize>(
-    row: &RowBuffers,
+pub(super) fn h_stat_block<const N: usize, const L: usize, const PART: u8>(
+    row: &mut RowBuffers,
     filt: &[u16; N],
     j: usize,
     acc: &mut Accum,
     table: &[u16; 65536],
     limit: f64,
 ) {
+    let (with_ref, with_dis) = (PART != DIS, PART != REF);
     let half = N / 2;
     let base = PAD + j - half;
     let span = base..base + N - 1 + L;
+    let RowBuffers {
+        mu1,
+        mu2,
+        ref_sq,
+        dis_sq,
+        ref_dis,
+        ref_m1,
+        ref_s1,
+    } = row;
     let (Some(mu1), Some(mu2), Some(xx), Some(yy), Some(xy)) = (
-        row.mu1.get(span.clone()),
-        row.mu2.get(span.clone()),
-        row.ref_sq.get(span.clone()),
-        row.dis_sq.get(span.clone()),
-        row.ref_dis.get(span),
+        mu1.get(span.clone()),
+        mu2.get(span.clone()),
+        ref_sq.get(span.clone()),
+        dis_sq.get(span.clone()),
+        ref_dis.get(span),
     ) else {
         return;
     };
@@ -223,33 +281,80 @@ pub(super) fn h_stat_block<const N: usize, const L: usize>(
         };
         let f = u32::from(f);
         if k == half {
-            add_pair(&mut s.m1, f, &widen(a1), &zero);
-            add_pair(&mut s.m2, f, &widen(a2), &zero);
-            add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, xa, &zero);
-            add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, ya, &zero);
-            add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, ca, &zero);
+            if with_ref {
+                add_pair(&mut s.m1, f, &widen(a1), &zero);
+            }
+            if with_dis {
+                add_pair(&mut s.m2, f, &widen(a2), &zero);
+            }
+            if with_ref {
+                add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, xa, &zero);
+            }
+            if with_dis {
+                add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, ya, &zero);
+                add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, ca, &zero);
+            }
         } else {
-            add_pair(&mut s.m1, f, &widen(a1), &widen(b1));
-            add_pair(&mut s.m2, f, &widen(a2), &widen(b2));
-            add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, xa, xb);
-            add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, ya, yb);
-            add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, ca, cb);
+            if with_ref {
+                add_pair(&mut s.m1, f, &widen(a1), &widen(b1));
+            }
+            if with_dis {
+                add_pair(&mut s.m2, f, &widen(a2), &widen(b2));
+            }
+            if with_ref {
+                add_pair_split(&mut s.xx_lo, &mut s.xx_hi, f, xa, xb);
+            }
+            if with_dis {
+                add_pair_split(&mut s.yy_lo, &mut s.yy_hi, f, ya, yb);
+                add_pair_split(&mut s.xy_lo, &mut s.xy_hi, f, ca, cb);
+            }
         }
     }
     let mut s1 = [0i32; L];
     let mut s2 = [0i32; L];
     let mut s12 = [0i32; L];
-    for l in 0..L {
-        let xx = s.xx_hi[l].wrapping_add(s.xx_lo[l].wrapping_add(32768) >> 16);
-        let yy = s.yy_hi[l].wrapping_add(s.yy_lo[l].wrapping_add(32768) >> 16);
-        let xy = s.xy_hi[l].wrapping_add(s.xy_lo[l].wrapping_add(32768) >> 16);
-        let (m1, m2) = (u64::from(s.m1[l]), u64::from(s.m2[l]));
-        let mu1_sq = ((m1 * m1).wrapping_add(1 << 31) >> 32) as u32;
-        let mu2_sq = ((m2 * m2).wrapping_add(1 << 31) >> 32) as u32;
-        let mu1_mu2 = ((m1 * m2).wrapping_add(1 << 31) >> 32) as u32;
-        s1[l] = xx.wrapping_sub(mu1_sq) as i32;
-        s2[l] = (yy.wrapping_sub(mu2_sq) as i32).max(0);
-        s12[l] = xy.wrapping_sub(mu1_mu2) as i32;
+    if PART == BOTH {
+        for l in 0..L {
+            let xx = s.xx_hi[l].wrapping_add(s.xx_lo[l].wrapping_add(32768) >> 16);
+            let yy = s.yy_hi[l].wrapping_add(s.yy_lo[l].wrapping_add(32768) >> 16);
+            let xy = s.xy_hi[l].wrapping_add(s.xy_lo[l].wrapping_add(32768) >> 16);
+            let (m1, m2) = (u64::from(s.m1[l]), u64::from(s.m2[l]));
+            let mu1_sq = ((m1 * m1).wrapping_add(1 << 31) >> 32) as u32;
+            let mu2_sq = ((m2 * m2).wrapping_add(1 << 31) >> 32) as u32;
+            let mu1_mu2 = ((m1 * m2).wrapping_add(1 << 31) >> 32) as u32;
+            s1[l] = xx.wrapping_sub(mu1_sq) as i32;
+            s2[l] = (yy.wrapping_sub(mu2_sq) as i32).max(0);
+            s12[l] = xy.wrapping_sub(mu1_mu2) as i32;
+        }
+    } else if PART == REF {
+        let (Some(om), Some(os)) = (
+            chunk_mut::<u32, L>(ref_m1, j),
+            chunk_mut::<i32, L>(ref_s1, j),
+        ) else {
+            return;
+        };
+        for l in 0..L {
+            let xx = s.xx_hi[l].wrapping_add(s.xx_lo[l].wrapping_add(32768) >> 16);
+            let m1 = u64::from(s.m1[l]);
+            let mu1_sq = ((m1 * m1).wrapping_add(1 << 31) >> 32) as u32;
+            om[l] = s.m1[l];
+            os[l] = xx.wrapping_sub(mu1_sq) as i32;
+        }
+        return;
+    } else {
+        let (Some(rm), Some(rs)) = (chunk::<u32, L>(ref_m1, j), chunk::<i32, L>(ref_s1, j)) else {
+            return;
+        };
+        for l in 0..L {
+            let yy = s.yy_hi[l].wrapping_add(s.yy_lo[l].wrapping_add(32768) >> 16);
+            let xy = s.xy_hi[l].wrapping_add(s.xy_lo[l].wrapping_add(32768) >> 16);
+            let (m1, m2) = (u64::from(rm[l]), u64::from(s.m2[l]));
+            let mu2_sq = ((m2 * m2).wrapping_add(1 << 31) >> 32) as u32;
+            let mu1_mu2 = ((m1 * m2).wrapping_add(1 << 31) >> 32) as u32;
+            s1[l] = rs[l];
+            s2[l] = (yy.wrapping_sub(mu2_sq) as i32).max(0);
+            s12[l] = xy.wrapping_sub(mu1_mu2) as i32;
+        }
     }
     pixels_block(&s1, &s2, &s12, acc, table, limit);
 }
@@ -318,6 +423,55 @@ pub(super) fn pixels_block<const L: usize>(
     acc.den_non_log += den_non_log;
 }
 
+/// One output row of the statistic's `PART` (see [`BOTH`]) from its tap rows `rr` / `rd`:
+/// the vertical pass into `row`, the mirrored margins of the rows it wrote, and the
+/// horizontal pass, adding the row's terms to `acc` (nothing with [`REF`]).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn stat_row<const N: usize, const NARROW: bool, const PART: u8>(
+    rr: &[&[u16]; N],
+    rd: &[&[u16]; N],
+    filt: &[u16; N],
+    w: usize,
+    rnd: (u32, u32, u32, u32),
+    row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
+    table: &[u16; 65536],
+    limit: f64,
+    acc: &mut Accum,
+) {
+    let half = N / 2;
+    let done = match wide.as_deref() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `wide` exists only with the kernel the CPU runs (`Wide::detect`).
+        Some(wide) => unsafe {
+            simd::v_stat_row::<N, NARROW, PART>(wide, rr, rd, filt, w, rnd, row)
+        },
+        _ => 0,
+    };
+    blocked!(done, w, |j, L| v_stat_block::<N, L, NARROW, PART>(
+        rr, rd, filt, j, rnd, row
+    ));
+    if PART != DIS {
+        mirror_pad(&mut row.mu1, w, half);
+        mirror_pad(&mut row.ref_sq, w, half);
+    }
+    if PART != REF {
+        mirror_pad(&mut row.mu2, w, half);
+        mirror_pad(&mut row.dis_sq, w, half);
+        mirror_pad(&mut row.ref_dis, w, half);
+    }
+    let done = match wide {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `wide` exists only with the kernel the CPU runs (`Wide::detect`).
+        Some(wide) => unsafe { simd::h_stat_row::<N, PART>(row, wide, filt, w, table, limit, acc) },
+        _ => 0,
+    };
+    blocked!(done, w, |j, L| h_stat_block::<N, L, PART>(
+        row, filt, j, acc, table, limit
+    ));
+}
+
 /// Statistic sums of one scale with the `N`-tap filter `filt`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -327,48 +481,83 @@ pub(super) fn stat_scale<const N: usize, const NARROW: bool>(
     filt: &[u16; N],
     vp: VpShift,
     row: &mut RowBuffers,
-    wide: Option<&mut Wide>,
+    mut wide: Option<&mut Wide>,
     table: &[u16; 65536],
     limit: f64,
 ) -> Accum {
-    let mut wide = wide;
     let rnd = vp.params();
-    let half = N / 2;
     let w = r.width.min(d.width);
     let h = r.height.min(d.height);
     let mut acc = Accum::default();
     for i in 0..h {
         let rr = gather_rows::<N>(r, i);
         let rd = gather_rows::<N>(d, i);
-        let done = match wide.as_deref() {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `wide` exists only with the kernel the CPU runs (`Wide::detect`).
-            Some(wide) => unsafe {
-                simd::v_stat_row::<N, NARROW>(wide, &rr, &rd, filt, w, rnd, row)
-            },
-            _ => 0,
-        };
-        blocked!(done, w, |j, L| v_stat_block::<N, L, NARROW>(
-            &rr, &rd, filt, j, rnd, row
-        ));
-        mirror_pad(&mut row.mu1, w, half);
-        mirror_pad(&mut row.mu2, w, half);
-        mirror_pad(&mut row.ref_sq, w, half);
-        mirror_pad(&mut row.dis_sq, w, half);
-        mirror_pad(&mut row.ref_dis, w, half);
-        let done = match wide.as_deref_mut() {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `wide` exists only with the kernel the CPU runs (`Wide::detect`).
-            Some(wide) => unsafe {
-                simd::h_stat_row::<N>(row, wide, filt, w, table, limit, &mut acc)
-            },
-            _ => 0,
-        };
-        blocked!(done, w, |j, L| h_stat_block::<N, L>(
-            row, filt, j, &mut acc, table, limit
-        ));
+        stat_row::<N, NARROW, BOTH>(
+            &rr,
+            &rd,
+            filt,
+            w,
+            rnd,
+            row,
+            wide.as_deref_mut(),
+            table,
+            limit,
+            &mut acc,
+        );
     }
     acc
+}
+
+/// [`stat_scale`] of several distorted planes `ds` against one reference `r` (a ladder), into
+/// `accs` (one per plane, each equal to [`stat_scale`]'s for its pair): row by row, the
+/// reference's mean and variance once ([`REF`]), then each plane's half ([`DIS`]).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn stat_scale_ladder<const N: usize, const NARROW: bool>(
+    r: Image,
+    ds: &[Image],
+    filt: &[u16; N],
+    vp: VpShift,
+    row: &mut RowBuffers,
+    mut wide: Option<&mut Wide>,
+    table: &[u16; 65536],
+    limit: f64,
+    accs: &mut [Accum],
+) {
+    let rnd = vp.params();
+    let w = ds.iter().fold(r.width, |w, d| w.min(d.width));
+    let h = ds.iter().fold(r.height, |h, d| h.min(d.height));
+    for i in 0..h {
+        let rr = gather_rows::<N>(r, i);
+        let mut unused = Accum::default();
+        stat_row::<N, NARROW, REF>(
+            &rr,
+            &rr,
+            filt,
+            w,
+            rnd,
+            row,
+            wide.as_deref_mut(),
+            table,
+            limit,
+            &mut unused,
+        );
+        for (d, acc) in ds.iter().zip(accs.iter_mut()) {
+            let rd = gather_rows::<N>(*d, i);
+            stat_row::<N, NARROW, DIS>(
+                &rr,
+                &rd,
+                filt,
+                w,
+                rnd,
+                row,
+                wide.as_deref_mut(),
+                table,
+                limit,
+                acc,
+            );
+        }
+    }
 }
 
 /// Statistic sums of one scale, compiled for several x86-64 feature levels and picked at
@@ -394,6 +583,40 @@ pub(super) fn stat_sums(
     }
 }
 
+/// [`stat_sums`] of a ladder ([`stat_scale_ladder`]), dispatched the same way.
+#[allow(clippy::too_many_arguments)]
+#[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+pub(super) fn stat_sums_ladder(
+    r: Image,
+    ds: &[Image],
+    scale: usize,
+    vp: VpShift,
+    row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
+    table: &[u16; 65536],
+    limit: f64,
+    accs: &mut [Accum],
+) {
+    let (t, l) = (table, limit);
+    match (scale, vp) {
+        (0, VpShift::Narrow) => {
+            stat_scale_ladder::<17, true>(r, ds, &FILTER0, vp, row, wide, t, l, accs);
+        }
+        (0, _) => stat_scale_ladder::<17, false>(r, ds, &FILTER0, vp, row, wide, t, l, accs),
+        (1, _) => stat_scale_ladder::<9, false>(r, ds, &FILTER1, vp, row, wide, t, l, accs),
+        (2, _) => stat_scale_ladder::<5, false>(r, ds, &FILTER2, vp, row, wide, t, l, accs),
+        _ => stat_scale_ladder::<3, false>(r, ds, &FILTER3, vp, row, wide, t, l, accs),
+    }
+}
+
+/// libvmaf's `float` numerator and denominator of one scale from its sums.
+fn num_den(acc: Accum) -> (f32, f32) {
+    let num = acc.num_log as f64 / 2048.0
+        + (acc.den_non_log as f64 - (acc.num_non_log as f64 / 16384.0) / 65025.0);
+    let den = acc.den_log as f64 / 2048.0 + acc.den_non_log as f64;
+    (num as f32, den as f32)
+}
+
 /// VIF numerator and denominator (libvmaf `float`s) of one scale.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn statistic(
@@ -406,11 +629,25 @@ pub(super) fn statistic(
     log2_table: &[u16; 65536],
     limit: f64,
 ) -> (f32, f32) {
-    let acc = stat_sums(r, d, scale, vp, row, wide, log2_table, limit);
-    let num = acc.num_log as f64 / 2048.0
-        + (acc.den_non_log as f64 - (acc.num_non_log as f64 / 16384.0) / 65025.0);
-    let den = acc.den_log as f64 / 2048.0 + acc.den_non_log as f64;
-    (num as f32, den as f32)
+    num_den(stat_sums(r, d, scale, vp, row, wide, log2_table, limit))
+}
+
+/// [`statistic`] of each distorted plane of `ds` against the reference `r`, in order, the
+/// reference's half computed once ([`stat_scale_ladder`]): one `(num, den)` per plane.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn statistic_ladder(
+    r: Image,
+    ds: &[Image],
+    scale: usize,
+    vp: VpShift,
+    row: &mut RowBuffers,
+    wide: Option<&mut Wide>,
+    log2_table: &[u16; 65536],
+    limit: f64,
+) -> Vec<(f32, f32)> {
+    let mut accs = vec![Accum::default(); ds.len()];
+    stat_sums_ladder(r, ds, scale, vp, row, wide, log2_table, limit, &mut accs);
+    accs.into_iter().map(num_den).collect()
 }
 
 /// Vertical means `(sum_k filt[k] * rows[k][j] + round) >> shift` (16-bit) of columns

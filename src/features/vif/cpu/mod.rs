@@ -42,6 +42,9 @@ pub struct Vif {
     /// Decimated reference/distorted planes of scales 1..=3, packed (`stride == width`).
     scaled_ref: [Vec<u16>; 3],
     scaled_dis: [Vec<u16>; 3],
+    /// A ladder's distorted planes of scales 1..=3, one set per rendition (grown on first
+    /// use to the most renditions seen).
+    ladder_dis: Vec<[Vec<u16>; 3]>,
     /// Vertically filtered rows, `PAD` samples of mirrored margin on both sides.
     row: RowBuffers,
     /// The AVX2 horizontal pass's scratch, when the CPU has AVX2 and FMA.
@@ -56,7 +59,20 @@ struct RowBuffers {
     ref_sq: Vec<u32>,
     dis_sq: Vec<u32>,
     ref_dis: Vec<u32>,
+    /// A ladder's reference half of one output row of the statistic (no margins): the
+    /// horizontally filtered mean (the Q32 sum, modulo 2^32) and `sigma1_sq`.
+    ref_m1: Vec<u32>,
+    ref_s1: Vec<i32>,
 }
+
+/// Which quantities a pass of the statistic computes: [`BOTH`] planes' (a pair), the
+/// reference's only ([`REF`]: its mean and variance, into [`RowBuffers::ref_m1`] /
+/// [`RowBuffers::ref_s1`]) or the distorted plane's and the covariance ([`DIS`], reading the
+/// reference's from a [`REF`] pass of the same row). A [`REF`] pass and a [`DIS`] pass give
+/// each quantity the value a [`BOTH`] pass gives it: the same arithmetic on the same samples.
+const BOTH: u8 = 0;
+const REF: u8 = 1;
+const DIS: u8 = 2;
 
 impl RowBuffers {
     /// Length of the shortest of the five rows.
@@ -136,12 +152,15 @@ impl Vif {
             log2_table,
             scaled_ref: [scaled(1), scaled(2), scaled(3)],
             scaled_dis: [scaled(1), scaled(2), scaled(3)],
+            ladder_dis: Vec::new(),
             row: RowBuffers {
                 mu1: vec![0; row_len],
                 mu2: vec![0; row_len],
                 ref_sq: vec![0; row_len],
                 dis_sq: vec![0; row_len],
                 ref_dis: vec![0; row_len],
+                ref_m1: vec![0; width],
+                ref_s1: vec![0; width],
             },
             wide,
         })
@@ -238,10 +257,13 @@ impl Vif {
         Ok(scores)
     }
 
-    /// [`Vif::compute`] of several distorted planes against one reference: the reference's
-    /// decimated planes of scales 1..=3 are made once, then each distorted plane's and its
-    /// statistics. Returns each plane's scores, in order, equal bit for bit to
-    /// [`Vif::compute`]'s for that pair.
+    /// [`Vif::compute`] of several distorted planes against one reference. At each scale,
+    /// row by row, the reference's half of the statistic (its filtered mean and variance)
+    /// is computed once and each distorted plane's half (its mean and variance, the
+    /// covariance and the information terms) reads it; the reference's decimated planes
+    /// are made once too. Returns each plane's scores, in order, equal bit for bit to
+    /// [`Vif::compute`]'s for that pair: every value is made by the same arithmetic, and
+    /// each plane's sums are accumulated in the same order.
     ///
     /// Errors: as [`Vif::compute`].
     pub fn compute_ladder(
@@ -255,17 +277,21 @@ impl Vif {
             .iter()
             .map(|d| self.check(d))
             .collect::<Result<Vec<_>, _>>()?;
-        let bpc = self.bpc;
+        let (width, height, bpc) = (self.width, self.height, self.bpc);
         let limit = cfg.enhn_gain_limit;
         let Self {
             log2_table,
             scaled_ref,
-            scaled_dis,
+            ladder_dis,
             row,
             wide,
             ..
         } = self;
         let log2_table: &[u16; 65536] = log2_table;
+        let scaled = |s: u32| vec![0u16; (width >> s) * (height >> s)];
+        while ladder_dis.len() < dis_imgs.len() {
+            ladder_dis.push([scaled(1), scaled(2), scaled(3)]);
+        }
         let vp0 = if bpc == 8 {
             VpShift::Narrow
         } else {
@@ -277,35 +303,45 @@ impl Vif {
                 sq_shift: sq,
             }
         };
-        // The reference's pyramid, once.
+        let mut out = vec![VifScores::default(); dis_imgs.len()];
+        let mut score =
+            |s: usize, r: Image, ds: &[Image], row: &mut RowBuffers, wide: Option<&mut Wide>| {
+                let vp = if s == 0 { vp0 } else { VpShift::SCALED };
+                let sums = statistic_ladder(r, ds, s, vp, row, wide, log2_table, limit);
+                for (scores, (num, den)) in out.iter_mut().zip(sums) {
+                    set_scale(scores, s, num, den);
+                }
+            };
+        score(0, ref_img, &dis_imgs, row, wide.as_mut());
+        // Each rendition's pyramid in its own buffers, the reference's once.
+        let (mut out1, mut out2, mut out3) = (Vec::new(), Vec::new(), Vec::new());
+        for [a, b, c] in ladder_dis.iter_mut() {
+            out1.push(a.as_mut_slice());
+            out2.push(b.as_mut_slice());
+            out3.push(c.as_mut_slice());
+        }
         let [r1, r2, r3] = scaled_ref;
-        let r1 = subsample_one(ref_img, 1, 1 << (bpc - 1), bpc, row, wide.as_mut(), r1);
-        let r2 = subsample_one(r1, 2, 32768, 16, row, wide.as_mut(), r2);
-        let r3 = subsample_one(r2, 3, 32768, 16, row, wide.as_mut(), r3);
-        let refs = [ref_img, r1, r2, r3];
-        let mut out = Vec::with_capacity(dis_imgs.len());
-        for d in dis_imgs {
-            let mut scores = VifScores::default();
-            let [d1, d2, d3] = &mut *scaled_dis;
-            let (num, den) = statistic(ref_img, d, 0, vp0, row, wide.as_mut(), log2_table, limit);
-            set_scale(&mut scores, 0, num, den);
-            let d1 = subsample_one(d, 1, 1 << (bpc - 1), bpc, row, wide.as_mut(), d1);
-            let d2 = subsample_one(d1, 2, 32768, 16, row, wide.as_mut(), d2);
-            let d3 = subsample_one(d2, 3, 32768, 16, row, wide.as_mut(), d3);
-            for (s, (r, d)) in refs.iter().zip([d, d1, d2, d3]).enumerate().skip(1) {
-                let (num, den) = statistic(
-                    *r,
-                    d,
-                    s,
-                    VpShift::SCALED,
+        let levels = [(1, 1 << (bpc - 1), bpc), (2, 32768, 16), (3, 32768, 16)];
+        let mut r = ref_img;
+        let mut ds = dis_imgs;
+        for ((next, round, shift), (r_out, d_outs)) in
+            levels.into_iter().zip([(r1, out1), (r2, out2), (r3, out3)])
+        {
+            r = subsample_one(r, next, round, shift, row, wide.as_mut(), r_out);
+            let mut next_ds = Vec::with_capacity(ds.len());
+            for (d, d_out) in ds.iter().zip(d_outs) {
+                next_ds.push(subsample_one(
+                    *d,
+                    next,
+                    round,
+                    shift,
                     row,
                     wide.as_mut(),
-                    log2_table,
-                    limit,
-                );
-                set_scale(&mut scores, s, num, den);
+                    d_out,
+                ));
             }
-            out.push(scores);
+            ds = next_ds;
+            score(next, r, &ds, row, wide.as_mut());
         }
         Ok(out)
     }
@@ -650,5 +686,137 @@ mod simd_tests {
             }
         }
         eprintln!("{cases} subsampling cases");
+    }
+}
+
+#[cfg(test)]
+mod ladder_tests {
+    //! [`Vif::compute_ladder`] against [`Vif::compute`] of each pair, bit for bit, with the
+    //! portable passes and every SIMD kernel this CPU runs: odd and even widths (the kernels
+    //! leave the last columns to the portable passes), every sample width, renditions from
+    //! near copies of the reference to unrelated noise, and ladders of one and of several
+    //! renditions on the same extractor.
+
+    use super::*;
+
+    /// The reference: a ramp with blocks and noise, samples below `1 << bpc`.
+    fn reference(w: usize, h: usize, bpc: u32, seed: u64) -> Vec<u16> {
+        let mut rng = crate::features::XorShift(seed | 1);
+        let max = (1u64 << bpc) - 1;
+        (0..w * h)
+            .map(|i| {
+                let (x, y) = ((i % w) as u64, (i / w) as u64);
+                let base = (x * max / w as u64 + 3 * y) % (max + 1);
+                let block = if (x / 9 + y / 7) % 3 == 0 { max / 4 } else { 0 };
+                ((base + block + rng.next_u64() % 16).min(max)) as u16
+            })
+            .collect()
+    }
+
+    /// Rendition `k` of `r`: 0 light noise, 1 a coarse copy (pairs of samples averaged),
+    /// 2 independent noise, 3 a flat plane.
+    fn rendition(r: &[u16], w: usize, bpc: u32, k: usize, seed: u64) -> Vec<u16> {
+        let mut rng = crate::features::XorShift(seed | 1);
+        let max = (1u32 << bpc) - 1;
+        (0..r.len())
+            .map(|i| {
+                let n = rng.next_u64() as u32;
+                let v = match k {
+                    0 => (u32::from(r[i]) + n % 7).min(max),
+                    1 => {
+                        let j = i - i % w % 2;
+                        let b = r.get(j + 1).copied().unwrap_or(r[j]);
+                        (u32::from(r[j]) + u32::from(b)) / 2
+                    }
+                    2 => n % (max + 1),
+                    _ => max / 3,
+                };
+                v as u16
+            })
+            .collect()
+    }
+
+    /// The kernels to compare: `None` for the portable passes, then those this CPU runs.
+    fn kernels(w: usize) -> Vec<(String, Option<Wide>)> {
+        #[allow(unused_mut)]
+        let mut k: Vec<(String, Option<Wide>)> = vec![("portable".into(), None)];
+        #[cfg(target_arch = "x86_64")]
+        for isa in [simd::Isa::Avx2, simd::Isa::Avx512] {
+            if isa.runs_here() {
+                k.push((format!("{isa:?}"), Some(Wide::with_isa(isa, w))));
+            } else {
+                eprintln!("skipped {isa:?}: not on this CPU");
+            }
+        }
+        k
+    }
+
+    #[test]
+    fn ladder_equals_pairs() {
+        let miri = cfg!(miri);
+        let sizes: &[(usize, usize)] = if miri {
+            &[(37, 17)]
+        } else {
+            &[(67, 29), (130, 41), (203, 37), (96, 40)]
+        };
+        let depths: &[u32] = if miri { &[8, 10] } else { &[8, 10, 12, 16] };
+        let mut cases = 0;
+        for &(w, h) in sizes {
+            for &bpc in depths {
+                let r = reference(w, h, bpc, 11 + u64::from(bpc));
+                let ds: Vec<Vec<u16>> = (0..4)
+                    .map(|k| rendition(&r, w, bpc, k, 77 + k as u64))
+                    .collect();
+                let lp = |data| LumaPlane {
+                    data,
+                    width: w,
+                    height: h,
+                    stride: w,
+                    bpc,
+                };
+                let rp = lp(&r[..]);
+                let dps: Vec<LumaPlane> = ds.iter().map(|d| lp(&d[..])).collect();
+                for limit in [100.0, 1.0] {
+                    let cfg = VifConfig {
+                        enhn_gain_limit: limit,
+                    };
+                    for (name, wide) in kernels(w) {
+                        let mut vif = match Vif::new(w, h, bpc) {
+                            Ok(v) => v,
+                            Err(e) => panic!("{e}"),
+                        };
+                        vif.wide = wide;
+                        let pairs: Vec<VifScores> = dps
+                            .iter()
+                            .map(|d| match vif.compute(&rp, d, &cfg) {
+                                Ok(s) => s,
+                                Err(e) => panic!("{e}"),
+                            })
+                            .collect();
+                        // One rendition first, then all of them (the scratch grows).
+                        for n in [1, dps.len()] {
+                            let refs: Vec<&LumaPlane> = dps.iter().take(n).collect();
+                            let ladder = match vif.compute_ladder(&rp, &refs, &cfg) {
+                                Ok(s) => s,
+                                Err(e) => panic!("{e}"),
+                            };
+                            assert_eq!(ladder.len(), n);
+                            for (k, (l, p)) in ladder.iter().zip(&pairs).enumerate() {
+                                let bits = |s: &VifScores| {
+                                    [s.num, s.den, s.scale].map(|a| a.map(f64::to_bits))
+                                };
+                                assert_eq!(
+                                    bits(l),
+                                    bits(p),
+                                    "{name} {w}x{h} bpc {bpc} limit {limit} rendition {k} of {n}"
+                                );
+                                cases += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{cases} ladder renditions compared");
     }
 }

@@ -28,7 +28,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{Accum, RowBuffers, PAD, SIGMA_NSQ};
+use super::{Accum, RowBuffers, DIS, PAD, REF, SIGMA_NSQ};
 
 /// Which kernel [`h_stat_row`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,11 +127,15 @@ const TWO52: f64 = 4503599627370496.0;
 /// input, including sample values outside `bpc` (the 32-bit wrap of libvmaf's unsigned
 /// differences is reproduced).
 ///
+/// `PART` as [`super::filters::h_stat_block`]'s: with [`REF`] the reference's mean and
+/// variance of the columns done are stored in `row.ref_m1` / `row.ref_s1` (nothing added to
+/// `acc`), with [`DIS`] read from there.
+///
 /// # Safety
 /// The CPU runs `wide`'s kernel (true when `wide` comes from [`Wide::detect`]).
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn h_stat_row<const N: usize>(
-    row: &RowBuffers,
+pub(super) unsafe fn h_stat_row<const N: usize, const PART: u8>(
+    row: &mut RowBuffers,
     wide: &mut Wide,
     filt: &[u16; N],
     w: usize,
@@ -144,6 +148,7 @@ pub(super) unsafe fn h_stat_row<const N: usize>(
         || wide.mu1s.len() <= len
         || wide.mu2s.len() <= len
         || row.shortest() < len
+        || row.ref_m1.len().min(row.ref_s1.len()) < w
         || [&wide.mu1, &wide.mu2, &wide.xx, &wide.yy, &wide.xy]
             .iter()
             .any(|r| r.len() < len)
@@ -153,8 +158,8 @@ pub(super) unsafe fn h_stat_row<const N: usize>(
     // SAFETY: the caller guarantees the CPU runs the kernel; the lengths are checked above.
     unsafe {
         match wide.isa {
-            Isa::Avx2 => avx2::row::<N>(row, wide, filt, w, table, limit, acc),
-            Isa::Avx512 => avx512::row::<N>(row, wide, filt, w, table, limit, acc),
+            Isa::Avx2 => avx2::row::<N, PART>(row, wide, filt, w, table, limit, acc),
+            Isa::Avx512 => avx512::row::<N, PART>(row, wide, filt, w, table, limit, acc),
         }
     }
 }
@@ -163,7 +168,8 @@ pub(super) unsafe fn h_stat_row<const N: usize>(
 /// the columns `0..w / lanes * lanes` (16 with AVX2, 32 with AVX-512) of one output row, from
 /// its `N` tap rows `rr` / `rd`; returns that count (the caller does the rest). `NARROW`:
 /// 8-bit samples at scale 0 (16-bit products, unshifted sums). Returns 0 and writes
-/// nothing when a row or buffer is too short for `w`.
+/// nothing when a row or buffer is too short for `w`. `PART` as
+/// [`super::filters::v_stat_block`]'s.
 ///
 /// The sums are taken with the 16-bit signed multiply-add of interleaved tap pairs
 /// (libvmaf's AVX2 code multiplies 16-bit halves too): every quantity is a 16-bit value
@@ -173,7 +179,7 @@ pub(super) unsafe fn h_stat_row<const N: usize>(
 /// # Safety
 /// The CPU runs `wide`'s kernel (true when `wide` comes from [`Wide::detect`]).
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn v_stat_row<const N: usize, const NARROW: bool>(
+pub(super) unsafe fn v_stat_row<const N: usize, const NARROW: bool, const PART: u8>(
     wide: &Wide,
     rr: &[&[u16]; N],
     rd: &[&[u16]; N],
@@ -188,8 +194,8 @@ pub(super) unsafe fn v_stat_row<const N: usize, const NARROW: bool>(
     // SAFETY: the caller guarantees the CPU runs the kernel; the lengths are checked above.
     unsafe {
         match wide.isa {
-            Isa::Avx2 => avx2::vertical::<N, NARROW>(rr, rd, filt, w, rnd, row),
-            Isa::Avx512 => avx512::vertical::<N, NARROW>(rr, rd, filt, w, rnd, row),
+            Isa::Avx2 => avx2::vertical::<N, NARROW, PART>(rr, rd, filt, w, rnd, row),
+            Isa::Avx512 => avx512::vertical::<N, NARROW, PART>(rr, rd, filt, w, rnd, row),
         }
     }
 }
@@ -255,10 +261,11 @@ macro_rules! kernel {
         ///
         /// # Safety
         /// The CPU has `$features`; every row of `wide` and `row` holds `w + 2 * PAD` samples
-        /// (`wide.mu1s` and `wide.mu2s` one more), and `N / 2 <= PAD`.
+        /// (`wide.mu1s` and `wide.mu2s` one more, `row.ref_m1` and `row.ref_s1` at least `w`),
+        /// and `N / 2 <= PAD`.
         #[target_feature(enable = $features)]
-        pub(super) unsafe fn row<const N: usize>(
-            row: &RowBuffers,
+        pub(super) unsafe fn row<const N: usize, const PART: u8>(
+            row: &mut RowBuffers,
             wide: &mut Wide,
             filt: &[u16; N],
             w: usize,
@@ -266,6 +273,7 @@ macro_rules! kernel {
             limit: f64,
             acc: &mut Accum,
         ) -> usize {
+            let (with_ref, with_dis) = (PART != DIS, PART != REF);
             let len = w + 2 * PAD;
             let Wide {
                 mu1,
@@ -295,67 +303,104 @@ macro_rules! kernel {
                 let span = converted..need;
                 // Conversions: vectorised by the compiler (u16/u32 to f64 are exact).
                 if narrow {
-                    for (d, &s) in mu1s[span.clone()].iter_mut().zip(&row.mu1[span.clone()]) {
-                        *d = s ^ 0x8000;
+                    if with_ref {
+                        for (d, &s) in mu1s[span.clone()].iter_mut().zip(&row.mu1[span.clone()]) {
+                            *d = s ^ 0x8000;
+                        }
                     }
-                    for (d, &s) in mu2s[span.clone()].iter_mut().zip(&row.mu2[span.clone()]) {
-                        *d = s ^ 0x8000;
+                    if with_dis {
+                        for (d, &s) in mu2s[span.clone()].iter_mut().zip(&row.mu2[span.clone()]) {
+                            *d = s ^ 0x8000;
+                        }
                     }
                 } else {
-                    for (d, &s) in mu1[span.clone()].iter_mut().zip(&row.mu1[span.clone()]) {
+                    if with_ref {
+                        for (d, &s) in mu1[span.clone()].iter_mut().zip(&row.mu1[span.clone()]) {
+                            *d = f64::from(s);
+                        }
+                    }
+                    if with_dis {
+                        for (d, &s) in mu2[span.clone()].iter_mut().zip(&row.mu2[span.clone()]) {
+                            *d = f64::from(s);
+                        }
+                    }
+                }
+                if with_ref {
+                    for (d, &s) in xx[span.clone()].iter_mut().zip(&row.ref_sq[span.clone()]) {
                         *d = f64::from(s);
                     }
-                    for (d, &s) in mu2[span.clone()].iter_mut().zip(&row.mu2[span.clone()]) {
+                }
+                if with_dis {
+                    for (d, &s) in yy[span.clone()].iter_mut().zip(&row.dis_sq[span.clone()]) {
                         *d = f64::from(s);
                     }
-                }
-                for (d, &s) in xx[span.clone()].iter_mut().zip(&row.ref_sq[span.clone()]) {
-                    *d = f64::from(s);
-                }
-                for (d, &s) in yy[span.clone()].iter_mut().zip(&row.dis_sq[span.clone()]) {
-                    *d = f64::from(s);
-                }
-                for (d, &s) in xy[span.clone()].iter_mut().zip(&row.ref_dis[span]) {
-                    *d = f64::from(s);
+                    for (d, &s) in xy[span.clone()].iter_mut().zip(&row.ref_dis[span]) {
+                        *d = f64::from(s);
+                    }
                 }
                 converted = need;
                 for g in (j0..j1).step_by(GROUP) {
                     let base = PAD + g - half;
-                    // The group's means, `LANES` columns per entry.
-                    let (m1, m2) = if narrow {
+                    // The group's means, `LANES` columns per entry (a plane's left at zero
+                    // when `PART` leaves it out).
+                    let mut m = [[splat_i(0); 4]; 2];
+                    if narrow {
                         // SAFETY: the loads read base..=base + N + GROUP - 1 =
                         // PAD + g + GROUP + half <= PAD + done + PAD <= len, inside `mu1s`
                         // and `mu2s` (len + 1 long, checked by `h_stat_row`).
                         unsafe {
-                            (
-                                means16::<N>(mu1s, base, &pairs, bias),
-                                means16::<N>(mu2s, base, &pairs, bias),
-                            )
+                            if with_ref {
+                                m[0] = means16::<N>(mu1s, base, &pairs, bias);
+                            }
+                            if with_dis {
+                                m[1] = means16::<N>(mu2s, base, &pairs, bias);
+                            }
                         }
                     } else {
-                        let mut m = [[splat_i(0); 4]; 2];
                         for s in 0..4 {
                             // SAFETY: as the moments' filters below.
                             unsafe {
-                                m[0][s] = low_bits(filter(mu1, base + s * LANES, &taps));
-                                m[1][s] = low_bits(filter(mu2, base + s * LANES, &taps));
+                                if with_ref {
+                                    m[0][s] = low_bits(filter(mu1, base + s * LANES, &taps));
+                                }
+                                if with_dis {
+                                    m[1][s] = low_bits(filter(mu2, base + s * LANES, &taps));
+                                }
                             }
                         }
-                        (m[0], m[1])
-                    };
+                    }
                     for s in 0..4 {
                         let at = base + s * LANES;
+                        // The reference's half of these columns in `row.ref_m1` / `ref_s1`.
+                        let col = g + s * LANES;
+                        if PART == REF {
+                            // SAFETY: as below for `xx`; `ref_m1` and `ref_s1` hold
+                            // `w >= col + LANES` values.
+                            unsafe {
+                                let s1 = sigma1_sq(m[0][s], filter(xx, at, &taps));
+                                store_low32(row.ref_m1.as_mut_ptr().add(col), m[0][s]);
+                                store_low32(row.ref_s1.as_mut_ptr().add(col).cast(), s1);
+                            }
+                            continue;
+                        }
                         // SAFETY: at + N - 1 + LANES <= PAD + (done - LANES) + half + LANES
                         // <= w + 2 * PAD = len (half <= PAD), every row is `len` long, and
                         // indices below `need` are converted.
-                        let (sxx, syy, sxy) = unsafe {
-                            (
-                                filter(xx, at, &taps),
-                                filter(yy, at, &taps),
-                                filter(xy, at, &taps),
-                            )
-                        };
-                        terms.add(table, m1[s], m2[s], sxx, syy, sxy);
+                        let (syy, sxy) = unsafe { (filter(yy, at, &taps), filter(xy, at, &taps)) };
+                        if PART == DIS {
+                            // SAFETY: `ref_m1` and `ref_s1` hold `w >= col + LANES` values.
+                            let (u1, s1) = unsafe {
+                                (
+                                    load_u32(row.ref_m1.as_ptr().add(col)),
+                                    load_i32_f64(row.ref_s1.as_ptr().add(col)),
+                                )
+                            };
+                            terms.add_s1(table, u1, m[1][s], s1, syy, sxy);
+                        } else {
+                            // SAFETY: as above.
+                            let sxx = unsafe { filter(xx, at, &taps) };
+                            terms.add(table, m[0][s], m[1][s], sxx, syy, sxy);
+                        }
                     }
                 }
             }
@@ -364,6 +409,15 @@ macro_rules! kernel {
             acc.num_non_log += hsum(terms.num_non_log);
             acc.den_non_log += hsum(terms.den_non_log);
             done
+        }
+
+        /// libvmaf's `sigma1_sq` (a `uint32_t` difference read as `int32_t`) in the low 32
+        /// bits of each lane, from the mean `u1` (its low 32 bits) and the moment `sxx`
+        /// (before the `>> 16`).
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn sigma1_sq(u1: I, sxx: D) -> I {
+            sub_i(round16(sxx), mul_q32(u1, u1))
         }
 
         /// `(pairs, bias)` for [`means16`]: `pairs[m]` holds taps `2m` and `2m + 1` (0 past
@@ -506,10 +560,18 @@ macro_rules! kernel {
             #[target_feature(enable = $features)]
             #[inline]
             fn add(&mut self, table: &[u16; 65536], u1: I, u2: I, sxx: D, syy: D, sxy: D) {
+                let s1 = low32_f64(sigma1_sq(u1, sxx));
+                self.add_s1(table, u1, u2, s1, syy, sxy);
+            }
+
+            /// [`Terms::add`] with the reference's `sigma1_sq` already made (`s1`: the low 32
+            /// bits of [`sigma1_sq`] read as `i32`).
+            #[target_feature(enable = $features)]
+            #[inline]
+            fn add_s1(&mut self, table: &[u16; 65536], u1: I, u2: I, s1: D, syy: D, sxy: D) {
                 // The moments' integer forms: the differences are libvmaf's `uint32_t` ones
                 // read as `int32_t`, so only their low 32 bits count.
                 let zero = splat(0.0);
-                let s1 = low32_f64(sub_i(round16(sxx), mul_q32(u1, u1)));
                 let s2 = max(low32_f64(sub_i(round16(syy), mul_q32(u2, u2))), zero);
                 let s12 = low32_f64(sub_i(round16(sxy), mul_q32(u1, u2)));
 
@@ -546,7 +608,7 @@ macro_rules! kernel {
         /// The CPU has `$features`; every row of `rr` and `rd` holds at least `w` samples,
         /// every buffer of `row` at least `PAD + w`, and `N / 2 <= PAD`.
         #[target_feature(enable = $features)]
-        pub(super) unsafe fn vertical<const N: usize, const NARROW: bool>(
+        pub(super) unsafe fn vertical<const N: usize, const NARROW: bool, const PART: u8>(
             rr: &[&[u16]; N],
             rd: &[&[u16]; N],
             filt: &[u16; N],
@@ -585,15 +647,21 @@ macro_rules! kernel {
                     };
                     // The centre row pairs with itself, its tap split in two halves.
                     let (xb, yb) = if k == half { (xa, ya) } else { (xb, yb) };
-                    fold(0, xa, xb);
-                    fold(1, ya, yb);
-                    fold(2, mullo16(xa, xa), mullo16(xb, xb));
-                    fold(3, mullo16(ya, ya), mullo16(yb, yb));
-                    fold(4, mullo16(xa, ya), mullo16(xb, yb));
-                    if !NARROW {
-                        fold(5, mulhi16(xa, xa), mulhi16(xb, xb));
-                        fold(6, mulhi16(ya, ya), mulhi16(yb, yb));
-                        fold(7, mulhi16(xa, ya), mulhi16(xb, yb));
+                    if PART != DIS {
+                        fold(0, xa, xb);
+                        fold(2, mullo16(xa, xa), mullo16(xb, xb));
+                        if !NARROW {
+                            fold(5, mulhi16(xa, xa), mulhi16(xb, xb));
+                        }
+                    }
+                    if PART != REF {
+                        fold(1, ya, yb);
+                        fold(3, mullo16(ya, ya), mullo16(yb, yb));
+                        fold(4, mullo16(xa, ya), mullo16(xb, yb));
+                        if !NARROW {
+                            fold(6, mulhi16(ya, ya), mulhi16(yb, yb));
+                            fold(7, mulhi16(xa, ya), mulhi16(xb, yb));
+                        }
                     }
                 }
                 let at = PAD + j;
@@ -605,11 +673,19 @@ macro_rules! kernel {
                 };
                 // SAFETY (every store): `row`'s buffers hold `PAD + w` samples.
                 unsafe {
-                    store16(row.mu1.as_mut_ptr().add(at), means(acc[0]));
-                    store16(row.mu2.as_mut_ptr().add(at), means(acc[1]));
+                    if PART != DIS {
+                        store16(row.mu1.as_mut_ptr().add(at), means(acc[0]));
+                    }
+                    if PART != REF {
+                        store16(row.mu2.as_mut_ptr().add(at), means(acc[1]));
+                    }
                 }
                 let outs = [&mut row.ref_sq, &mut row.dis_sq, &mut row.ref_dis];
                 for (q, out) in outs.into_iter().enumerate() {
+                    // The reference's moment (q = 0) or the other two, as `PART` asks.
+                    if (q == 0 && PART == DIS) || (q > 0 && PART == REF) {
+                        continue;
+                    }
                     let (lo, hi) = if NARROW {
                         // 16-bit products (8-bit samples), summed unshifted.
                         acc[2 + q]
@@ -888,6 +964,40 @@ mod avx2 {
         }
     }
 
+    /// Four `u32` from `p`, zero-extended to 64-bit lanes.
+    ///
+    /// # Safety
+    /// `p..p + 4` is readable.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn load_u32(p: *const u32) -> I {
+        // SAFETY: the caller's contract.
+        unsafe { _mm256_cvtepu32_epi64(_mm_loadu_si128(p.cast())) }
+    }
+
+    /// Four `i32` from `p`, converted to `f64` (as `low32_f64` converts lanes).
+    ///
+    /// # Safety
+    /// `p..p + 4` is readable.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn load_i32_f64(p: *const i32) -> D {
+        // SAFETY: the caller's contract.
+        unsafe { _mm256_cvtepi32_pd(_mm_loadu_si128(p.cast())) }
+    }
+
+    /// Stores the low 32 bits of each lane of `v` at `p..p + 4`.
+    ///
+    /// # Safety
+    /// `p..p + 4` is writable.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn store_low32(p: *mut u32, v: I) {
+        let low = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+        // SAFETY: the caller's contract.
+        unsafe { _mm_storeu_si128(p.cast(), _mm256_castsi256_si128(low)) }
+    }
+
     kernel!("avx2,fma");
 }
 
@@ -1035,6 +1145,39 @@ mod avx512 {
             _mm512_storeu_si512(p.cast(), _mm512_permutex2var_epi64(lo, first, hi));
             _mm512_storeu_si512(p.add(16).cast(), _mm512_permutex2var_epi64(lo, second, hi));
         }
+    }
+
+    /// Eight `u32` from `p`, zero-extended to 64-bit lanes.
+    ///
+    /// # Safety
+    /// `p..p + 8` is readable.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    unsafe fn load_u32(p: *const u32) -> I {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_cvtepu32_epi64(_mm256_loadu_si256(p.cast())) }
+    }
+
+    /// Eight `i32` from `p`, converted to `f64` (as `low32_f64` converts lanes).
+    ///
+    /// # Safety
+    /// `p..p + 8` is readable.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    unsafe fn load_i32_f64(p: *const i32) -> D {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_cvtepi32_pd(_mm256_loadu_si256(p.cast())) }
+    }
+
+    /// Stores the low 32 bits of each lane of `v` at `p..p + 8`.
+    ///
+    /// # Safety
+    /// `p..p + 8` is writable.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    unsafe fn store_low32(p: *mut u32, v: I) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm256_storeu_si256(p.cast(), _mm512_cvtepi64_epi32(v)) }
     }
 
     kernel!("avx512f,avx512bw");
