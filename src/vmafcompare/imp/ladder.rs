@@ -235,7 +235,11 @@ impl VmafCompare {
         state: &mut State,
     ) -> Result<Vec<(usize, Scored<RTag>)>, gst::FlowError> {
         let Some(r) = state.reference.clone() else {
-            gst::element_imp_error!(self, gst::CoreError::Negotiation, ("buffers arrived before caps"));
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("buffers arrived before caps")
+            );
             return Err(gst::FlowError::NotNegotiated);
         };
         let Some(ladder) = state.ladder.as_mut() else {
@@ -281,7 +285,8 @@ impl VmafCompare {
         let bpc = videos.iter().map(|v| v.depth).fold(r.depth, u32::max);
         let mut sizes = vec![r.size()];
         sizes.extend(videos.iter().map(|v| v.size()));
-        if ladder.geometry == Some((w, h, bpc)) && ladder.sizes == sizes && ladder.scorer.is_some() {
+        if ladder.geometry == Some((w, h, bpc)) && ladder.sizes == sizes && ladder.scorer.is_some()
+        {
             return Ok(Vec::new());
         }
         if let Err(e) = self.check_min_size("the scoring size", (w, h)) {
@@ -369,11 +374,14 @@ impl VmafCompare {
                 }
             }
         }
-        let backend = self.make_ladder_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame, scaling)?;
+        let backend =
+            self.make_ladder_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame, scaling)?;
         ladder.geometry = Some((w, h, bpc));
         ladder.sizes = sizes;
         match ladder.scorer.as_mut() {
-            Some(s) => s.replace_backend(backend).map_err(|e| self.engine_failed(e)),
+            Some(s) => s
+                .replace_backend(backend)
+                .map_err(|e| self.engine_failed(e)),
             None => {
                 let subsample = lock(&self.settings).subsample;
                 match LadderScorer::new(backend, plan, subsample) {
@@ -406,11 +414,19 @@ impl VmafCompare {
         if let Some(dev) = gpu {
             match CudaBackend::new_ladder(dev, plan.layout(), geometry, scaling.clone()) {
                 Ok(b) => {
-                    gst::info!(CAT, imp = self, "scoring a ladder of {n} at {w}x{h}, {bpc} bits, on the GPU");
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "scoring a ladder of {n} at {w}x{h}, {bpc} bits, on the GPU"
+                    );
                     return Ok(Box::new(b));
                 }
                 Err(e) if lock(&self.settings).backend == VmafBackend::Cuda => {
-                    gst::element_imp_error!(self, gst::ResourceError::Failed, ("CUDA backend: {}", e));
+                    gst::element_imp_error!(
+                        self,
+                        gst::ResourceError::Failed,
+                        ("CUDA backend: {}", e)
+                    );
                     return Err(gst::FlowError::Error);
                 }
                 Err(e) => gst::element_imp_warning!(
@@ -425,7 +441,11 @@ impl VmafCompare {
             .and_then(|p| p.cpu_pool.clone());
         match CpuBackend::for_ladder(plan.layout(), geometry, scaling) {
             Ok(b) => {
-                gst::info!(CAT, imp = self, "scoring a ladder of {n} at {w}x{h}, {bpc} bits, on the CPU");
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "scoring a ladder of {n} at {w}x{h}, {bpc} bits, on the CPU"
+                );
                 Ok(match pool {
                     Some(pool) => Box::new(b.with_pool(pool)),
                     None => Box::new(b),
@@ -442,20 +462,24 @@ impl VmafCompare {
     /// at its running time (earlier ones have no partner and are dropped), or none when the
     /// rendition has no frame at that time (a later buffer, its pad ended, or in a live
     /// pipeline its deadline passed).
-    pub(super) fn ladder_aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+    pub(super) fn ladder_aggregate(
+        &self,
+        timeout: bool,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
         // Renditions whose pad was released are left out (`done`).
-        let (n, pads): (usize, Vec<(usize, VmafRenditionPad)>) = match lock(&self.state).ladder.as_ref() {
-            Some(l) => (
-                l.renditions.len(),
-                l.renditions
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| !r.done)
-                    .map(|(k, r)| (k, r.pad.clone()))
-                    .collect(),
-            ),
-            None => return Err(gst::FlowError::Error),
-        };
+        let (n, pads): (usize, Vec<(usize, VmafRenditionPad)>) =
+            match lock(&self.state).ladder.as_ref() {
+                Some(l) => (
+                    l.renditions.len(),
+                    l.renditions
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, r)| !r.done)
+                        .map(|(k, r)| (k, r.pad.clone()))
+                        .collect(),
+                ),
+                None => return Err(gst::FlowError::Error),
+            };
         let Some(reference) = self.reference_pad.peek_buffer() else {
             if self.reference_pad.is_eos() {
                 // Nothing left to pair with: what the renditions still carry is unpaired.
@@ -662,7 +686,9 @@ impl VmafCompare {
         for (k, p) in partners.iter().enumerate() {
             let Some(b) = p else { continue };
             let Some(v) = videos.get(k).cloned().flatten() else {
-                return Err(PairError::Map(format!("rendition {k}: buffers arrived before caps")));
+                return Err(PairError::Map(format!(
+                    "rendition {k}: buffers arrived before caps"
+                )));
             };
             let (m, path) = self
                 .map_luma(&v, b, bpc, gpu, state)
@@ -708,7 +734,10 @@ impl VmafCompare {
             let l = rm
                 .input()
                 .map_err(|e| PairError::Map(format!("reference: {e}")))?;
-            let c = match (plane(&ref_chroma[0], ref_size, bpc), plane(&ref_chroma[1], ref_size, bpc)) {
+            let c = match (
+                plane(&ref_chroma[0], ref_size, bpc),
+                plane(&ref_chroma[1], ref_size, bpc),
+            ) {
                 (Some(a), Some(b)) => Some(FrameChroma::Packed([a, b])),
                 _ => None,
             };
@@ -731,9 +760,15 @@ impl VmafCompare {
                 let l = m
                     .input()
                     .map_err(|e| PairError::Map(format!("rendition {k}: {e}")))?;
-                let c = packed.iter().find(|(pk, _, _)| pk == k).and_then(|(_, c, s)| {
-                    Some(FrameChroma::Packed([plane(&c[0], *s, bpc)?, plane(&c[1], *s, bpc)?]))
-                });
+                let c = packed
+                    .iter()
+                    .find(|(pk, _, _)| pk == k)
+                    .and_then(|(_, c, s)| {
+                        Some(FrameChroma::Packed([
+                            plane(&c[0], *s, bpc)?,
+                            plane(&c[1], *s, bpc)?,
+                        ]))
+                    });
                 (l, c)
             };
             let pad = &ladder.renditions[*k].pad;
@@ -768,7 +803,10 @@ impl VmafCompare {
 
     /// Posts, logs and attaches each completed rendition frame, then pushes the reference
     /// buffers whose renditions are all complete.
-    fn ladder_emit(&self, items: Vec<(usize, Scored<RTag>)>) -> Result<gst::FlowSuccess, gst::FlowError> {
+    fn ladder_emit(
+        &self,
+        items: Vec<(usize, Scored<RTag>)>,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
         if items.is_empty() {
             return self.ladder_release();
         }
@@ -783,7 +821,9 @@ impl VmafCompare {
             let (w, h) = l.geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
             for (k, item) in items {
                 let Scored { tag, scores, .. } = item;
-                let Some(r) = l.renditions.get_mut(k) else { continue };
+                let Some(r) = l.renditions.get_mut(k) else {
+                    continue;
+                };
                 let mut structure = None;
                 if let Some(scores) = scores {
                     let msg = FrameMessage {
@@ -796,7 +836,11 @@ impl VmafCompare {
                         skipped: 0,
                         window: None,
                         pad: Some(r.name.clone()),
-                        label: Some(if r.label.is_empty() { r.name.clone() } else { r.label.clone() }),
+                        label: Some(if r.label.is_empty() {
+                            r.name.clone()
+                        } else {
+                            r.label.clone()
+                        }),
                     };
                     let s = msg.to_structure();
                     if let Some(log) = r.log.as_mut() {
@@ -823,7 +867,9 @@ impl VmafCompare {
                                     m.set_value(name, value.clone());
                                 }
                             }
-                            Err(e) => gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}"),
+                            Err(e) => {
+                                gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}")
+                            }
                         }
                     }
                 }
@@ -841,7 +887,9 @@ impl VmafCompare {
         loop {
             let next = {
                 let mut state = lock(&self.state);
-                let Some(l) = state.ladder.as_mut() else { break };
+                let Some(l) = state.ladder.as_mut() else {
+                    break;
+                };
                 match l.out.front() {
                     Some(p) if p.remaining == 0 => l.out.pop_front(),
                     _ => None,
@@ -874,11 +922,17 @@ impl VmafCompare {
         self.ladder_emit(tail)?;
         // Whatever still waits (a frame whose rendition's scores never came) leaves as is.
         loop {
-            let next = lock(&self.state).ladder.as_mut().and_then(|l| l.out.pop_front());
+            let next = lock(&self.state)
+                .ladder
+                .as_mut()
+                .and_then(|l| l.out.pop_front());
             let Some(p) = next else { break };
             self.finish_output(p.buffer)?;
         }
-        let n = lock(&self.state).ladder.as_ref().map_or(0, |l| l.renditions.len());
+        let n = lock(&self.state)
+            .ladder
+            .as_ref()
+            .map_or(0, |l| l.renditions.len());
         for k in 0..n {
             self.ladder_summary(k);
         }
@@ -889,12 +943,18 @@ impl VmafCompare {
     pub(super) fn ladder_summary(&self, k: usize) {
         let settings = lock(&self.settings).clone();
         let mut state = lock(&self.state);
-        let Some(l) = state.ladder.as_mut() else { return };
+        let Some(l) = state.ladder.as_mut() else {
+            return;
+        };
         let geometry = l.geometry;
         let started = l.started;
         let reference_input = joined(l.reference_paths.iter().map(|p| p.name()));
         let reference_scaling = joined(&l.reference_scaled);
-        let backend = l.scorer.as_ref().map_or("cpu", |s| s.backend_name()).to_owned();
+        let backend = l
+            .scorer
+            .as_ref()
+            .map_or("cpu", |s| s.backend_name())
+            .to_owned();
         let scorer = l.scorer.as_ref().and_then(|s| s.rendition(k));
         let frames = scorer.map_or(0, |s| s.pool().count());
         let pushed = scorer.map_or(0, |s| s.frames_pushed());
@@ -919,7 +979,9 @@ impl VmafCompare {
             .unwrap_or_default();
         let empty = crate::engine::Pool::new(Vec::<String>::new().into());
         let pool = scorer.map(|s| s.pool().clone()).unwrap_or(empty);
-        let Some(r) = l.renditions.get_mut(k) else { return };
+        let Some(r) = l.renditions.get_mut(k) else {
+            return;
+        };
         if r.done {
             return;
         }
@@ -940,7 +1002,11 @@ impl VmafCompare {
             reference_scaling,
             distorted_scaling: joined(&r.scaled),
             pad: Some(r.name.clone()),
-            label: Some(if r.label.is_empty() { r.name.clone() } else { r.label.clone() }),
+            label: Some(if r.label.is_empty() {
+                r.name.clone()
+            } else {
+                r.label.clone()
+            }),
         };
         let structure = summary.to_structure();
         let (w, h) = geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
@@ -975,7 +1041,9 @@ impl VmafCompare {
     /// waiting reference buffers are dropped and the logs are opened again.
     pub(super) fn ladder_flush(&self) -> Result<(), gst::FlowError> {
         let mut state = lock(&self.state);
-        let Some(l) = state.ladder.as_mut() else { return Ok(()) };
+        let Some(l) = state.ladder.as_mut() else {
+            return Ok(());
+        };
         if let Some(s) = l.scorer.as_mut() {
             s.reset();
         }
@@ -1024,7 +1092,9 @@ impl VmafCompare {
     pub(super) fn ladder_release_pad(&self, pad: &gst::Pad) {
         let k = {
             let state = lock(&self.state);
-            let Some(l) = state.ladder.as_ref() else { return };
+            let Some(l) = state.ladder.as_ref() else {
+                return;
+            };
             match l
                 .renditions
                 .iter()
