@@ -43,7 +43,7 @@ examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak cpu_bench lad
 cargo build --release "${examples[@]/#/--example=}"
 for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
 # gpu_lessons keeps its symbols: it prints where an allocation per frame comes from.
-for f in "$out"/bin/*; do [[ ${f##*/} == gpu_lessons ]] || strip "$f" 2>/dev/null || true; done
+for f in "$out"/bin/*; do [[ ${f##*/} == gpu_lessons || ${f##*/} == ladder_bench ]] || strip "$f" 2>/dev/null || true; done
 if [[ $BIN_ONLY == 1 ]]; then
   # The plugin lives in the runtime archive: replace it there.
   tmp=$(mktemp -d)

@@ -403,7 +403,7 @@ fn released_rendition_pad_posts_its_summary() {
     init();
     let (w, h) = (176usize, 144usize);
     let pipeline = gst::parse::launch(
-        "vmafcompare name=cmp backend=cpu ! fakesink sync=false \
+        "vmafcompare name=cmp backend=cpu threads=1 ! fakesink sync=false \
          appsrc name=r format=time ! cmp.reference appsrc name=d1 format=time ! cmp.distorted_1 \
          appsrc name=d2 format=time ! cmp.distorted_2",
     )
@@ -434,7 +434,16 @@ fn released_rendition_pad_posts_its_summary() {
     let mut read = |until: &dyn Fn(&[FrameMessage], &[SummaryMessage]) -> bool| {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while !until(&frames, &summaries) {
-            assert!(std::time::Instant::now() < deadline, "timeout");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timeout: {} frame messages ({:?}), summaries {:?}",
+                frames.len(),
+                frames
+                    .iter()
+                    .map(|f| (f.pad.clone(), f.index))
+                    .collect::<Vec<_>>(),
+                summaries.iter().map(|s| s.pad.clone()).collect::<Vec<_>>()
+            );
             let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) else {
                 continue;
             };
@@ -459,7 +468,7 @@ fn released_rendition_pad_posts_its_summary() {
             s.push_buffer(buffer(t, k)).unwrap();
         }
     }
-    // Frame 4 of distorted_2 is complete once frame 5 is in.
+    // Frame 4 of distorted_2 is complete once frame 5 is in (threads=1: no frame in flight).
     read(&|f, _| {
         f.iter()
             .any(|x| x.pad.as_deref() == Some("distorted_2") && x.index == 4)
