@@ -289,17 +289,7 @@ impl VmafCompare {
         {
             return Ok(Vec::new());
         }
-        if let Err(e) = self.check_min_size("the scoring size", (w, h)) {
-            self.post_error_message(e);
-            return Err(gst::FlowError::NotNegotiated);
-        }
-        let Some((models, features, gpu)) = lock(&self.prepared)
-            .as_ref()
-            .map(|p| (p.models.clone(), p.features.clone(), p.gpu.clone()))
-        else {
-            gst::element_imp_error!(self, gst::CoreError::StateChange, ("no model loaded"));
-            return Err(gst::FlowError::Error);
-        };
+        let (models, features, gpu) = self.loaded_for((w, h))?;
         let has_chroma = |v: &PadVideo| v.info.format_info().n_components() >= 3;
         let plan = match ladder.scorer.as_ref() {
             Some(s) => s.plan().clone(),

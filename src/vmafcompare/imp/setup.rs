@@ -257,6 +257,27 @@ impl VmafCompare {
         lib.handle_context_query(&element, query, &ctx)
     }
 
+    /// What NULL->READY loaded (the models, the features, the GPU), once the scoring size
+    /// `(w, h)` is checked against the metrics' minimum. Errors (posted): a size below the
+    /// minimum, or nothing loaded.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn loaded_for(
+        &self,
+        (w, h): (u32, u32),
+    ) -> Result<(Arc<[NamedModel]>, FeatureSet, Option<Arc<GpuDevice>>), gst::FlowError> {
+        if let Err(e) = self.check_min_size("the scoring size", (w, h)) {
+            self.post_error_message(e);
+            return Err(gst::FlowError::NotNegotiated);
+        }
+        lock(&self.prepared)
+            .as_ref()
+            .map(|p| (p.models.clone(), p.features.clone(), p.gpu.clone()))
+            .ok_or_else(|| {
+                gst::element_imp_error!(self, gst::CoreError::StateChange, ("no model loaded"));
+                gst::FlowError::Error
+            })
+    }
+
     /// Makes (or remakes, after a size change) the scorer for the negotiated geometry.
     /// Returns frames completed by a geometry switch.
     pub(super) fn ensure_scorer(
@@ -307,17 +328,7 @@ impl VmafCompare {
         {
             return Ok(Vec::new());
         }
-        if let Err(e) = self.check_min_size("the scoring size", (w, h)) {
-            self.post_error_message(e);
-            return Err(gst::FlowError::NotNegotiated);
-        }
-        let Some((models, features, gpu)) = lock(&self.prepared)
-            .as_ref()
-            .map(|p| (p.models.clone(), p.features.clone(), p.gpu.clone()))
-        else {
-            gst::element_imp_error!(self, gst::CoreError::StateChange, ("no model loaded"));
-            return Err(gst::FlowError::Error);
-        };
+        let (models, features, gpu) = self.loaded_for((w, h))?;
         let has_chroma = |v: &PadVideo| v.info.format_info().n_components() >= 3;
         let plan = match state.scorer.as_ref() {
             Some(s) => s.plan().clone(),
