@@ -203,8 +203,12 @@ fn run(
         Ok(e)
     };
     let sink = |p: &gst::Pipeline, from: &gst::Element| -> Result<(), BoxError> {
+        // No preroll wait: a sink that prerolled would stop its element while the tee still
+        // has to fill the elements whose first output needs several frames in flight (a
+        // CPU pool of N threads holds N + 1), and the pipeline would never reach PLAYING.
         let s = gst::ElementFactory::make("fakesink")
             .property("sync", false)
+            .property("async", false)
             .build()?;
         p.add(&s)?;
         from.link(&s)?;
@@ -234,7 +238,7 @@ fn run(
         srcs[0].link(&tee)?;
         for k in 0..n {
             let q = gst::ElementFactory::make("queue")
-                .property("max-size-buffers", 4u32)
+                .property("max-size-buffers", 8u32)
                 .build()?;
             let cmp = make(&format!("cmp{k}"))?;
             pipeline.add_many([&q, &cmp])?;
