@@ -16,7 +16,7 @@ use gst_video::prelude::*;
 
 use super::{
     FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend,
-    VmafScaleMethod, META_NAME,
+    VmafScaleMethod,
 };
 use crate::cpu::{self, CpuPool};
 use crate::cuda::context::PeerAccess;

@@ -44,6 +44,17 @@ pub(super) struct Rendition {
     chroma: [Vec<u16>; 2],
 }
 
+impl Rendition {
+    /// Its label, or its pad's name when the label is empty.
+    fn label_or_name(&self) -> String {
+        if self.label.is_empty() {
+            self.name.clone()
+        } else {
+            self.label.clone()
+        }
+    }
+}
+
 /// A reference buffer waiting for its renditions' scores before it leaves.
 struct Pending {
     frame: u64,
@@ -64,8 +75,6 @@ pub(super) struct LadderState {
     reference_paths: BTreeSet<InputPath>,
     out: VecDeque<Pending>,
     next_frame: u64,
-    /// Reference frames that no rendition had a partner for.
-    lone_reference: u64,
     started: Option<Instant>,
     finished: bool,
     /// The always `distorted` pad was unlinked at READY->PAUSED and was ended: it carries no
@@ -602,9 +611,6 @@ impl VmafCompare {
         if present == 0 {
             // No rendition has this reference frame: it leaves unscored, in order.
             if let Some(l) = state.ladder.as_mut() {
-                if !is_gap(&reference) {
-                    l.lone_reference += 1;
-                }
                 l.out.push_back(Pending {
                     frame: frame_no,
                     buffer: reference,
@@ -817,20 +823,9 @@ impl VmafCompare {
                 let mut structure = None;
                 if let Some(scores) = scores {
                     let msg = FrameMessage {
-                        index: scores.index,
-                        pts: tag.pts,
-                        running_time: tag.running_time,
-                        duration: tag.duration,
-                        vmaf: scores.vmaf(),
-                        metrics: scores.iter().map(|(n, v)| (n.to_owned(), v)).collect(),
-                        skipped: 0,
-                        window: None,
                         pad: Some(r.name.clone()),
-                        label: Some(if r.label.is_empty() {
-                            r.name.clone()
-                        } else {
-                            r.label.clone()
-                        }),
+                        label: Some(r.label_or_name()),
+                        ..Self::frame_message(&scores, (tag.pts, tag.running_time, tag.duration))
                     };
                     let s = msg.to_structure();
                     if let Some(log) = r.log.as_mut() {
@@ -849,17 +844,8 @@ impl VmafCompare {
                 if let Some(p) = l.out.iter_mut().find(|p| p.frame == tag.frame) {
                     p.remaining = p.remaining.saturating_sub(1);
                     if let Some(s) = structure {
-                        let buf = p.buffer.make_mut();
-                        match gst::meta::CustomMeta::add(buf, META_NAME) {
-                            Ok(mut meta) => {
-                                let m = meta.mut_structure();
-                                for (name, value) in s.iter() {
-                                    m.set_value(name, value.clone());
-                                }
-                            }
-                            Err(e) => {
-                                gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}")
-                            }
+                        if let Err(e) = monitor::attach_meta(&mut p.buffer, &s) {
+                            gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}");
                         }
                     }
                 }
@@ -948,24 +934,8 @@ impl VmafCompare {
         let scorer = l.scorer.as_ref().and_then(|s| s.rendition(k));
         let frames = scorer.map_or(0, |s| s.pool().count());
         let pushed = scorer.map_or(0, |s| s.frames_pushed());
-        let metrics: Vec<(String, PooledMetric)> = scorer
-            .map(|s| {
-                s.pool()
-                    .pooled()
-                    .into_iter()
-                    .map(|(n, p)| {
-                        (
-                            n.to_owned(),
-                            PooledMetric {
-                                min: p.min,
-                                max: p.max,
-                                mean: p.mean,
-                                harmonic_mean: p.harmonic_mean,
-                            },
-                        )
-                    })
-                    .collect()
-            })
+        let metrics = scorer
+            .map(|s| outputs::pooled_metrics(s.pool()))
             .unwrap_or_default();
         let empty = crate::engine::Pool::new(Vec::<String>::new().into());
         let pool = scorer.map(|s| s.pool().clone()).unwrap_or(empty);
@@ -992,11 +962,7 @@ impl VmafCompare {
             reference_scaling,
             distorted_scaling: joined(&r.scaled),
             pad: Some(r.name.clone()),
-            label: Some(if r.label.is_empty() {
-                r.name.clone()
-            } else {
-                r.label.clone()
-            }),
+            label: Some(r.label_or_name()),
         };
         let structure = summary.to_structure();
         let (w, h) = geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
@@ -1039,7 +1005,6 @@ impl VmafCompare {
         }
         l.out.clear();
         l.finished = false;
-        l.lone_reference = 0;
         l.started = None;
         let names: Vec<(usize, String, bool)> = l
             .renditions

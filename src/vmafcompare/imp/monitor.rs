@@ -283,7 +283,12 @@ fn test_slow(name: &str) -> Option<Duration> {
 }
 
 /// Copies `scores` into a `VmafCompareMeta` on `buffer`.
-fn attach_meta(buffer: &mut gst::Buffer, scores: &gst::Structure) -> Result<(), glib::BoolError> {
+/// Attaches a `VmafCompareMeta` holding `scores`' fields to `buffer` (one more meta per call:
+/// a ladder's reference buffer carries one per rendition).
+pub(super) fn attach_meta(
+    buffer: &mut gst::Buffer,
+    scores: &gst::Structure,
+) -> Result<(), glib::BoolError> {
     let buf = buffer.make_mut();
     let mut meta = gst::meta::CustomMeta::add(buf, META_NAME)?;
     let s = meta.mut_structure();

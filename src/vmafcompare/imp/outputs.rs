@@ -3,6 +3,24 @@
 
 use super::*;
 
+/// The summary's pooled statistics of every metric of `pool`, log order.
+pub(super) fn pooled_metrics(pool: &crate::engine::Pool) -> Vec<(String, PooledMetric)> {
+    pool.pooled()
+        .into_iter()
+        .map(|(n, p)| {
+            (
+                n.to_owned(),
+                PooledMetric {
+                    min: p.min,
+                    max: p.max,
+                    mean: p.mean,
+                    harmonic_mean: p.harmonic_mean,
+                },
+            )
+        })
+        .collect()
+}
+
 impl VmafCompare {
     /// Posts a scoring failure as an element error.
     pub(super) fn engine_failed(&self, e: EngineError) -> gst::FlowError {
@@ -23,19 +41,13 @@ impl VmafCompare {
         let live = self.live_queue();
         let mut attached = None;
         if let Some(scores) = scores {
-            let mut msg = Self::frame_message(&scores, &buffer, tag.running_time);
+            let mut msg =
+                Self::frame_message(&scores, (buffer.pts(), tag.running_time, buffer.duration()));
             let alert = self.monitor_frame(&mut msg);
             let structure = msg.to_structure();
             if live.is_none() {
-                let buf = buffer.make_mut();
-                match gst::meta::CustomMeta::add(buf, META_NAME) {
-                    Ok(mut meta) => {
-                        let s = meta.mut_structure();
-                        for (name, value) in structure.iter() {
-                            s.set_value(name, value.clone());
-                        }
-                    }
-                    Err(e) => gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}"),
+                if let Err(e) = monitor::attach_meta(&mut buffer, &structure) {
+                    gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}");
                 }
             }
             self.write_log(&scores)?;
@@ -80,16 +92,21 @@ impl VmafCompare {
         self.obj().finish_buffer(buffer)
     }
 
+    /// The frame message of `scores` for a distorted buffer at `(pts, running time,
+    /// duration)`.
     pub(super) fn frame_message(
         scores: &FrameScores,
-        buffer: &gst::Buffer,
-        rt: Option<gst::ClockTime>,
+        (pts, running_time, duration): (
+            Option<gst::ClockTime>,
+            Option<gst::ClockTime>,
+            Option<gst::ClockTime>,
+        ),
     ) -> FrameMessage {
         FrameMessage {
             index: scores.index,
-            pts: buffer.pts(),
-            running_time: rt,
-            duration: buffer.duration(),
+            pts,
+            running_time,
+            duration,
             vmaf: scores.vmaf(),
             metrics: scores.iter().map(|(n, v)| (n.to_owned(), v)).collect(),
             skipped: 0,
@@ -134,21 +151,7 @@ impl VmafCompare {
         let (frames, metrics, backend) = match state.scorer.as_ref() {
             Some(s) => (
                 s.pool().count(),
-                s.pool()
-                    .pooled()
-                    .into_iter()
-                    .map(|(n, p)| {
-                        (
-                            n.to_owned(),
-                            PooledMetric {
-                                min: p.min,
-                                max: p.max,
-                                mean: p.mean,
-                                harmonic_mean: p.harmonic_mean,
-                            },
-                        )
-                    })
-                    .collect(),
+                pooled_metrics(s.pool()),
                 s.backend_name().to_owned(),
             ),
             None => (0, Vec::new(), "cpu".to_owned()),
