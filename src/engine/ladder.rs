@@ -89,8 +89,6 @@ pub struct LadderScorer<T> {
     present: Vec<bool>,
     /// Per rendition: its next accepted frame starts a new run.
     restart: Vec<bool>,
-    /// Ladder frames submitted since creation or reset.
-    submitted: u64,
 }
 
 /// The per-rendition scorers' backend: they are fed values the ladder backend computed
@@ -148,7 +146,6 @@ impl<T> LadderScorer<T> {
             in_flight: vec![0; n],
             present: vec![false; n],
             restart: vec![false; n],
-            submitted: 0,
         })
     }
 
@@ -239,7 +236,6 @@ impl<T> LadderScorer<T> {
             })
             .collect();
         self.queue.push_back(QueuedLadder { renditions, ended });
-        self.submitted += 1;
         let mut done = Vec::new();
         loop {
             if self.queue.is_empty() {
@@ -393,6 +389,5 @@ impl<T> LadderScorer<T> {
         self.in_flight.iter_mut().for_each(|n| *n = 0);
         self.present.iter_mut().for_each(|p| *p = false);
         self.restart.iter_mut().for_each(|r| *r = false);
-        self.submitted = 0;
     }
 }
