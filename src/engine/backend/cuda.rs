@@ -613,30 +613,21 @@ impl CudaBackend {
             .enqueue(&self.upload, &plane, &mut out.slice_mut(0..n))
     }
 
-    /// Enqueues one frame into slot `s`.
-    fn enqueue(
-        &mut self,
-        s: usize,
-        reference: LumaInput<'_>,
-        distorted: LumaInput<'_>,
-        chroma: Option<ChromaInput<'_>>,
-        full: bool,
-    ) -> Result<(), CudaError> {
-        // The first CUDA step of each frame (tests/gpu_faults.rs counts init steps up to it).
+    /// The first CUDA steps of a frame going into slot `s` (the pair's and the ladder's):
+    /// binds the context (tests/gpu_faults.rs counts init steps up to this bind) and makes the
+    /// upload stream wait until the slot is free. The slot's device planes were last read by
+    /// the motion kernel of the frame after its previous occupant, i.e. the frame submitted
+    /// two before this one; its planes (and unpacked chroma) by its previous occupant's extra
+    /// metrics, which the side streams ran before that frame's events. Returns the frame's
+    /// number since creation or reset.
+    fn start_frame(&self, s: usize) -> Result<u64, CudaError> {
         self.compute
             .context()
             .bind_to_thread()
             .during("cuCtxSetCurrent(frame)")?;
         let index = self.submitted;
-        let has_motion = index > 0;
-        let prev = (s + SLOTS - 1) % SLOTS;
-        let before_prev = (s + SLOTS - 2) % SLOTS;
-        // The slot's device planes were last read by the motion kernel of the frame after
-        // its previous occupant, i.e. the frame submitted two before this one; its planes
-        // (and unpacked chroma) by its previous occupant's extra metrics, which the side
-        // streams ran before that frame's events.
         if index >= 2 {
-            let bp = &self.slots[before_prev];
+            let bp = &self.slots[(s + SLOTS - 2) % SLOTS];
             self.upload
                 .wait(&bp.done)
                 .during("cuStreamWaitEvent(upload)")?;
@@ -646,6 +637,21 @@ impl CudaBackend {
                     .during("cuStreamWaitEvent(upload, side)")?;
             }
         }
+        Ok(index)
+    }
+
+    /// Enqueues one frame into slot `s`.
+    fn enqueue(
+        &mut self,
+        s: usize,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaInput<'_>>,
+        full: bool,
+    ) -> Result<(), CudaError> {
+        let index = self.start_frame(s)?;
+        let has_motion = index > 0;
+        let prev = (s + SLOTS - 1) % SLOTS;
         // The reference is read again by the next frame's motion: held one frame longer.
         let ref_plane = self.place(
             reference,
@@ -775,28 +781,10 @@ impl CudaBackend {
     /// full features placed into its own planes, scaled, its chroma unpacked; the
     /// reference-only instances once, every other instance once over those renditions.
     fn enqueue_ladder(&mut self, s: usize, frame: LadderFrame<'_>) -> Result<(), CudaError> {
-        // The first CUDA step of each frame, as in `enqueue`.
-        self.compute
-            .context()
-            .bind_to_thread()
-            .during("cuCtxSetCurrent(frame)")?;
-        let index = self.submitted;
+        let index = self.start_frame(s)?;
         let has_motion = index > 0;
         let n = self.ladder;
         let prev = (s + SLOTS - 1) % SLOTS;
-        let before_prev = (s + SLOTS - 2) % SLOTS;
-        // The slot's planes are free once the frame two before this one is done (`enqueue`).
-        if index >= 2 {
-            let bp = &self.slots[before_prev];
-            self.upload
-                .wait(&bp.done)
-                .during("cuStreamWaitEvent(upload)")?;
-            for side in &bp.sides {
-                self.upload
-                    .wait(&side.done)
-                    .during("cuStreamWaitEvent(upload, side)")?;
-            }
-        }
         let LadderFrame {
             reference,
             reference_chroma,
