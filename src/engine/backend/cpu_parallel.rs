@@ -335,6 +335,30 @@ pub(crate) struct Parallel {
 }
 
 impl Parallel {
+    /// Runs `run(&job)` on the pool (a panic becomes an error) and returns where its result
+    /// will be; the job, with its buffers, is dropped (they go back to the free list) before
+    /// the result is seen.
+    fn spawn<J: Send + 'static, T: Send + 'static>(
+        &self,
+        job: J,
+        run: fn(&J) -> Result<T, EngineError>,
+    ) -> Arc<Flight<T>> {
+        let flight = Arc::new(Flight::default());
+        let slot = flight.clone();
+        self.pool.spawn(move || {
+            let result =
+                std::panic::catch_unwind(AssertUnwindSafe(|| run(&job))).unwrap_or_else(|_| {
+                    Err(EngineError::Backend {
+                        backend: "cpu",
+                        message: "internal: a CPU scoring thread panicked".into(),
+                    })
+                });
+            drop(job);
+            slot.finish(result);
+        });
+        flight
+    }
+
     pub(crate) fn new(pool: Arc<CpuPool>) -> Self {
         Self {
             pool,
@@ -401,20 +425,7 @@ impl Parallel {
             full,
             idle: self.idle.clone(),
         };
-        let flight = Arc::new(Flight::default());
-        let slot = flight.clone();
-        self.pool.spawn(move || {
-            let result =
-                std::panic::catch_unwind(AssertUnwindSafe(|| job.run())).unwrap_or_else(|_| {
-                    Err(EngineError::Backend {
-                        backend: "cpu",
-                        message: "internal: a CPU scoring thread panicked".into(),
-                    })
-                });
-            // The buffers go back to the free list before the result is seen.
-            drop(job);
-            slot.finish(result);
-        });
+        let flight = self.spawn(job, Job::run);
         self.flights.push_back(flight);
         Ok(())
     }
@@ -456,19 +467,7 @@ impl Parallel {
             renditions: jobs,
             idle: self.idle.clone(),
         };
-        let flight = Arc::new(Flight::default());
-        let slot = flight.clone();
-        self.pool.spawn(move || {
-            let result =
-                std::panic::catch_unwind(AssertUnwindSafe(|| job.run())).unwrap_or_else(|_| {
-                    Err(EngineError::Backend {
-                        backend: "cpu",
-                        message: "internal: a CPU scoring thread panicked".into(),
-                    })
-                });
-            drop(job);
-            slot.finish(result);
-        });
+        let flight = self.spawn(job, LadderJob::run);
         self.ladder_flights.push_back(flight);
         Ok(())
     }
