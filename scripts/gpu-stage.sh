@@ -28,7 +28,7 @@ pack() {
 # Test and example executables (release profile: optimised, no debug info).
 tests=(gpu cuda_backend dmabuf gpu_faults concurrency bad_input element gpu_ssim gpu_ssimulacra2
   gpu_lessons extra_features multi_model formats gpu_adm_v1 gpu_speed gpu_cambi gpu_scale
-  scaling_input gpu_ladder)
+  scaling_input gpu_ladder nvdec)
 cargo test --release --no-run "${tests[@]/#/--test=}" --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:

@@ -14,11 +14,13 @@ pub mod cpu;
 pub mod cuda;
 pub mod engine;
 pub mod features;
+pub mod nvdec;
 pub mod video;
 pub mod vmafcompare;
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
-    vmafcompare::register(plugin)
+    vmafcompare::register(plugin)?;
+    nvdec::register(plugin)
 }
 
 gst::plugin_define!(

@@ -52,6 +52,7 @@ type FnHandleSetContext = unsafe extern "C" fn(
     *mut *mut gst::ffi::GstObject,
 ) -> glib::ffi::gboolean;
 type FnNewContext = unsafe extern "C" fn(*mut gst::ffi::GstObject) -> *mut gst::ffi::GstContext;
+type FnPoolNew = unsafe extern "C" fn(*mut gst::ffi::GstObject) -> *mut gst::ffi::GstBufferPool;
 
 /// The loaded library and its entry points.
 pub struct GstCuda {
@@ -66,6 +67,8 @@ pub struct GstCuda {
     handle_context_query: FnHandleQuery,
     handle_set_context: FnHandleSetContext,
     context_new_cuda_context: FnNewContext,
+    buffer_pool_new: FnPoolNew,
+    memory_init_once: unsafe extern "C" fn(),
     /// Kept loaded for the process's lifetime (the function pointers above point into it).
     _lib: libloading::Library,
 }
@@ -108,6 +111,8 @@ fn load() -> Result<GstCuda, String> {
         handle_context_query: sym!(b"gst_cuda_handle_context_query", FnHandleQuery),
         handle_set_context: sym!(b"gst_cuda_handle_set_context", FnHandleSetContext),
         context_new_cuda_context: sym!(b"gst_context_new_cuda_context", FnNewContext),
+        buffer_pool_new: sym!(b"gst_cuda_buffer_pool_new", FnPoolNew),
+        memory_init_once: sym!(b"gst_cuda_memory_init_once", unsafe extern "C" fn()),
         _lib: lib,
     })
 }
@@ -129,6 +134,27 @@ impl Drop for CudaMapping {
     fn drop(&mut self) {
         // SAFETY: `mem` was mapped with `info` by `map_device` and is kept alive by the
         // buffer reference; it is unmapped exactly once.
+        unsafe { gst::ffi::gst_memory_unmap(self.mem, &mut self.info) };
+    }
+}
+
+/// A buffer's CUDA memory mapped for the device to write (`GST_MAP_WRITE | GST_MAP_CUDA`):
+/// the planes' device addresses. Unmapped when dropped, which must happen before the buffer
+/// it came from is released (the owner keeps both, this one first).
+pub struct DeviceWrite {
+    mem: *mut gst::ffi::GstMemory,
+    info: gst::ffi::GstMapInfo,
+    /// `(CUdeviceptr, pitch)` of each plane of the memory's layout (`(0, 0)` past the last).
+    pub planes: [(u64, usize); 4],
+}
+
+// SAFETY: a device pointer and a memory whose unmap is thread-safe.
+unsafe impl Send for DeviceWrite {}
+
+impl Drop for DeviceWrite {
+    fn drop(&mut self) {
+        // SAFETY: mapped by `map_device_write` with `info`; unmapped exactly once, while the
+        // owner still holds the buffer (see the type's docs).
         unsafe { gst::ffi::gst_memory_unmap(self.mem, &mut self.info) };
     }
 }
@@ -269,6 +295,81 @@ impl GstCuda {
             chroma_planes: [plane(1), plane(2)],
             mapping,
         })
+    }
+
+    /// Maps the single CUDA memory of `buffer` for the device to write, with the plane layout
+    /// the memory was allocated with (its `GstVideoInfo`: pitched planes).
+    ///
+    /// Errors: [`CudaError::Driver`] naming what is wrong (not one CUDA memory, map failed).
+    pub fn map_device_write(&self, buffer: &gst::BufferRef) -> Result<DeviceWrite, CudaError> {
+        let bad = |code: &str| CudaError::Driver {
+            call: "gst_memory_map(GST_MAP_WRITE | GST_MAP_CUDA)",
+            code: code.to_owned(),
+        };
+        if !self.load_driver() {
+            return Err(bad("the CUDA driver did not load in GStreamer's CUDA library"));
+        }
+        if buffer.n_memory() != 1 || !self.is_cuda_memory(buffer.peek_memory(0)) {
+            return Err(bad("the buffer is not one CUDA memory"));
+        }
+        let raw = buffer.peek_memory(0).as_mut_ptr();
+        // SAFETY: `raw` is GstCudaMemory (checked): its public head has this layout in 1.22.
+        let head = unsafe { &*(raw as *const GstCudaMemoryHead) };
+        let n_planes = if head.info.finfo.is_null() {
+            0
+        } else {
+            // SAFETY: a non-null finfo of a GstVideoInfo points at static format info.
+            (unsafe { (*head.info.finfo).n_planes } as usize).min(4)
+        };
+        let (offsets, strides) = (head.info.offset, head.info.stride);
+        let mut info = std::mem::MaybeUninit::<gst::ffi::GstMapInfo>::zeroed();
+        // SAFETY: `raw` is a live memory of `buffer`; `info` receives the mapping.
+        let ok = unsafe {
+            gst::ffi::gst_memory_map(
+                raw,
+                info.as_mut_ptr(),
+                gst::ffi::GST_MAP_WRITE | GST_MAP_CUDA,
+            )
+        };
+        if ok == glib::ffi::GFALSE {
+            return Err(bad("mapping the CUDA memory for the device failed"));
+        }
+        // SAFETY: initialised by the successful map.
+        let info = unsafe { info.assume_init() };
+        let base = info.data as u64;
+        let mut planes = [(0u64, 0usize); 4];
+        for (i, p) in planes.iter_mut().enumerate().take(n_planes) {
+            *p = (base + offsets[i] as u64, strides[i].max(0) as usize);
+        }
+        Ok(DeviceWrite {
+            mem: raw,
+            info,
+            planes,
+        })
+    }
+
+    /// A new `GstCudaBufferPool` allocating CUDA memory in `ctx` (a `GstCudaContext`), to be
+    /// configured with video caps like any video pool (`gst_cuda_buffer_pool_new`).
+    pub fn new_buffer_pool(&self, ctx: &gst::Object) -> Option<gst::BufferPool> {
+        if !self.load_driver() || !self.is_context(ctx) {
+            return None;
+        }
+        // The default CUDA allocator the pool allocates with exists only once this has run
+        // (nvcodec runs it when its plugin loads, which a pipeline without nvcodec elements
+        // never does). SAFETY: no arguments; idempotent.
+        unsafe { (self.memory_init_once)() };
+        // SAFETY: a live GstCudaContext; returns a new (floating-sunk) reference or NULL.
+        let ptr = unsafe { (self.buffer_pool_new)(ctx.to_glib_none().0) };
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: a live object; a floating reference is turned into the one we own.
+        unsafe {
+            if glib::gobject_ffi::g_object_is_floating(ptr.cast()) != glib::ffi::GFALSE {
+                glib::gobject_ffi::g_object_ref_sink(ptr.cast());
+            }
+            Some(from_glib_full(ptr))
+        }
     }
 
     /// Wraps `cu_ctx` (a context of device `cu_device`) in a new `GstCudaContext` that does

@@ -1,0 +1,234 @@
+//! `vmafnvdec`, the NVDEC decoder of this plugin (src/nvdec).
+//!
+//! Everywhere: its documentation (properties, caps) and what happens without NVDEC: a clear
+//! error naming the missing library and the software decoders to use, and decodebin moving
+//! on to the next decoder when the element is ranked first.
+//!
+//! On a GPU host (skipped elsewhere; `VMAFCOMPARE_REQUIRE_GPU` turns the skip into a
+//! failure; clips from `$VMAF_GPU_CLIPS`, made by scripts/gpu-stage.sh): every decoded frame
+//! equal to what GStreamer's nvh264dec / nvh265dec decode (H.264 1080p 8-bit, HEVC main10),
+//! and `vmafcompare` scoring vmafnvdec's CUDA memory exactly as nvh264dec's.
+//!
+//! Run: `cargo test --release --test nvdec -- --nocapture`.
+
+mod common;
+
+use std::time::Duration;
+
+use gst::glib;
+use gst::prelude::*;
+use gst_video::prelude::*;
+
+/// Whether NVDEC can be used here; `false` (after saying why) on machines without it, unless
+/// `VMAFCOMPARE_REQUIRE_GPU` is set.
+fn nvdec_usable() -> bool {
+    common::init();
+    let lib = gstvmafcompare::nvdec::sys::library();
+    if let Err(e) = &lib {
+        assert!(
+            std::env::var_os("VMAFCOMPARE_REQUIRE_GPU").is_none(),
+            "VMAFCOMPARE_REQUIRE_GPU is set but NVDEC is missing: {e}"
+        );
+    }
+    lib.is_ok() && common::gpu_device().is_some()
+}
+
+#[test]
+fn the_element_documents_its_properties_and_caps() {
+    common::init();
+    let f = gst::ElementFactory::find("vmafnvdec").expect("vmafnvdec is registered");
+    assert!(f.metadata("klass").unwrap_or_default().contains("Decoder"));
+    let e = f.create().build().expect("vmafnvdec");
+    for (name, default, max) in [("device-id", 0u32, u32::MAX), ("max-display-delay", 4, 16)] {
+        let p = e.find_property(name).expect(name);
+        assert!(p.blurb().is_some_and(|b| b.len() > 40), "{name} has a real description");
+        let p = p.downcast::<glib::ParamSpecUInt>().expect("uint");
+        assert_eq!((p.default_value(), p.maximum()), (default, max), "{name}");
+    }
+    let sink = e.static_pad("sink").unwrap().pad_template_caps();
+    let caps = |s: &str| s.parse::<gst::Caps>().unwrap();
+    assert!(sink.can_intersect(&caps(
+        "video/x-h264, stream-format=byte-stream, alignment=au, chroma-format=4:2:0, bit-depth-luma=(uint)8"
+    )));
+    assert!(sink.can_intersect(&caps(
+        "video/x-h265, stream-format=byte-stream, alignment=au, chroma-format=4:2:0, bit-depth-luma=(uint)10"
+    )));
+    // What NVDEC cannot decode is left to other decoders.
+    for other in [
+        "video/x-h264, stream-format=byte-stream, alignment=au, chroma-format=4:4:4",
+        "video/x-h264, stream-format=byte-stream, alignment=au, bit-depth-luma=(uint)10",
+        "video/x-h264, stream-format=avc, alignment=au",
+        "video/x-h265, stream-format=byte-stream, alignment=au, chroma-format=4:2:2",
+    ] {
+        assert!(!sink.can_intersect(&caps(other)), "{other} must not be accepted");
+    }
+    let src = e.static_pad("src").unwrap().pad_template_caps();
+    for fmt in ["NV12", "P010_10LE", "P012_LE"] {
+        for feature in ["(memory:CUDAMemory)", ""] {
+            let c = caps(&format!("video/x-raw{feature}, format={fmt}"));
+            assert!(src.can_intersect(&c), "src offers {c}");
+        }
+    }
+}
+
+#[test]
+fn without_nvdec_the_error_says_what_to_do() {
+    if nvdec_usable() {
+        eprintln!("skipped: NVDEC is usable here");
+        return;
+    }
+    let clip = common::bigbuckbunny();
+    let out = common::run(
+        &format!("filesrc location=\"{clip}\" ! qtdemux ! h264parse ! vmafnvdec ! fakesink"),
+        Duration::from_secs(30),
+    );
+    let text = out.errors.join("\n");
+    assert!(
+        text.contains("libnvcuvid.so.1") && text.contains("avdec_h264"),
+        "error names the missing library and the fallback: {text}"
+    );
+}
+
+#[test]
+fn decodebin_moves_on_when_nvdec_is_missing() {
+    if nvdec_usable() {
+        eprintln!("skipped: NVDEC is usable here");
+        return;
+    }
+    let f = gst::ElementFactory::find("vmafnvdec").unwrap();
+    // SAFETY: any integer is a rank; 257 is what the vmafcompare command gives it.
+    f.set_rank(unsafe { glib::translate::from_glib(257) });
+    let clip = common::bigbuckbunny();
+    let branch = |pad: &str| {
+        format!(
+            "filesrc location=\"{clip}\" ! decodebin ! video/x-raw ! identity eos-after=10 ! \
+             videoconvert ! video/x-raw,format=I420 ! c.{pad}"
+        )
+    };
+    let out = common::run(
+        &format!(
+            "vmafcompare name=c ! fakesink {} {}",
+            branch("reference"),
+            branch("distorted")
+        ),
+        Duration::from_secs(120),
+    );
+    f.set_rank(gst::Rank::NONE);
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    // The clip scored against itself through the fallback decoder: identical frames.
+    assert!(!out.frames.is_empty());
+    for m in &out.frames {
+        let vif0 = m.metrics.iter().find(|(k, _)| k == "integer_vif_scale0").unwrap().1;
+        assert!(vif0 > 0.99999, "frame {} VIF scale 0 {vif0}", m.index);
+    }
+}
+
+/// The clips folder of the GPU host.
+fn clips() -> std::path::PathBuf {
+    std::path::PathBuf::from(std::env::var_os("VMAF_GPU_CLIPS").expect(
+        "VMAF_GPU_CLIPS must name the folder scripts/gpu-stage.sh made (ref_1080p.mp4, \
+         ref_main10.hevc)",
+    ))
+}
+
+/// SHA-256 of every decoded frame's visible samples (row by row, plane by plane, whatever
+/// the strides), in output order.
+fn frame_hashes(source: &str, decoder: &str) -> Vec<String> {
+    use sha2::Digest;
+    common::init();
+    let desc = format!("{source} ! {decoder} ! video/x-raw ! appsink name=frames sync=false");
+    let pipeline = gst::parse::launch(&desc)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let sink = pipeline
+        .by_name("frames")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    pipeline.set_state(gst::State::Playing).expect("playing");
+    let mut out = Vec::new();
+    while let Ok(sample) = sink.pull_sample() {
+        let info = gst_video::VideoInfo::from_caps(sample.caps().unwrap()).unwrap();
+        let frame =
+            gst_video::VideoFrameRef::from_buffer_ref_readable(sample.buffer().unwrap(), &info)
+                .unwrap();
+        let mut h = sha2::Sha256::new();
+        let bytes = if info.format_info().bits() > 8 { 2 } else { 1 };
+        for p in 0..frame.n_planes() {
+            let (w, rows) = (
+                info.comp_width(p as u8) as usize * bytes * if p == 1 { 2 } else { 1 },
+                info.comp_height(p as u8) as usize,
+            );
+            let stride = frame.plane_stride()[p as usize] as usize;
+            let data = frame.plane_data(p).unwrap();
+            for r in 0..rows {
+                h.update(&data[r * stride..r * stride + w]);
+            }
+        }
+        out.push(format!("{:x}", h.finalize()));
+    }
+    let _ = pipeline.set_state(gst::State::Null);
+    out
+}
+
+#[test]
+fn gpu_decoded_frames_equal_nvcodec() {
+    if !nvdec_usable() {
+        eprintln!("skipped: no NVDEC");
+        return;
+    }
+    let dir = clips();
+    for (source, nvcodec, frames) in [
+        (
+            format!("filesrc location=\"{}\" ! qtdemux ! h264parse", dir.join("ref_1080p.mp4").display()),
+            "nvh264dec",
+            120,
+        ),
+        (
+            format!("filesrc location=\"{}\" ! h265parse", dir.join("ref_main10.hevc").display()),
+            "nvh265dec",
+            24,
+        ),
+    ] {
+        let ours = frame_hashes(&source, "vmafnvdec");
+        let theirs = frame_hashes(&source, nvcodec);
+        eprintln!("{nvcodec}: {} frames, vmafnvdec: {}", theirs.len(), ours.len());
+        assert_eq!(ours.len(), frames, "{source}");
+        assert_eq!(ours, theirs, "vmafnvdec and {nvcodec} decode {source} alike");
+    }
+}
+
+#[test]
+fn gpu_scores_from_vmafnvdec_equal_nvh264dec() {
+    if !nvdec_usable() {
+        eprintln!("skipped: no NVDEC");
+        return;
+    }
+    let dir = clips();
+    let run = |dec: &str| {
+        common::run(
+            &format!(
+                "vmafcompare name=c backend=cuda ! fakesink \
+                 filesrc location=\"{}\" ! qtdemux ! h264parse ! {dec} ! c.reference \
+                 filesrc location=\"{}\" ! qtdemux ! h264parse ! {dec} ! c.distorted",
+                dir.join("ref_1080p.mp4").display(),
+                dir.join("dist_1080p.mp4").display()
+            ),
+            Duration::from_secs(120),
+        )
+    };
+    let (ours, theirs) = (run("vmafnvdec"), run("nvh264dec"));
+    assert!(ours.errors.is_empty() && theirs.errors.is_empty(), "{:?} {:?}", ours.errors, theirs.errors);
+    assert_eq!(ours.frames.len(), 120);
+    let metrics = |o: &common::RunOutput| o.frames.iter().map(|f| f.metrics.clone()).collect::<Vec<_>>();
+    assert_eq!(metrics(&ours), metrics(&theirs), "per-frame metrics equal");
+    let s = ours.summary.as_ref().expect("summary");
+    assert_eq!(
+        (s.reference_input.as_str(), s.distorted_input.as_str()),
+        ("cuda", "cuda"),
+        "vmafnvdec's CUDA memory is read in place"
+    );
+    let mean = |o: &common::RunOutput| o.frames.iter().map(|f| f.vmaf).sum::<f64>() / o.frames.len() as f64;
+    eprintln!("mean VMAF: vmafnvdec {:.6}, nvh264dec {:.6}", mean(&ours), mean(&theirs));
+}
