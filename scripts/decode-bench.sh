@@ -4,11 +4,12 @@
 #
 #   usage: scripts/decode-bench.sh STREAM_DIR
 #
-# STREAM_DIR holds Annex B streams made by scripts/decode-stage.sh: ref_1080p.h264,
-# dist_1080p.h264, ref_2160p.h264, dist_2160p.h264, ref_1080p10.hevc, dist_1080p10.hevc.
+# STREAM_DIR holds Annex B streams made by scripts/decode-stage.sh: ref_NAME and dist_NAME for
+# NAME in 1080p.h264 2160p.h264 1080p.hevc 1080p10.hevc 2160p10.hevc (missing ones are skipped).
 # Environment: FFMPEG (FFmpeg with NVDEC and libvmaf_cuda, default ../shared/peers/ffmpeg-9.0.2/
 # ffmpeg or STREAM_DIR/ffmpeg), LOOP (each stream is concatenated LOOP times first, default 4),
-# PAIRS (parallel pairs, default "1 2 4 8"), GST_DECODERS (GStreamer decoders to compare,
+# CUVID=0 (skip FFmpeg's *_cuvid decode rows), PAIRS (parallel pairs, default "1 2 4 8"), REPEAT (runs per row, the median is printed,
+# default 3), GST_DECODERS (GStreamer decoders to compare,
 # default "nv vmafnvdec": nv = nvh264dec / nvh265dec). gst-launch-1.0 with this plugin must be
 # on PATH (scripts/gpu-stage.sh's runtime: source .gpu/gst-env.sh).
 set -uo pipefail
@@ -18,6 +19,7 @@ ff=${FFMPEG:-}
 [[ -z $ff ]] && ff=$(dirname "$0")/../../shared/peers/ffmpeg-9.0.2/ffmpeg
 loop=${LOOP:-4}
 pairs=${PAIRS:-"1 2 4 8"}
+repeat=${REPEAT:-3}
 decoders=${GST_DECODERS:-"nv vmafnvdec"}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -26,21 +28,27 @@ for f in "$dir"/*.h264 "$dir"/*.hevc; do
   for _ in $(seq "$loop"); do cat "$f"; done > "$work/${f##*/}"
 done
 frames() { "$ff" -hide_banner -i "$1" -c copy -f null - 2>&1 | grep -o 'frame= *[0-9]*' | tail -1 | grep -o '[0-9]*$'; }
-# Seconds of a whole command (stdout/stderr dropped), or "fail".
+# Median seconds of REPEAT runs of a whole command (stdout/stderr dropped), or "fail".
 secs() {
   python3 -c '
-import subprocess, sys, time
-t = time.monotonic()
-try:
-    r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=300).returncode
-except subprocess.TimeoutExpired:
-    r = "timeout"
-print(f"{time.monotonic() - t:.3f}" if r == 0 else "fail")' "$@"
+import statistics, subprocess, sys, time
+runs = []
+for _ in range(int(sys.argv[1])):
+    t = time.monotonic()
+    try:
+        r = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=300).returncode
+    except subprocess.TimeoutExpired:
+        r = "timeout"
+    if r != 0:
+        print("fail")
+        sys.exit()
+    runs.append(time.monotonic() - t)
+print(f"{statistics.median(runs):.3f}")' "$repeat" "$@"
 }
 fps() { [[ $2 == fail ]] && echo fail || python3 -c "print(f'{$1 / $2:.0f}')"; }
-rows=()
-row() { rows+=("| $1 | $2 | $3 |"); }
+# Rows are printed as they are measured (a run cut short keeps what it measured).
+row() { echo "| $1 | $2 | $3 |"; }
 parse_of() { [[ $1 == *.hevc ]] && echo h265parse || echo h264parse; }
 nvdec_of() { [[ $1 == *.hevc ]] && echo nvh265dec || echo nvh264dec; }
 dec_el() { [[ $1 == nv ]] && nvdec_of "$2" || echo "$1"; }
@@ -71,16 +79,19 @@ export -f gst_run ff_run par parse_of nvdec_of dec_el vmaf_fmt
 # Not timed: GStreamer's registry scan, and one run of each scoring path (first-run costs
 # such as the driver's kernel cache are not what the table measures).
 gst-launch-1.0 -q fakesrc num-buffers=1 ! fakesink >/dev/null 2>&1
+echo "| stream / load | path | fps (median of $repeat) |"
+echo "| --- | --- | --- |"
 if [[ -f $dir/ref_1080p.h264 ]]; then
   ff_run "$dir/ref_1080p.h264" "$dir/dist_1080p.h264" >/dev/null 2>&1
   for d in $decoders; do gst_run "$d" "$dir/ref_1080p.h264" "$dir/dist_1080p.h264" >/dev/null 2>&1; done
 fi
-for name in 1080p.h264 2160p.h264 1080p10.hevc; do
+for name in 1080p.h264 2160p.h264 1080p.hevc 1080p10.hevc 2160p10.hevc; do
   ref=$work/ref_$name dist=$work/dist_$name
   [[ -f $ref ]] || continue
   n=$(frames "$ref")
   row "decode only, $name ($n frames)" "FFmpeg -hwaccel cuda" "$(fps "$n" "$(secs "$ff" -hide_banner -hwaccel cuda -hwaccel_output_format cuda -i "$ref" -f null -)")"
-  row "decode only, $name" "FFmpeg $(cuvid_of "$ref")" "$(fps "$n" "$(secs "$ff" -hide_banner -c:v "$(cuvid_of "$ref")" -i "$ref" -f null -)")"
+  [[ ${CUVID:-1} == 1 ]] &&
+    row "decode only, $name" "FFmpeg $(cuvid_of "$ref")" "$(fps "$n" "$(secs "$ff" -hide_banner -c:v "$(cuvid_of "$ref")" -i "$ref" -f null -)")"
   for d in $decoders; do
     el=$(dec_el "$d" "$ref")
     # shellcheck disable=SC2046
@@ -101,6 +112,3 @@ if [[ -f $ref ]]; then
     done
   done
 fi
-echo "| stream / load | path | fps |"
-echo "| --- | --- | --- |"
-printf '%s\n' "${rows[@]}"

@@ -96,8 +96,8 @@ fn decodebin_moves_on_when_nvdec_is_missing() {
         return;
     }
     let f = gst::ElementFactory::find("vmafnvdec").unwrap();
-    // SAFETY: any integer is a rank; 257 is what the vmafcompare command gives it.
-    f.set_rank(unsafe { glib::translate::from_glib(257) });
+    // SAFETY: any integer is a rank; MAX is what the vmafcompare command gives it.
+    f.set_rank(unsafe { glib::translate::from_glib(i32::MAX) });
     let clip = common::bigbuckbunny();
     let branch = |pad: &str| {
         format!(

@@ -53,7 +53,7 @@ Scoring runs on an NVIDIA GPU (CUDA) when one is usable, else on the CPU (--back
 --backend cuda or auto, NVDEC decoders are preferred to software decoders: this plugin's
 vmafnvdec for H.264 and HEVC 4:2:0 (about twice as fast as GStreamer 1.22's own), then
 nvh264dec, nvh265dec, nvav1dec and nvvp9dec of the nvcodec plugin where installed. The
-command raises their rank (vmafnvdec above MAX, the others to MAX) through
+command raises their rank (vmafnvdec to MAX, the others to one below) through
 GST_PLUGIN_FEATURE_RANK (appended to any value already set; a decoder already named there
 keeps its rank), so that decoded frames reach the GPU in CUDA memory, without a copy. Where
 NVDEC is missing, decodebin moves on to the next decoder. --backend cpu leaves the
