@@ -15,7 +15,7 @@ out=${OUT:-/tmp}
 fail=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 gst-inspect-1.0 vmafcompare >/dev/null || { echo "vmafcompare not found"; exit 1; }
-checks=${CHECKS:-equal pipeline zerocopy dmabuf sanitizer cycles perf}
+checks=${CHECKS:-equal pipeline nvdec zerocopy dmabuf sanitizer cycles perf}
 for c in $checks; do
   echo "=== $c"
   case $c in
@@ -141,6 +141,10 @@ PY
             # every minute, index/timestamp drift (CHECKS=soak bash scripts/gpu-host.sh)
       .gpu/bin/soak --backend cuda --width 1920 --height 1080 --distortion scale \
         --duration "${SOAK_SECONDS:-1500}" --interval 60 || fail=1 ;;
+    nvdec)  # issue 34: vmafnvdec's frames and scores against nvh264dec/nvh265dec's (the
+            # speed table: scripts/decode-stage.sh here, scripts/decode-bench.sh there)
+      .gpu/bin/nvdec --include-ignored --nocapture --test-threads=1 2>&1 \
+        | grep -E '^test |frames|mean VMAF|test result|panicked' || fail=1 ;;
     ladder)  # issue 30: a whole ladder in one element. The CUDA ladder backend against pair
              # backends and the CPU bit for bit (gpu_ladder); nvh264dec 1080p/720p/540p
              # renditions against the 1080p reference in one element (CUDA memory), backend=cuda

@@ -4,12 +4,12 @@
 //! error naming the missing library and the software decoders to use, and decodebin moving
 //! on to the next decoder when the element is ranked first.
 //!
-//! On a GPU host (skipped elsewhere; `VMAFCOMPARE_REQUIRE_GPU` turns the skip into a
-//! failure; clips from `$VMAF_GPU_CLIPS`, made by scripts/gpu-stage.sh): every decoded frame
+//! On a GPU host (ignored elsewhere, see build.rs; `VMAFCOMPARE_REQUIRE_GPU` turns a missing
+//! NVDEC into a failure; clips from `$VMAF_GPU_CLIPS`, made by scripts/gpu-stage.sh): every decoded frame
 //! equal to what GStreamer's nvh264dec / nvh265dec decode (H.264 1080p 8-bit, HEVC main10),
 //! and `vmafcompare` scoring vmafnvdec's CUDA memory exactly as nvh264dec's.
 //!
-//! Run: `cargo test --release --test nvdec -- --nocapture`.
+//! Run: `cargo test --release --test nvdec -- --nocapture` (GPU host: `--include-ignored`).
 
 mod common;
 
@@ -173,6 +173,10 @@ fn frame_hashes(source: &str, decoder: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn gpu_decoded_frames_equal_nvcodec() {
     if !nvdec_usable() {
         eprintln!("skipped: no NVDEC");
@@ -200,6 +204,10 @@ fn gpu_decoded_frames_equal_nvcodec() {
 }
 
 #[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
 fn gpu_scores_from_vmafnvdec_equal_nvh264dec() {
     if !nvdec_usable() {
         eprintln!("skipped: no NVDEC");
