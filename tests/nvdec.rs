@@ -240,3 +240,39 @@ fn gpu_scores_from_vmafnvdec_equal_nvh264dec() {
     let mean = |o: &common::RunOutput| o.frames.iter().map(|f| f.vmaf).sum::<f64>() / o.frames.len() as f64;
     eprintln!("mean VMAF: vmafnvdec {:.6}, nvh264dec {:.6}", mean(&ours), mean(&theirs));
 }
+
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn gpu_state_cycles_give_the_device_memory_back() {
+    if !nvdec_usable() {
+        eprintln!("skipped: no NVDEC");
+        return;
+    }
+    // The test holds the primary context, so what a cycle allocates (decoder surfaces,
+    // output pool, streams) must be back after each NULL.
+    let dev = common::gpu_device().expect("GPU");
+    let clip = clips().join("ref_1080p.mp4");
+    let cycle = || {
+        let out = common::run(
+            &format!(
+                "filesrc location=\"{}\" ! qtdemux ! h264parse ! vmafnvdec ! \
+                 video/x-raw(memory:CUDAMemory) ! fakesink",
+                clip.display()
+            ),
+            Duration::from_secs(60),
+        );
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+    };
+    cycle();
+    let (free_after_one, _) = dev.mem_get_info().unwrap();
+    for _ in 0..10 {
+        cycle();
+    }
+    let (free_after_eleven, _) = dev.mem_get_info().unwrap();
+    let lost = free_after_one.saturating_sub(free_after_eleven);
+    eprintln!("device memory not returned after 10 more cycles: {lost} bytes");
+    assert!(lost < 2 << 20, "{lost} bytes of device memory kept by 10 cycles");
+}
