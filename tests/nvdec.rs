@@ -41,7 +41,10 @@ fn the_element_documents_its_properties_and_caps() {
     let e = f.create().build().expect("vmafnvdec");
     for (name, default, max) in [("device-id", 0u32, u32::MAX), ("max-display-delay", 4, 16)] {
         let p = e.find_property(name).expect(name);
-        assert!(p.blurb().is_some_and(|b| b.len() > 40), "{name} has a real description");
+        assert!(
+            p.blurb().is_some_and(|b| b.len() > 40),
+            "{name} has a real description"
+        );
         let p = p.downcast::<glib::ParamSpecUInt>().expect("uint");
         assert_eq!((p.default_value(), p.maximum()), (default, max), "{name}");
     }
@@ -60,7 +63,10 @@ fn the_element_documents_its_properties_and_caps() {
         "video/x-h264, stream-format=avc, alignment=au",
         "video/x-h265, stream-format=byte-stream, alignment=au, chroma-format=4:2:2",
     ] {
-        assert!(!sink.can_intersect(&caps(other)), "{other} must not be accepted");
+        assert!(
+            !sink.can_intersect(&caps(other)),
+            "{other} must not be accepted"
+        );
     }
     let src = e.static_pad("src").unwrap().pad_template_caps();
     for fmt in ["NV12", "P010_10LE", "P012_LE"] {
@@ -118,7 +124,12 @@ fn decodebin_moves_on_when_nvdec_is_missing() {
     // The clip scored against itself through the fallback decoder: identical frames.
     assert!(!out.frames.is_empty());
     for m in &out.frames {
-        let vif0 = m.metrics.iter().find(|(k, _)| k == "integer_vif_scale0").unwrap().1;
+        let vif0 = m
+            .metrics
+            .iter()
+            .find(|(k, _)| k == "integer_vif_scale0")
+            .unwrap()
+            .1;
         assert!(vif0 > 0.99999, "frame {} VIF scale 0 {vif0}", m.index);
     }
 }
@@ -185,21 +196,34 @@ fn gpu_decoded_frames_equal_nvcodec() {
     let dir = clips();
     for (source, nvcodec, frames) in [
         (
-            format!("filesrc location=\"{}\" ! qtdemux ! h264parse", dir.join("ref_1080p.mp4").display()),
+            format!(
+                "filesrc location=\"{}\" ! qtdemux ! h264parse",
+                dir.join("ref_1080p.mp4").display()
+            ),
             "nvh264dec",
             120,
         ),
         (
-            format!("filesrc location=\"{}\" ! h265parse", dir.join("ref_main10.hevc").display()),
+            format!(
+                "filesrc location=\"{}\" ! h265parse",
+                dir.join("ref_main10.hevc").display()
+            ),
             "nvh265dec",
             24,
         ),
     ] {
         let ours = frame_hashes(&source, "vmafnvdec");
         let theirs = frame_hashes(&source, nvcodec);
-        eprintln!("{nvcodec}: {} frames, vmafnvdec: {}", theirs.len(), ours.len());
+        eprintln!(
+            "{nvcodec}: {} frames, vmafnvdec: {}",
+            theirs.len(),
+            ours.len()
+        );
         assert_eq!(ours.len(), frames, "{source}");
-        assert_eq!(ours, theirs, "vmafnvdec and {nvcodec} decode {source} alike");
+        assert_eq!(
+            ours, theirs,
+            "vmafnvdec and {nvcodec} decode {source} alike"
+        );
     }
 }
 
@@ -227,9 +251,19 @@ fn gpu_scores_from_vmafnvdec_equal_nvh264dec() {
         )
     };
     let (ours, theirs) = (run("vmafnvdec"), run("nvh264dec"));
-    assert!(ours.errors.is_empty() && theirs.errors.is_empty(), "{:?} {:?}", ours.errors, theirs.errors);
+    assert!(
+        ours.errors.is_empty() && theirs.errors.is_empty(),
+        "{:?} {:?}",
+        ours.errors,
+        theirs.errors
+    );
     assert_eq!(ours.frames.len(), 120);
-    let metrics = |o: &common::RunOutput| o.frames.iter().map(|f| f.metrics.clone()).collect::<Vec<_>>();
+    let metrics = |o: &common::RunOutput| {
+        o.frames
+            .iter()
+            .map(|f| f.metrics.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(metrics(&ours), metrics(&theirs), "per-frame metrics equal");
     let s = ours.summary.as_ref().expect("summary");
     assert_eq!(
@@ -237,8 +271,14 @@ fn gpu_scores_from_vmafnvdec_equal_nvh264dec() {
         ("cuda", "cuda"),
         "vmafnvdec's CUDA memory is read in place"
     );
-    let mean = |o: &common::RunOutput| o.frames.iter().map(|f| f.vmaf).sum::<f64>() / o.frames.len() as f64;
-    eprintln!("mean VMAF: vmafnvdec {:.6}, nvh264dec {:.6}", mean(&ours), mean(&theirs));
+    let mean = |o: &common::RunOutput| {
+        o.frames.iter().map(|f| f.vmaf).sum::<f64>() / o.frames.len() as f64
+    };
+    eprintln!(
+        "mean VMAF: vmafnvdec {:.6}, nvh264dec {:.6}",
+        mean(&ours),
+        mean(&theirs)
+    );
 }
 
 #[test]
@@ -274,5 +314,8 @@ fn gpu_state_cycles_give_the_device_memory_back() {
     let (free_after_eleven, _) = dev.mem_get_info().unwrap();
     let lost = free_after_one.saturating_sub(free_after_eleven);
     eprintln!("device memory not returned after 10 more cycles: {lost} bytes");
-    assert!(lost < 2 << 20, "{lost} bytes of device memory kept by 10 cycles");
+    assert!(
+        lost < 2 << 20,
+        "{lost} bytes of device memory kept by 10 cycles"
+    );
 }

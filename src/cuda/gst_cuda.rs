@@ -174,6 +174,39 @@ pub struct DevicePlane {
     pub mapping: CudaMapping,
 }
 
+/// The layout a `GstCudaMemory` was allocated with: plane count (at most 4), offsets and
+/// strides of its `GstVideoInfo`.
+///
+/// # Safety
+/// `raw` must be a live `GstCudaMemory`.
+unsafe fn cuda_memory_layout(raw: *mut gst::ffi::GstMemory) -> (usize, [usize; 4], [i32; 4]) {
+    // SAFETY: the caller's contract; the public head has this layout in 1.22.
+    let head = unsafe { &*(raw as *const GstCudaMemoryHead) };
+    let n_planes = if head.info.finfo.is_null() {
+        0
+    } else {
+        // SAFETY: a non-null finfo of a GstVideoInfo points at static format info.
+        (unsafe { (*head.info.finfo).n_planes } as usize).min(4)
+    };
+    (n_planes, head.info.offset, head.info.stride)
+}
+
+/// Maps `raw` for the device (`flags | GST_MAP_CUDA`): the map info whose `data` is the
+/// `CUdeviceptr`, `None` when the map fails.
+///
+/// # Safety
+/// `raw` must be a live `GstCudaMemory`, unmapped later with the returned info.
+unsafe fn map_for_device(
+    raw: *mut gst::ffi::GstMemory,
+    flags: u32,
+) -> Option<gst::ffi::GstMapInfo> {
+    let mut info = std::mem::MaybeUninit::<gst::ffi::GstMapInfo>::zeroed();
+    // SAFETY: the caller's contract; `info` receives the mapping.
+    let ok = unsafe { gst::ffi::gst_memory_map(raw, info.as_mut_ptr(), flags | GST_MAP_CUDA) };
+    // SAFETY: initialised by a successful map.
+    (ok != glib::ffi::GFALSE).then(|| unsafe { info.assume_init() })
+}
+
 impl GstCuda {
     /// Loads the CUDA driver inside GStreamer's library (`gst_cuda_load_library`). Must
     /// return true before any context call; call only after libcuda is known to load.
@@ -237,16 +270,11 @@ impl GstCuda {
             return Err(bad("not CUDA memory"));
         }
         let raw = mem.as_mut_ptr();
-        // SAFETY: `raw` is GstCudaMemory (checked): its public head has this layout in 1.22.
+        // SAFETY: `raw` is GstCudaMemory (checked).
+        let (n_planes, mut offsets, strides) = unsafe { cuda_memory_layout(raw) };
+        // SAFETY: as above.
         let head = unsafe { &*(raw as *const GstCudaMemoryHead) };
-        let n_planes = if head.info.finfo.is_null() {
-            0
-        } else {
-            // SAFETY: a non-null finfo of a GstVideoInfo points at static format info.
-            (unsafe { (*head.info.finfo).n_planes } as usize).min(4)
-        };
-        let mut offsets = head.info.offset;
-        let mut strides = head.info.stride.map(|s| s.max(0) as usize);
+        let mut strides = strides.map(|s| s.max(0) as usize);
         if let Some(meta) = buffer.meta::<gst_video::VideoMeta>() {
             for (i, (o, st)) in meta.offset().iter().zip(meta.stride()).enumerate().take(4) {
                 offsets[i] = *o;
@@ -261,20 +289,10 @@ impl GstCuda {
             let ctx = unsafe { gst::Object::from_glib_none(head.context) };
             self.context_handle(&ctx)
         };
-        let mut info = std::mem::MaybeUninit::<gst::ffi::GstMapInfo>::zeroed();
-        // SAFETY: `raw` is a live memory of `buffer`; `info` receives the mapping.
-        let ok = unsafe {
-            gst::ffi::gst_memory_map(
-                raw,
-                info.as_mut_ptr(),
-                gst::ffi::GST_MAP_READ | GST_MAP_CUDA,
-            )
-        };
-        if ok == glib::ffi::GFALSE {
+        // SAFETY: `raw` is a live CUDA memory of `buffer`, unmapped by `CudaMapping`.
+        let Some(info) = (unsafe { map_for_device(raw, gst::ffi::GST_MAP_READ) }) else {
             return Err(bad("mapping the CUDA memory for the device failed"));
-        }
-        // SAFETY: initialised by the successful map.
-        let info = unsafe { info.assume_init() };
+        };
         let mapping = CudaMapping {
             mem: raw,
             info,
@@ -307,35 +325,20 @@ impl GstCuda {
             code: code.to_owned(),
         };
         if !self.load_driver() {
-            return Err(bad("the CUDA driver did not load in GStreamer's CUDA library"));
+            return Err(bad(
+                "the CUDA driver did not load in GStreamer's CUDA library",
+            ));
         }
         if buffer.n_memory() != 1 || !self.is_cuda_memory(buffer.peek_memory(0)) {
             return Err(bad("the buffer is not one CUDA memory"));
         }
         let raw = buffer.peek_memory(0).as_mut_ptr();
-        // SAFETY: `raw` is GstCudaMemory (checked): its public head has this layout in 1.22.
-        let head = unsafe { &*(raw as *const GstCudaMemoryHead) };
-        let n_planes = if head.info.finfo.is_null() {
-            0
-        } else {
-            // SAFETY: a non-null finfo of a GstVideoInfo points at static format info.
-            (unsafe { (*head.info.finfo).n_planes } as usize).min(4)
-        };
-        let (offsets, strides) = (head.info.offset, head.info.stride);
-        let mut info = std::mem::MaybeUninit::<gst::ffi::GstMapInfo>::zeroed();
-        // SAFETY: `raw` is a live memory of `buffer`; `info` receives the mapping.
-        let ok = unsafe {
-            gst::ffi::gst_memory_map(
-                raw,
-                info.as_mut_ptr(),
-                gst::ffi::GST_MAP_WRITE | GST_MAP_CUDA,
-            )
-        };
-        if ok == glib::ffi::GFALSE {
+        // SAFETY: `raw` is GstCudaMemory (checked).
+        let (n_planes, offsets, strides) = unsafe { cuda_memory_layout(raw) };
+        // SAFETY: `raw` is a live CUDA memory of `buffer`, unmapped by `DeviceWrite`.
+        let Some(info) = (unsafe { map_for_device(raw, gst::ffi::GST_MAP_WRITE) }) else {
             return Err(bad("mapping the CUDA memory for the device failed"));
-        }
-        // SAFETY: initialised by the successful map.
-        let info = unsafe { info.assume_init() };
+        };
         let base = info.data as u64;
         let mut planes = [(0u64, 0usize); 4];
         for (i, p) in planes.iter_mut().enumerate().take(n_planes) {

@@ -308,7 +308,11 @@ impl VideoDecoderImpl for VmafNvDec {
         let input = frame.input_buffer_owned().ok_or(gst::FlowError::Error)?;
         drop(frame);
         let map = input.map_readable().map_err(|_| {
-            gst::element_imp_error!(self, gst::StreamError::Decode, ["cannot read an input buffer"]);
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Decode,
+                ["cannot read an input buffer"]
+            );
             gst::FlowError::Error
         })?;
         self.with_session(|session, sink| session.decode(&map, id as i64, sink))
@@ -345,7 +349,10 @@ impl VideoDecoderImpl for VmafNvDec {
         }
         let gst_ctx = lock(&self.gst_ctx).clone();
         let (Some(lib), Some(gst_ctx)) = (gst_cuda::library(), gst_ctx) else {
-            return Err(gst::loggable_error!(CAT, "CUDA memory negotiated without GStreamer's CUDA library"));
+            return Err(gst::loggable_error!(
+                CAT,
+                "CUDA memory negotiated without GStreamer's CUDA library"
+            ));
         };
         let pool = lib
             .new_buffer_pool(&gst_ctx)
@@ -365,7 +372,10 @@ impl VideoDecoderImpl for VmafNvDec {
                 .params()
                 .is_some_and(|(c, _, _, _)| c.as_ref() == Some(&caps));
             if !ok || pool.set_config(config).is_err() {
-                return Err(gst::loggable_error!(CAT, "the CUDA buffer pool refused {caps}"));
+                return Err(gst::loggable_error!(
+                    CAT,
+                    "the CUDA buffer pool refused {caps}"
+                ));
             }
         }
         let size = pool
@@ -476,7 +486,10 @@ impl Output<'_> {
         let mut out = obj
             .set_output_state(format, info.width, info.height, self.state.input.as_ref())
             .map_err(|e| format!("cannot set the output format: {e:?}"))?;
-        let mut caps = out.info().to_caps().map_err(|e| format!("output caps: {e}"))?;
+        let mut caps = out
+            .info()
+            .to_caps()
+            .map_err(|e| format!("output caps: {e}"))?;
         if cuda_possible {
             let mut cuda = caps.clone();
             cuda.make_mut()
@@ -531,7 +544,10 @@ fn copy_plane(
     use cudarc::driver::sys;
     let (dst_type, dst_host) = match host {
         Some(p) => (sys::CUmemorytype::CU_MEMORYTYPE_HOST, p.cast()),
-        None => (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, std::ptr::null_mut()),
+        None => (
+            sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            std::ptr::null_mut(),
+        ),
     };
     let mut c = sys::CUDA_MEMCPY2D {
         srcXInBytes: 0,
@@ -599,7 +615,15 @@ impl FrameSink for Output<'_> {
             let lib = gst_cuda::library().ok_or("GStreamer's CUDA library is gone")?;
             let w = lib.map_device_write(buffer).map_err(|e| e.to_string())?;
             for i in 0..2 {
-                copy_plane(srcs[i], p.pitch, w.planes[i], None, row_bytes, rows[i], p.stream)?;
+                copy_plane(
+                    srcs[i],
+                    p.pitch,
+                    w.planes[i],
+                    None,
+                    row_bytes,
+                    rows[i],
+                    p.stream,
+                )?;
             }
             // SAFETY: the session's stream; the copies must finish before the unmap below.
             let r = unsafe { cudarc::driver::sys::cuStreamSynchronize(p.stream as _) };

@@ -341,7 +341,9 @@ unsafe extern "C" fn on_sequence(user: *mut c_void, fmt: *mut sys::CUVIDEOFORMAT
             (f.display_bottom - f.display_top).max(0) as u32,
         );
         if w == 0 || h == 0 {
-            return Err(format!("the sequence header gives an empty picture ({w}x{h})"));
+            return Err(format!(
+                "the sequence header gives an empty picture ({w}x{h})"
+            ));
         }
         let surfaces = (f.min_num_decode_surfaces as u32 + cb.display_delay + 4).min(32);
         let geometry = Geometry {
@@ -395,7 +397,11 @@ unsafe extern "C" fn on_sequence(user: *mut c_void, fmt: *mut sys::CUVIDEOFORMAT
                     "{e}: NVDEC cannot decode {}x{} {depth}-bit {} on this GPU",
                     f.coded_width,
                     f.coded_height,
-                    if f.codec == sys::CODEC_HEVC { "HEVC" } else { "H.264" }
+                    if f.codec == sys::CODEC_HEVC {
+                        "HEVC"
+                    } else {
+                        "H.264"
+                    }
                 )
             })?;
             cb.decoder = dec;
@@ -446,7 +452,13 @@ unsafe extern "C" fn on_display(user: *mut c_void, disp: *mut sys::CUVIDPARSERDI
         let (mut ptr, mut pitch) = (0u64, 0u32);
         // SAFETY: a live decoder, an index the parser gave, valid out-pointers.
         cu("cuvidMapVideoFrame64", unsafe {
-            (cb.lib.map)(cb.decoder, d.picture_index, &mut ptr, &mut pitch, &mut proc_.value)
+            (cb.lib.map)(
+                cb.decoder,
+                d.picture_index,
+                &mut ptr,
+                &mut pitch,
+                &mut proc_.value,
+            )
         })?;
         let (rows, w, h, bytes) = cb.surface;
         let picture = DecodedPicture {

@@ -272,7 +272,10 @@ mod tests {
         assert_eq!(std::mem::size_of::<CUVIDSOURCEDATAPACKET>(), 32);
         assert_eq!(std::mem::size_of::<CUVIDPARSERPARAMS>(), 136);
         assert_eq!(std::mem::offset_of!(CUVIDPARSERPARAMS, pUserData), 40);
-        assert_eq!(std::mem::offset_of!(CUVIDDECODECREATEINFO, display_area), 80);
+        assert_eq!(
+            std::mem::offset_of!(CUVIDDECODECREATEINFO, display_area),
+            80
+        );
         assert_eq!(std::mem::offset_of!(CUVIDDECODECREATEINFO, vidLock), 120);
         assert_eq!(std::mem::size_of::<CUVIDDECODECREATEINFO>(), 176);
         assert_eq!(std::mem::offset_of!(CUVIDEOFORMAT, chroma_format), 40);
