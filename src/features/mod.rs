@@ -245,6 +245,19 @@ pub struct HostFrame<'f, 'a> {
     pub chroma: Option<&'f ChromaPair<'a>>,
 }
 
+/// A ladder's frames ([`CpuExtractor::extract_ladder`]) as the shared reference luma (the
+/// first frame's: every frame has the same) and each frame's distorted luma, in order; `None`
+/// when there are no frames.
+pub fn ladder_lumas<'f, 'a>(
+    frames: &[HostFrame<'f, 'a>],
+) -> Option<(&'f LumaPlane<'a>, Vec<&'f LumaPlane<'a>>)> {
+    let first = frames.first()?;
+    Some((
+        first.reference,
+        frames.iter().map(|f| f.distorted).collect(),
+    ))
+}
+
 /// Most frames before one that [`Instance::finish`] reads ([`Instance::window`]).
 pub const MAX_BEHIND: usize = 2;
 /// Most frames after one that [`Instance::finish`] reads ([`Instance::window`]).
@@ -310,6 +323,29 @@ pub trait CpuExtractor: Send {
         }
         Ok(())
     }
+}
+
+/// Runs `enqueue` over a ladder's frames ([`CudaExtractor::enqueue_ladder`]) `N` at a time:
+/// with the shared reference luma (the first frame's), the group's distorted lumas (copied
+/// into an array on the stack, no allocation per frame) and the group's outputs.
+///
+/// Errors: the first of `enqueue`.
+pub fn for_ladder_groups<const N: usize>(
+    frames: &[DevFrame],
+    outs: &mut [CudaViewMut<u64>],
+    mut enqueue: impl FnMut(DevPlane, &[DevPlane], &mut [CudaViewMut<u64>]) -> Result<(), CudaError>,
+) -> Result<(), CudaError> {
+    let Some(first) = frames.first() else {
+        return Ok(());
+    };
+    let mut distorted = [DevPlane::default(); N];
+    for (group, outs) in frames.chunks(N).zip(outs.chunks_mut(N)) {
+        for (d, f) in distorted.iter_mut().zip(group) {
+            *d = f.distorted;
+        }
+        enqueue(first.reference, &distorted[..group.len()], outs)?;
+    }
+    Ok(())
 }
 
 /// One frame pair as the CUDA half reads it: descriptors of planes in device memory.

@@ -22,7 +22,7 @@ use super::{
     indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance,
     Options, Section,
 };
-use crate::cuda::{CudaError, DevPlane, GpuDevice};
+use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 
 /// Name used in [`FeatureError`]s.
@@ -313,14 +313,10 @@ impl CpuExtractor for AdmCpu {
         frames: &[HostFrame],
         outs: &mut [&mut [f64]],
     ) -> Result<(), FeatureError> {
-        let Some(first) = frames.first() else {
+        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
             return Ok(());
         };
-        let distorted: Vec<&crate::video::frame::LumaPlane> =
-            frames.iter().map(|f| f.distorted).collect();
-        let scores = self
-            .adm
-            .compute_ladder(first.reference, &distorted, &self.cfg)?;
+        let scores = self.adm.compute_ladder(reference, &distorted, &self.cfg)?;
         for (s, out) in scores.iter().zip(outs.iter_mut()) {
             write_scores(s, out);
         }
@@ -359,26 +355,10 @@ impl CudaExtractor for AdmCuda {
         frames: &[DevFrame],
         outs: &mut [CudaViewMut<u64>],
     ) -> Result<(), CudaError> {
-        let Some(first) = frames.first() else {
-            return Ok(());
-        };
-        let mut dis = [DevPlane::default(); LADDER_GROUP];
-        for (chunk, outs) in frames
-            .chunks(LADDER_GROUP)
-            .zip(outs.chunks_mut(LADDER_GROUP))
-        {
-            for (d, f) in dis.iter_mut().zip(chunk) {
-                *d = f.distorted;
-            }
-            self.gpu.enqueue_ladder(
-                stream,
-                first.reference,
-                &dis[..chunk.len()],
-                &self.cfg,
-                outs,
-            )?;
-        }
-        Ok(())
+        super::for_ladder_groups::<{ LADDER_GROUP }>(frames, outs, |reference, distorted, outs| {
+            self.gpu
+                .enqueue_ladder(stream, reference, distorted, &self.cfg, outs)
+        })
     }
 
     fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {

@@ -284,19 +284,16 @@ impl CpuExtractor for SsimCpu {
         frames: &[HostFrame],
         outs: &mut [&mut [f64]],
     ) -> Result<(), FeatureError> {
-        let Some(first) = frames.first() else {
+        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
             return Ok(());
         };
-        let distorted: Vec<&crate::video::frame::LumaPlane> =
-            frames.iter().map(|f| f.distorted).collect();
         let ssim = if self.which.ssim {
-            self.ssim.float_ssim_ladder(first.reference, &distorted)?
+            self.ssim.float_ssim_ladder(reference, &distorted)?
         } else {
             Vec::new()
         };
         let ms = if self.which.ms {
-            self.ssim
-                .float_ms_ssim_ladder(first.reference, &distorted)?
+            self.ssim.float_ms_ssim_ladder(reference, &distorted)?
         } else {
             Vec::new()
         };

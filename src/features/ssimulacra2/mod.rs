@@ -132,15 +132,13 @@ impl CpuExtractor for Ssimulacra2Cpu {
         frames: &[HostFrame],
         outs: &mut [&mut [f64]],
     ) -> Result<(), FeatureError> {
-        let Some(first) = frames.first() else {
+        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
             return Ok(());
         };
-        let distorted: Vec<&crate::video::frame::LumaPlane> =
-            frames.iter().map(|f| f.distorted).collect();
         let chroma: Vec<_> = frames.iter().map(|f| f.chroma).collect();
         let scores = self
             .s2
-            .score_ladder(first.reference, &distorted, &chroma, &self.colour)?;
+            .score_ladder(reference, &distorted, &chroma, &self.colour)?;
         for (v, out) in scores.into_iter().zip(outs.iter_mut()) {
             if let Some(o) = out.first_mut() {
                 *o = v;

@@ -175,14 +175,10 @@ impl CpuExtractor for VifCpu {
         frames: &[HostFrame],
         outs: &mut [&mut [f64]],
     ) -> Result<(), FeatureError> {
-        let Some(first) = frames.first() else {
+        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
             return Ok(());
         };
-        let distorted: Vec<&crate::video::frame::LumaPlane> =
-            frames.iter().map(|f| f.distorted).collect();
-        let scores = self
-            .vif
-            .compute_ladder(first.reference, &distorted, &self.cfg)?;
+        let scores = self.vif.compute_ladder(reference, &distorted, &self.cfg)?;
         for (s, out) in scores.iter().zip(outs.iter_mut()) {
             out.iter_mut().zip(s.scale).for_each(|(o, v)| *o = v);
         }
@@ -218,26 +214,14 @@ impl CudaExtractor for VifCuda {
         frames: &[DevFrame],
         outs: &mut [CudaViewMut<u64>],
     ) -> Result<(), CudaError> {
-        let Some(first) = frames.first() else {
-            return Ok(());
-        };
-        let mut dis = [crate::cuda::DevPlane::default(); cuda::LADDER_MAX];
-        for (chunk, outs) in frames
-            .chunks(cuda::LADDER_MAX)
-            .zip(outs.chunks_mut(cuda::LADDER_MAX))
-        {
-            for (d, f) in dis.iter_mut().zip(chunk) {
-                *d = f.distorted;
-            }
-            self.gpu.enqueue_ladder(
-                stream,
-                first.reference,
-                &dis[..chunk.len()],
-                &self.cfg,
-                outs,
-            )?;
-        }
-        Ok(())
+        super::for_ladder_groups::<{ cuda::LADDER_MAX }>(
+            frames,
+            outs,
+            |reference, distorted, outs| {
+                self.gpu
+                    .enqueue_ladder(stream, reference, distorted, &self.cfg, outs)
+            },
+        )
     }
 
     fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {
