@@ -404,35 +404,17 @@ impl VmafCompare {
         frame: &FrameFormat,
         scaling: LadderScaling,
     ) -> Result<Box<dyn Backend>, gst::FlowError> {
-        let geometry = Geometry {
-            chroma: frame.chroma.filter(|_| plan.chroma),
-            colour: frame.colour,
-            ..Geometry::luma(w as usize, h as usize, bpc)
-        };
+        let geometry = setup::scoring_geometry(plan, (w, h, bpc), frame);
         let n = scaling.renditions.len();
         if let Some(dev) = gpu {
-            match CudaBackend::new_ladder(dev, plan.layout(), geometry, scaling.clone()) {
-                Ok(b) => {
-                    gst::info!(
-                        CAT,
-                        imp = self,
-                        "scoring a ladder of {n} at {w}x{h}, {bpc} bits, on the GPU"
-                    );
-                    return Ok(Box::new(b));
-                }
-                Err(e) if lock(&self.settings).backend == VmafBackend::Cuda => {
-                    gst::element_imp_error!(
-                        self,
-                        gst::ResourceError::Failed,
-                        ("CUDA backend: {}", e)
-                    );
-                    return Err(gst::FlowError::Error);
-                }
-                Err(e) => gst::element_imp_warning!(
-                    self,
-                    gst::ResourceError::Failed,
-                    ("CUDA backend failed ({}): scoring on the CPU", e)
-                ),
+            let made = CudaBackend::new_ladder(dev, plan.layout(), geometry, scaling.clone());
+            if let Some(b) = self.gpu_backend(made)? {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "scoring a ladder of {n} at {w}x{h}, {bpc} bits, on the GPU"
+                );
+                return Ok(b);
             }
         }
         let pool = lock(&self.prepared)

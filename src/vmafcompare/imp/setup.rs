@@ -463,6 +463,30 @@ impl VmafCompare {
         }
     }
 
+    /// `made` (a CUDA backend) as the element's backend. When it could not be made: with
+    /// `backend=cuda` an element error (`Err`); otherwise a warning and `Ok(None)`, and the
+    /// caller scores on the CPU.
+    pub(super) fn gpu_backend(
+        &self,
+        made: Result<CudaBackend, crate::cuda::CudaError>,
+    ) -> Result<Option<Box<dyn Backend>>, gst::FlowError> {
+        match made {
+            Ok(b) => Ok(Some(Box::new(b))),
+            Err(e) if lock(&self.settings).backend == VmafBackend::Cuda => {
+                gst::element_imp_error!(self, gst::ResourceError::Failed, ("CUDA backend: {}", e));
+                Err(gst::FlowError::Error)
+            }
+            Err(e) => {
+                gst::element_imp_warning!(
+                    self,
+                    gst::ResourceError::Failed,
+                    ("CUDA backend failed ({}): scoring on the CPU", e)
+                );
+                Ok(None)
+            }
+        }
+    }
+
     /// The backend for one geometry: the GPU when the element holds one (with
     /// `backend=auto`, a GPU failure falls back to the CPU with a warning), else the CPU.
     pub(super) fn make_backend(
@@ -473,11 +497,7 @@ impl VmafCompare {
         frame: &FrameFormat,
         scaling: &InputScaling,
     ) -> Result<Box<dyn Backend>, gst::FlowError> {
-        let geometry = Geometry {
-            chroma: frame.chroma.filter(|_| plan.chroma),
-            colour: frame.colour,
-            ..Geometry::luma(w as usize, h as usize, bpc)
-        };
+        let geometry = scoring_geometry(plan, (w, h, bpc), frame);
         if plan.layout().has("ssimulacra2") {
             gst::info!(
                 CAT,
@@ -487,24 +507,10 @@ impl VmafCompare {
             );
         }
         if let Some(dev) = gpu {
-            match CudaBackend::new_scaled(dev, plan.layout(), geometry, scaling.clone()) {
-                Ok(b) => {
-                    gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the GPU");
-                    return Ok(Box::new(b));
-                }
-                Err(e) if lock(&self.settings).backend == VmafBackend::Cuda => {
-                    gst::element_imp_error!(
-                        self,
-                        gst::ResourceError::Failed,
-                        ("CUDA backend: {}", e)
-                    );
-                    return Err(gst::FlowError::Error);
-                }
-                Err(e) => gst::element_imp_warning!(
-                    self,
-                    gst::ResourceError::Failed,
-                    ("CUDA backend failed ({}): scoring on the CPU", e)
-                ),
+            let made = CudaBackend::new_scaled(dev, plan.layout(), geometry, scaling.clone());
+            if let Some(b) = self.gpu_backend(made)? {
+                gst::info!(CAT, imp = self, "scoring {w}x{h} at {bpc} bits on the GPU");
+                return Ok(b);
             }
         }
         match self.cpu_backend(plan, geometry) {
@@ -632,5 +638,19 @@ pub(super) fn describe_scaling(s: Option<&StreamScaler>) -> String {
             let ((sw, sh), (dw, dh)) = (s.luma.src(), s.luma.dst());
             format!("{} {sw}x{sh}->{dw}x{dh}", s.method)
         }
+    }
+}
+
+/// The backends' geometry for frames of `w`x`h` at `bpc` bits in `frame`'s format: chroma
+/// only when a metric of `plan` reads it.
+pub(super) fn scoring_geometry(
+    plan: &ScorePlan,
+    (w, h, bpc): (u32, u32, u32),
+    frame: &FrameFormat,
+) -> Geometry {
+    Geometry {
+        chroma: frame.chroma.filter(|_| plan.chroma),
+        colour: frame.colour,
+        ..Geometry::luma(w as usize, h as usize, bpc)
     }
 }
