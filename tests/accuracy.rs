@@ -108,6 +108,23 @@ fn every_frame_matches_libvmaf_3_2_0() {
         assert_eq!(summary.frames, p.frames as u64);
         let vm = summary.get("vmaf").unwrap();
         assert!((pooled["mean"].as_f64().unwrap() - vm.mean).abs() < 1e-6);
+        // The lows: the 1st, 5th and 10th percentiles of the frames' VMAF, interpolated
+        // between ranks as libvmaf's percentile() does, in the summary and in the log.
+        let mut sorted: Vec<f64> = out.frames.iter().map(|f| f.vmaf).collect();
+        sorted.sort_by(f64::total_cmp);
+        for (key, got, q) in [
+            ("percentile_1", vm.percentile_1, 1.0),
+            ("percentile_5", vm.percentile_5, 5.0),
+            ("percentile_10", vm.percentile_10, 10.0),
+        ] {
+            let r = q / 100.0 * (sorted.len() - 1) as f64;
+            let (lo, hi) = (sorted[r.floor() as usize], sorted[r.ceil() as usize]);
+            let want = lo + (hi - lo) * (r - r.floor());
+            assert!((got - want).abs() < 1e-9, "{key}: summary {got} vs {want}");
+            let logged = pooled[key].as_f64().unwrap_or_else(|| panic!("{key} in the log"));
+            assert!((logged - want).abs() < 1e-6, "{key}: log {logged} vs {want}");
+            assert!(vm.min <= got && got <= vm.mean.max(vm.max), "{key} within the range");
+        }
         table.push(format!(
             "| src01 {}x{} {} | {} | {:.2e} | {:.2e} |",
             p.width, p.height, p.format, p.frames, dvmaf, dfeat

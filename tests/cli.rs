@@ -50,7 +50,7 @@ fn one_error_line(run: &Run, code: i32) -> String {
 }
 
 /// The row of `file` for `metric` in the pooled table: frames, mean, harmonic mean, min,
-/// max, 1% low, 5% low, then kbit/s when the file's bitrate is known.
+/// max, 1% low, 5% low, 10% low, then kbit/s when the file's bitrate is known.
 fn row(stdout: &str, file: &str, metric: &str) -> Vec<f64> {
     let line = stdout
         .lines()
@@ -64,16 +64,16 @@ fn row(stdout: &str, file: &str, metric: &str) -> Vec<f64> {
         .skip(2)
         .map(|v| v.parse().expect("number"))
         .collect();
-    assert!(values.len() == 7 || values.len() == 8, "{line}");
+    assert!(values.len() == 8 || values.len() == 9, "{line}");
     values
 }
 
-/// The row's numbers as the table prints them: the frame count, six values of 6 decimals,
+/// The row's numbers as the table prints them: the frame count, seven values of 6 decimals,
 /// and the kbit/s of 1 decimal (empty when unknown).
 fn printed(row: &[f64]) -> Vec<String> {
     let mut out = vec![format!("{}", row[0])];
-    out.extend(row[1..7].iter().map(|v| format!("{v:.6}")));
-    out.push(row.get(7).map_or_else(String::new, |k| format!("{k:.1}")));
+    out.extend(row[1..8].iter().map(|v| format!("{v:.6}")));
+    out.push(row.get(8).map_or_else(String::new, |k| format!("{k:.1}")));
     out
 }
 
@@ -131,11 +131,18 @@ fn scores_the_carphone_pair_as_libvmaf_does() {
     let r = row(&run.stdout, &name(&distorted), "vmaf");
     assert_eq!(r[0], 120.0);
     assert_eq!(format!("{:.6}", r[1]), "34.685719");
-    // min <= 1% low <= 5% low <= mean <= max
+    // min <= 1% low <= 5% low <= 10% low <= mean <= max
     assert!(
-        r[3] <= r[5] && r[5] <= r[6] && r[6] <= r[1] && r[1] <= r[4],
+        r[3] <= r[5] && r[5] <= r[6] && r[6] <= r[7] && r[7] <= r[1] && r[1] <= r[4],
         "{r:?}"
     );
+    // The lows are the log's pooled percentiles (the summary's, libvmaf's interpolation).
+    let logged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&log).expect("log written")).expect("json");
+    for (i, key) in [(5, "percentile_1"), (6, "percentile_5"), (7, "percentile_10")] {
+        let v = logged["pooled_metrics"]["vmaf"][key].as_f64().expect(key);
+        assert_eq!(format!("{:.6}", r[i]), format!("{v:.6}"), "{key}");
+    }
     assert!(run.stdout.contains("worst frames of"), "{}", run.stdout);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&log).expect("log written")).expect("json");
@@ -256,7 +263,7 @@ fn a_ladder_is_one_pass_with_each_file_scored_as_alone() {
         );
         // The bitrate: the MP4's declared average (qtdemux's bitrate tag), else the
         // Matroska file's size over its duration.
-        let kbps = in_ladder.get(7).copied().expect("a bitrate");
+        let kbps = in_ladder.get(8).copied().expect("a bitrate");
         if p.ends_with(".mp4") {
             assert_eq!(
                 format!("{kbps:.1}"),

@@ -47,7 +47,7 @@ gi.require_version("Gst", "1.0")
 from gi.repository import GLib, Gst  # noqa: E402
 
 META = "VmafCompareMeta"
-POOLED = ("mean", "harmonic_mean", "min", "max")
+POOLED = ("mean", "harmonic_mean", "min", "max", "percentile_1", "percentile_5", "percentile_10")
 
 
 def labels(paths):
@@ -125,7 +125,7 @@ def main(reference, distorted):
                 else:
                     print(f"frame {index:4d}  {label}  vmaf {vmaf:.6f}")
             elif s.get_name() == "vmafcompare-summary":
-                pooled = s.get_value("vmaf")  # nested structure: min, max, mean, harmonic_mean
+                pooled = s.get_value("vmaf")  # nested: min, max, mean, harmonic_mean, percentile_1/5/10
                 summaries[label_of(s)] = {
                     "frames": s.get_uint64("frames")[1],
                     "vmaf": {k: pooled.get_double(k)[1] for k in POOLED} if pooled else None,
@@ -165,7 +165,8 @@ def main(reference, distorted):
         v = summary["vmaf"]
         name = f"{label:{width}}  " if ladder else ""
         print(f"{name}pooled VMAF over {summary['frames']} frames: mean {v['mean']:.6f} "
-              f"harmonic {v['harmonic_mean']:.6f} min {v['min']:.6f} max {v['max']:.6f}")
+              f"harmonic {v['harmonic_mean']:.6f} min {v['min']:.6f} max {v['max']:.6f} "
+              f"lows 1% {v['percentile_1']:.6f} 5% {v['percentile_5']:.6f} 10% {v['percentile_10']:.6f}")
     return 0 if ok else 1
 
 

@@ -5,6 +5,9 @@
 //! or `%.16f` when more than six zeros follow the decimal point, as libvmaf does. Because the
 //! processing speed is only known at the end, JSON puts `"fps"` after `"pooled_metrics"` and
 //! XML puts `<fyi fps=..>` after `<pooled_metrics>` (key order does not matter to readers).
+//! Beside libvmaf's pooled `min`, `max`, `mean` and `harmonic_mean`, each metric's pooled
+//! entry has `percentile_1`, `percentile_5` and `percentile_10` (the 1%, 5% and 10% lows,
+//! [`crate::engine::pool`]); readers of libvmaf's keys are unaffected.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -267,12 +270,15 @@ impl LogWriter {
                 for (i, (name, p)) in pooled.iter().enumerate() {
                     write!(
                         out,
-                        "{}    \"{name}\": {{\n      \"min\": {},\n      \"max\": {},\n      \"mean\": {},\n      \"harmonic_mean\": {}\n    }}",
+                        "{}    \"{name}\": {{\n      \"min\": {},\n      \"max\": {},\n      \"mean\": {},\n      \"harmonic_mean\": {},\n      \"percentile_1\": {},\n      \"percentile_5\": {},\n      \"percentile_10\": {}\n    }}",
                         if i > 0 { ",\n" } else { "\n" },
                         json_value(p.min),
                         json_value(p.max),
                         json_value(p.mean),
-                        json_value(p.harmonic_mean)
+                        json_value(p.harmonic_mean),
+                        json_value(p.percentile_1),
+                        json_value(p.percentile_5),
+                        json_value(p.percentile_10)
                     )?;
                 }
                 write!(out, "\n  }},\n  \"aggregate_metrics\": {{\n  }},\n")?;
@@ -296,6 +302,9 @@ impl LogWriter {
                     m.push_attribute(("max", format_score(p.max).as_str()));
                     m.push_attribute(("mean", format_score(p.mean).as_str()));
                     m.push_attribute(("harmonic_mean", format_score(p.harmonic_mean).as_str()));
+                    m.push_attribute(("percentile_1", format_score(p.percentile_1).as_str()));
+                    m.push_attribute(("percentile_5", format_score(p.percentile_5).as_str()));
+                    m.push_attribute(("percentile_10", format_score(p.percentile_10).as_str()));
                     w.write_event(Event::Empty(m)).map_err(e)?;
                 }
                 w.write_event(Event::End(BytesEnd::new("pooled_metrics")))

@@ -281,21 +281,7 @@ fn bootstrap_statistics(first: &Model, scores: &mut [f64]) -> BootstrapScore {
     }
 }
 
-/// Percentile `perc` (0..100) of sorted `scores` with linear interpolation at
-/// `perc * (n - 1) / 100`, as libvmaf's `percentile()`.
-pub fn percentile(sorted: &[f64], perc: f64) -> f64 {
-    let Some(last) = sorted.len().checked_sub(1) else {
-        return f64::NAN;
-    };
-    let p = perc * last as f64 / 100.0;
-    let (l, r) = (p.floor(), p.ceil());
-    let (il, ir) = ((l as usize).min(last), (r as usize).min(last));
-    if il == ir {
-        sorted[il]
-    } else {
-        sorted[il] * (r - p) + sorted[ir] * (p - l)
-    }
-}
+pub use crate::engine::pool::percentile;
 
 /// Default score name of a non-first entry: the built-in name, or the file stem of a path.
 fn default_name(source: &str) -> String {

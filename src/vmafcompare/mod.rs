@@ -249,6 +249,14 @@ pub struct PooledMetric {
     pub mean: f64,
     /// libvmaf's harmonic mean, `n / sum(1 / (x + 1)) - 1`.
     pub harmonic_mean: f64,
+    /// 1st percentile of the per-frame values (the "1% low"), by libvmaf's percentile
+    /// definition (linear interpolation at rank `p * (n - 1) / 100`); exact up to 65,536
+    /// frames, a t-digest estimate past that (`crate::engine::pool`). NaN when absent.
+    pub percentile_1: f64,
+    /// 5th percentile (the "5% low"), as `percentile_1`.
+    pub percentile_5: f64,
+    /// 10th percentile (the "10% low"), as `percentile_1`.
+    pub percentile_10: f64,
 }
 
 /// The end-of-stream summary.
@@ -360,7 +368,8 @@ impl SummaryMessage {
     }
 
     /// Builds the structure (name [`SUMMARY_MESSAGE_NAME`]); each metric is a nested
-    /// structure with `min`, `max`, `mean`, `harmonic_mean` (all `f64`).
+    /// structure with `min`, `max`, `mean`, `harmonic_mean`, `percentile_1`, `percentile_5`
+    /// and `percentile_10` (all `f64`).
     pub fn to_structure(&self) -> gst::Structure {
         let mut s = gst::Structure::builder(SUMMARY_MESSAGE_NAME)
             .field("frames", self.frames)
@@ -389,6 +398,9 @@ impl SummaryMessage {
                 .field("max", p.max)
                 .field("mean", p.mean)
                 .field("harmonic_mean", p.harmonic_mean)
+                .field("percentile_1", p.percentile_1)
+                .field("percentile_5", p.percentile_5)
+                .field("percentile_10", p.percentile_10)
                 .build();
             s.set(name.as_str(), pooled);
         }
@@ -418,6 +430,9 @@ impl TryFrom<&gst::StructureRef> for SummaryMessage {
                         max: f("max")?,
                         mean: f("mean")?,
                         harmonic_mean: f("harmonic_mean")?,
+                        percentile_1: f("percentile_1").unwrap_or(f64::NAN),
+                        percentile_5: f("percentile_5").unwrap_or(f64::NAN),
+                        percentile_10: f("percentile_10").unwrap_or(f64::NAN),
                     },
                 ))
             })

@@ -60,8 +60,9 @@ NVDEC is missing, decodebin moves on to the next decoder. --backend cpu leaves t
 decoders' ranks alone.
 
 Standard output gets the pooled scores, one row per distorted file and metric: the mean,
-libvmaf's harmonic mean, the minimum, the maximum, and the 1% and 5% lows (the 1st and 5th
-percentiles of the per-frame scores, interpolated linearly between ranks) and the file's
+libvmaf's harmonic mean, the minimum, the maximum, and the 1%, 5% and 10% lows (the 1st,
+5th and 10th percentiles of the per-frame scores, interpolated linearly between ranks as
+libvmaf does, from the element's summary) and the file's
 bitrate in kbit/s, then each file's worst frames. The bitrate is what the container says
 of the video stream (the demuxer's `bitrate` tag, else its `nominal-bitrate` tag, e.g. an
 MP4's btrt box), else the file's size times 8 over its duration (audio and container

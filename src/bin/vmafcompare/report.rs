@@ -1,5 +1,5 @@
 //! The report on standard output: a line per scored file, the pooled scores (one row per file
-//! and metric, with the 1% and 5% lows and the file's bitrate), and each file's worst frames.
+//! and metric, with the 1%, 5% and 10% lows and the file's bitrate), and each file's worst frames.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -20,7 +20,7 @@ pub struct FileResult {
 
 /// Prefixes of the features that models read (VIF, ADM, motion, CAMBI, SpEED): pooled, but
 /// not printed unless `--all-metrics` or `--features` asks for them.
-const ELEMENTARY: [&str; 7] = [
+const ELEMENTARY: [&str; 11] = [
     "integer_",
     "VMAF_",
     "cambi",
@@ -28,6 +28,10 @@ const ELEMENTARY: [&str; 7] = [
     "float_adm",
     "float_vif",
     "float_motion",
+    "vif_scale",
+    "adm",
+    "aim",
+    "motion",
 ];
 
 /// Whether the table shows metric `name`: `vmaf`, the scores of further models (not the
@@ -50,26 +54,6 @@ pub fn shown(name: &str, all: bool, features: &str) -> bool {
     !member && !ELEMENTARY.iter().any(|p| name.starts_with(p))
 }
 
-/// The `p`-th percentile (0..=100) of `sorted` (ascending, no NaN), interpolated linearly
-/// between the closest ranks (NumPy's default); NaN when empty.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let Some(last) = sorted.len().checked_sub(1) else {
-        return f64::NAN;
-    };
-    let rank = (p / 100.0).clamp(0.0, 1.0) * last as f64;
-    let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    let (a, b) = (sorted[lo.min(last)], sorted[hi.min(last)]);
-    a + (b - a) * (rank - lo as f64)
-}
-
-/// The 1st and 5th percentiles of `values` (NaN values left out).
-fn lows(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    let mut v: Vec<f64> = values.filter(|x| !x.is_nan()).collect();
-    v.sort_by(f64::total_cmp);
-    (percentile(&v, 1.0), percentile(&v, 5.0))
-}
-
 /// One row of the table.
 struct Row<'a> {
     /// The distorted file.
@@ -78,8 +62,8 @@ struct Row<'a> {
     metric: &'a str,
     /// Frames scored.
     frames: u64,
-    /// mean, harmonic mean, min, max, 1% low, 5% low.
-    values: [f64; 6],
+    /// mean, harmonic mean, min, max, 1% low, 5% low, 10% low (the summary's pooled values).
+    values: [f64; 7],
     /// The file's bitrate in kbit/s, if known.
     kbps: Option<f64>,
 }
@@ -87,19 +71,23 @@ struct Row<'a> {
 /// The rows of one file: `vmaf`, then the other metrics shown, in log order.
 fn rows(file: &FileResult) -> Vec<Row<'_>> {
     let s = &file.scored;
-    let vmaf = std::iter::once(("vmaf", lows(s.frames.iter().map(|f| f.vmaf))));
-    let extra = s
-        .extra
-        .iter()
-        .map(|(name, values)| (name.as_str(), lows(values.iter().copied())));
-    vmaf.chain(extra)
-        .filter_map(|(metric, (low1, low5))| {
+    std::iter::once("vmaf")
+        .chain(s.extra.iter().map(|(name, _)| name.as_str()))
+        .filter_map(|metric| {
             let p = s.summary.get(metric)?;
             Some(Row {
                 label: &file.label,
                 metric,
                 frames: s.summary.frames,
-                values: [p.mean, p.harmonic_mean, p.min, p.max, low1, low5],
+                values: [
+                    p.mean,
+                    p.harmonic_mean,
+                    p.min,
+                    p.max,
+                    p.percentile_1,
+                    p.percentile_5,
+                    p.percentile_10,
+                ],
                 kbps: s.bitrate.map(|b| b.kbps),
             })
         })
@@ -171,7 +159,7 @@ pub fn render(files: &[FileResult], worst: usize) -> String {
         .unwrap_or(6);
     let _ = writeln!(
         out,
-        "\n{:lw$}  {:mw$}  {:>7}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>9}",
+        "\n{:lw$}  {:mw$}  {:>7}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>11}  {:>9}",
         "distorted",
         "metric",
         "frames",
@@ -181,6 +169,7 @@ pub fn render(files: &[FileResult], worst: usize) -> String {
         "max",
         "1% low",
         "5% low",
+        "10% low",
         "kbit/s"
     );
     for r in &rows {
@@ -223,16 +212,6 @@ pub fn render(files: &[FileResult], worst: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_interpolate() {
-        let v: Vec<f64> = (0..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 1.0), 1.0);
-        assert_eq!(percentile(&v, 5.0), 5.0);
-        assert_eq!(percentile(&[10.0, 20.0], 5.0), 10.5);
-        assert_eq!(percentile(&[3.0], 1.0), 3.0);
-        assert!(percentile(&[], 1.0).is_nan());
-    }
 
     #[test]
     fn which_metrics_are_shown() {

@@ -15,6 +15,9 @@ pub(super) fn pooled_metrics(pool: &crate::engine::Pool) -> Vec<(String, PooledM
                     max: p.max,
                     mean: p.mean,
                     harmonic_mean: p.harmonic_mean,
+                    percentile_1: p.percentile_1,
+                    percentile_5: p.percentile_5,
+                    percentile_10: p.percentile_10,
                 },
             )
         })
