@@ -15,6 +15,36 @@ fn builtins_load() {
     assert_eq!(neg.option("adm_enhn_gain_limit"), Some(1.0));
 }
 
+/// The float built-ins are the integer ones renamed to libvmaf's float feature names: the
+/// derived vmaf_float_v0.6.1 equals, value for value, the published
+/// `../shared/models/vmaf_float_v0.6.1.json`, and vmaf_4k_v0.6.1neg is the published file.
+#[test]
+fn float_builtins_are_the_published_models() {
+    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models");
+    let read = |name: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(shared.join(format!("{name}.json")))
+            .unwrap_or_else(|e| panic!("../shared/models/{name}.json: {e}"));
+        serde_json::from_str(&text).expect("published model JSON")
+    };
+    let derived: serde_json::Value =
+        serde_json::from_str(&builtin_text("vmaf_float_v0.6.1").expect("float built-in"))
+            .expect("derived JSON");
+    assert_eq!(derived, read("vmaf_float_v0.6.1"));
+    let neg: serde_json::Value =
+        serde_json::from_str(&builtin_text("vmaf_4k_v0.6.1neg").expect("built-in")).unwrap();
+    assert_eq!(neg, read("vmaf_4k_v0.6.1neg"));
+    for (name, from) in FLOAT_BUILTIN_MODELS {
+        let text = builtin_text(name).expect("float built-in");
+        assert!(!text.contains("VMAF_integer_feature"), "{name}");
+        assert_eq!(
+            text.replace("VMAF_feature", "VMAF_integer_feature"),
+            builtin_text(from).expect("integer built-in"),
+            "{name}"
+        );
+        assert!(is_builtin(name));
+    }
+}
+
 #[test]
 fn rejects_bad_models() {
     assert!(matches!(

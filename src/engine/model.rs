@@ -19,6 +19,7 @@ pub const BUILTIN_MODELS: &[(&str, &str)] = &[
     ("vmaf_v0.6.1", include_str!("models/vmaf_v0.6.1.json")),
     ("vmaf_v0.6.1neg", include_str!("models/vmaf_v0.6.1neg.json")),
     ("vmaf_4k_v0.6.1", include_str!("models/vmaf_4k_v0.6.1.json")),
+    ("vmaf_4k_v0.6.1neg", include_str!("models/vmaf_4k_v0.6.1neg.json")),
     // A bootstrap collection: model "0" and 20 bootstrap members (see `NamedModel`).
     ("vmaf_b_v0.6.3", include_str!("models/vmaf_b_v0.6.3.json")),
     // VMAF v1 (libvmaf 3.2.0, model/vmaf_v1.0.16/ and model/vmaf_v1.0.16_hfr/): CAMBI,
@@ -57,6 +58,37 @@ pub const BUILTIN_MODELS: &[(&str, &str)] = &[
         include_str!("models/vmaf_v1.0.16_hfr_3d0h_2160.json"),
     ),
 ];
+
+/// Built-in float models (libvmaf 3.2.0 builds these in too): name, and the integer built-in
+/// they are made from. libvmaf's `model/vmaf_float_*.json` have exactly the parameters of the
+/// integer models they pair with (checked value for value against libvmaf 3.2.0's files, and
+/// by `tests/model.rs` against `../shared/models/vmaf_float_v0.6.1.json`); only the feature
+/// names differ: `VMAF_feature_*` (libvmaf's float extractors `float_vif`, `float_adm`,
+/// `float_motion`) where the integer models say `VMAF_integer_feature_*`. [`Model::load`]
+/// makes them by that renaming.
+pub const FLOAT_BUILTIN_MODELS: &[(&str, &str)] = &[
+    ("vmaf_float_v0.6.1", "vmaf_v0.6.1"),
+    ("vmaf_float_v0.6.1neg", "vmaf_v0.6.1neg"),
+    ("vmaf_float_4k_v0.6.1", "vmaf_4k_v0.6.1"),
+    // A bootstrap collection, as vmaf_b_v0.6.3.
+    ("vmaf_float_b_v0.6.3", "vmaf_b_v0.6.3"),
+];
+
+/// The JSON text of built-in model `name` ([`BUILTIN_MODELS`] or [`FLOAT_BUILTIN_MODELS`]).
+pub fn builtin_text(name: &str) -> Option<String> {
+    let integer = |n: &str| BUILTIN_MODELS.iter().find(|(b, _)| *b == n).map(|(_, t)| *t);
+    if let Some(text) = integer(name) {
+        return Some(text.to_owned());
+    }
+    let (_, from) = FLOAT_BUILTIN_MODELS.iter().find(|(f, _)| *f == name)?;
+    integer(from).map(|t| t.replace("VMAF_integer_feature", "VMAF_feature"))
+}
+
+/// Whether `name` is a built-in model name.
+pub fn is_builtin(name: &str) -> bool {
+    BUILTIN_MODELS.iter().any(|(n, _)| *n == name)
+        || FLOAT_BUILTIN_MODELS.iter().any(|(n, _)| *n == name)
+}
 
 /// The default model, as in libvmaf.
 pub const DEFAULT_MODEL: &str = "vmaf_v0.6.1";
@@ -253,8 +285,8 @@ struct TransformJson {
 }
 
 impl Model {
-    /// Loads `spec`: a built-in model name (see [`BUILTIN_MODELS`]) or a path to a libvmaf
-    /// JSON model file.
+    /// Loads `spec`: a built-in model name (see [`BUILTIN_MODELS`], [`FLOAT_BUILTIN_MODELS`])
+    /// or a path to a libvmaf JSON model file.
     ///
     /// Errors: [`ModelError::Unreadable`] when it is no built-in name and the file cannot be
     /// read, is not a regular file (a directory, a FIFO or a device such as `/dev/zero`, which
@@ -671,8 +703,8 @@ fn is_collection(value: &serde_json::Value) -> bool {
 
 /// The origin name and JSON text of a built-in model name or a model file path.
 fn model_text(spec: &str) -> Result<(String, String), ModelError> {
-    if let Some((name, text)) = BUILTIN_MODELS.iter().find(|(n, _)| *n == spec) {
-        return Ok(((*name).to_owned(), (*text).to_owned()));
+    if let Some(text) = builtin_text(spec) {
+        return Ok((spec.to_owned(), text));
     }
     let text = read_model_file(Path::new(spec)).map_err(|source| ModelError::Unreadable {
         path: spec.to_owned(),
@@ -824,6 +856,7 @@ fn parse_libsvm(text: &str, n: usize) -> Result<Svm, String> {
 pub fn builtin_names() -> String {
     BUILTIN_MODELS
         .iter()
+        .chain(FLOAT_BUILTIN_MODELS)
         .map(|(n, _)| *n)
         .collect::<Vec<_>>()
         .join(", ")

@@ -285,10 +285,7 @@ pub use crate::engine::pool::percentile;
 
 /// Default score name of a non-first entry: the built-in name, or the file stem of a path.
 fn default_name(source: &str) -> String {
-    if crate::engine::model::BUILTIN_MODELS
-        .iter()
-        .any(|(n, _)| *n == source)
-    {
+    if crate::engine::model::is_builtin(source) {
         return source.to_owned();
     }
     Path::new(source)

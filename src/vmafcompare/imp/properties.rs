@@ -64,7 +64,9 @@ impl ObjectImpl for VmafCompare {
                     .blurb(
                         "VMAF model(s), comma-separated, scored on the same features in one pass: \
                          a built-in name (VMAF v0: vmaf_v0.6.1, vmaf_v0.6.1neg, vmaf_4k_v0.6.1, \
-                         vmaf_b_v0.6.3 with its bootstrap interval; VMAF v1 (libvmaf 3.2.0, \
+                         vmaf_4k_v0.6.1neg, vmaf_b_v0.6.3 with its bootstrap interval; the \
+                         same on libvmaf's float features: vmaf_float_v0.6.1, \
+                         vmaf_float_v0.6.1neg, vmaf_float_4k_v0.6.1, vmaf_float_b_v0.6.3; VMAF v1 (libvmaf 3.2.0, \
                          best at 10 bits; frames too small for SpEED chroma's blocks are \
                          refused with the size needed): vmaf_v1.0.16_3d0h, \
                          vmaf_v1.0.16_5d0h, vmaf_v1.0.16_1d5h_2160, vmaf_v1.0.16_3d0h_2160 and \
