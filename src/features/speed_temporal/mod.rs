@@ -52,7 +52,7 @@ const OPTIONS: [(&str, &str); 7] = [
 ];
 
 /// The options of a `speed_temporal` instance; defaults are libvmaf's.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct TemporalConfig {
     /// The SpEED options shared with `speed_chroma` (`speed_kernelscale` 1.0,
     /// `speed_prescale` 1.0 in 0.1..=4, `speed_prescale_method` `nearest` or `bilinear`,
@@ -62,15 +62,6 @@ pub struct TemporalConfig {
     /// `speed_use_ref_diff` (false): the distorted difference is the previous distorted
     /// frame less the current *reference* frame.
     pub use_ref_diff: bool,
-}
-
-impl Default for TemporalConfig {
-    fn default() -> Self {
-        Self {
-            speed: SpeedConfig::default(),
-            use_ref_diff: false,
-        }
-    }
 }
 
 impl TemporalConfig {
