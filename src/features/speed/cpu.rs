@@ -122,6 +122,12 @@ pub trait Samples {
     fn height(&self) -> usize;
     /// Sample (x, y), `x < width`, `y < height`.
     fn at(&self, x: usize, y: usize) -> f32;
+    /// Samples `x..x + out.len()` of row `y` (within the plane) into `out`.
+    fn row(&self, y: usize, x: usize, out: &mut [f32]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.at(x + i, y);
+        }
+    }
 }
 
 /// A plane as libvmaf's float buffer holds it ([`level`]): SpEED chroma's input.
@@ -158,6 +164,14 @@ impl Samples for Levels<'_, '_> {
     fn at(&self, x: usize, y: usize) -> f32 {
         level(self.plane, x, y, self.inv)
     }
+    #[inline]
+    fn row(&self, y: usize, x: usize, out: &mut [f32]) {
+        let p = self.plane;
+        let src = &p.data[y * p.stride + x..][..out.len()];
+        for (o, &s) in out.iter_mut().zip(src) {
+            *o = f32::from(s) * self.inv + -128.0;
+        }
+    }
 }
 
 /// The difference of two planes' levels, `a - b` in `float` (libvmaf's `subtract_image` of
@@ -181,6 +195,16 @@ impl Samples for Difference<'_, '_> {
     #[inline]
     fn at(&self, x: usize, y: usize) -> f32 {
         self.a.at(x, y) - self.b.at(x, y)
+    }
+    #[inline]
+    fn row(&self, y: usize, x: usize, out: &mut [f32]) {
+        let (a, b) = (self.a.plane, self.b.plane);
+        let n = out.len();
+        let sa = &a.data[y * a.stride + x..][..n];
+        let sb = &b.data[y * b.stride + x..][..n];
+        for ((o, &u), &v) in out.iter_mut().zip(sa).zip(sb) {
+            *o = (f32::from(u) * self.a.inv + -128.0) - (f32::from(v) * self.b.inv + -128.0);
+        }
     }
 }
 
@@ -317,7 +341,10 @@ impl Speed {
         let direct = !self.cfg.rescales();
         let taps = f.len();
         let mut column = [0f32; 128];
+        let mut samples = [0f32; 128];
         let (mut sy, mut sx) = ([0usize; 128], [0usize; 128]);
+        // Columns whose taps all lie inside the plane, neither mirrored nor clamped.
+        let inside = sw.min(p.width());
         for r in 0..d.op_height {
             let y0 = (r << SCALES) as i64;
             for (t, y) in sy[..taps].iter_mut().enumerate() {
@@ -327,6 +354,27 @@ impl Speed {
                 let x0 = (c << SCALES) as i64;
                 for (k, x) in sx[..taps].iter_mut().enumerate() {
                     *x = mirror(x0 - radius + k as i64, sw);
+                }
+                let left = x0 - radius;
+                if direct && left >= 0 && left as usize + taps <= inside {
+                    // The vertical pass of the taps columns a row at a time: each column's
+                    // sum over the rows in the same order, so the same value, from
+                    // contiguous samples.
+                    let column = &mut column[..taps];
+                    let row = &mut samples[..taps];
+                    column.iter_mut().for_each(|c| *c = 0.0);
+                    for (&w, &y) in f.iter().zip(&sy[..taps]) {
+                        p.row(y.min(p.height() - 1), left as usize, row);
+                        for (c, &v) in column.iter_mut().zip(row.iter()) {
+                            *c += w * v;
+                        }
+                    }
+                    let mut acc = 0f32;
+                    for (&w, &v) in f.iter().zip(column.iter()) {
+                        acc += w * v;
+                    }
+                    self.plane[r * d.op_width + c] = acc;
+                    continue;
                 }
                 for (out, &x) in column[..taps].iter_mut().zip(&sx[..taps]) {
                     let mut acc = 0f32;
