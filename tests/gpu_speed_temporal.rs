@@ -294,3 +294,45 @@ fn refuses_a_frame_without_the_previous_distorted() {
         .enqueue(&stream, &frame, &mut out.as_view_mut())
         .is_err());
 }
+
+/// Through the element: `backend=cuda` (whose pair backend keeps the previous frame's
+/// distorted plane in its slot) against `backend=cpu`, frame by frame on the src01 pairs
+/// (8 and 10 bits), within 1e-5; the first frame 0 on both.
+#[test]
+fn element_cuda_matches_cpu() {
+    if common::gpu_device().is_none() {
+        return;
+    }
+    common::init();
+    for p in common::reference_pairs()
+        .into_iter()
+        .filter(|p| p.width == 576)
+    {
+        let values = |backend: &str| -> Vec<f64> {
+            let desc = format!(
+                "vmafcompare name=cmp backend={backend} features=speed_temporal ! fakesink {} {}",
+                common::raw_branch(&p.reference, p.width, p.height, p.format, "reference"),
+                common::raw_branch(&p.distorted, p.width, p.height, p.format, "distorted"),
+            );
+            let out = common::run(&desc, common::LONG);
+            assert!(out.errors.is_empty(), "{backend}: {:?}", out.errors);
+            assert_eq!(out.frames.len(), p.frames);
+            out.frames
+                .iter()
+                .map(|f| f.get("speed_temporal").expect("speed_temporal"))
+                .collect()
+        };
+        let (gpu, cpu) = (values("cuda"), values("cpu"));
+        assert_eq!(gpu[0], 0.0);
+        let mut max = 0f64;
+        for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+            let e = (g - c).abs();
+            max = max.max(e);
+            assert!(e <= TOLERANCE, "{} frame {i}: gpu {g} cpu {c}", p.format);
+        }
+        eprintln!(
+            "element src01 576x324 {}: max |gpu - cpu| speed_temporal = {max:.3e}",
+            p.format
+        );
+    }
+}

@@ -576,3 +576,28 @@ fn refuses_frames_below_80x80() {
         .expect("160x79 refused");
     assert!(err.to_string().contains("at least 80x80"), "{err}");
 }
+
+/// A ladder (one reference, several renditions) does not keep each rendition's previous
+/// frame: the CPU ladder backend refuses a layout with `speed_temporal`, naming it, as the
+/// CUDA one does.
+#[test]
+fn ladder_refuses_speed_temporal() {
+    use gstvmafcompare::engine::scale::LadderScaling;
+    use gstvmafcompare::engine::{CpuBackend, Layout};
+    let inst = features::find("speed_temporal")
+        .expect("registered")
+        .configure(&Options::new(), false)
+        .expect("configure");
+    let layout = Layout::new(vec![inst]).expect("layout");
+    let scaling = LadderScaling {
+        reference: None,
+        renditions: vec![None, None],
+    };
+    let err = CpuBackend::for_ladder(&layout, Geometry::luma(480, 272, 8), scaling)
+        .err()
+        .expect("refused");
+    assert!(
+        err.to_string().contains("speed_temporal") && err.to_string().contains("ladder"),
+        "{err}"
+    );
+}
