@@ -19,6 +19,10 @@
 //                   and entropy;
 //   speed_score     one thread per chroma plane: the score over blocks -> out words.
 //
+// SpEED temporal (src/features/speed_temporal/cuda.rs) runs the same kernels on two problems,
+// the reference's and the distorted frame difference (speed_decimate_diff, then grids of 2,
+// 4, 2 blocks and speed_score with one thread).
+//
 // Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/speed.c, vif_tools.c; oracle: the CPU half.
 
 #include "common.cuh"
@@ -95,23 +99,41 @@ __device__ __forceinline__ float level(const Plane &p, int x, int y, float inv) 
     return f_add(f_mul((float)sample(p, x, y), inv), -128.0f);
 }
 
+// The float plane a problem filters (the CPU half's `Samples`): one plane's levels (SpEED
+// chroma) or the float difference of two planes' levels (SpEED temporal's frame differences).
+struct Levels {
+    Plane p;
+    float inv;
+    __device__ __forceinline__ float operator()(int x, int y) const { return level(p, x, y, inv); }
+};
+
+struct DiffLevels {
+    Plane a;
+    Plane b;
+    float inv;
+    __device__ __forceinline__ float operator()(int x, int y) const {
+        return f_sub(level(a, x, y, inv), level(b, x, y, inv));
+    }
+};
+
 // Rescaled sample (x, y): taps = [i1, i2, frac bits] x scaled_w (columns) then x scaled_h
 // (rows).
-__device__ __forceinline__ float scaled(const Plane &p, const uint32_t *__restrict__ taps,
-                                        int sw, int sh, int x, int y, float inv) {
+template <class S>
+__device__ __forceinline__ float scaled(const S &p, const uint32_t *__restrict__ taps, int sw,
+                                        int sh, int x, int y) {
     const uint32_t *rows = taps + 3 * sw;
     const int x1 = (int)taps[x], x2 = (int)taps[sw + x];
     const float dx = __uint_as_float(taps[2 * sw + x]);
     const int y1 = (int)rows[y], y2 = (int)rows[sh + y];
     const float dy = __uint_as_float(rows[2 * sh + y]);
     if (dx == 0.0f && dy == 0.0f && x1 == x2 && y1 == y2) {
-        return level(p, x1, y1, inv);
+        return p(x1, y1);
     }
     const float ody = f_sub(1.0f, dy), odx = f_sub(1.0f, dx);
-    float s = f_mul(f_mul(ody, odx), level(p, x1, y1, inv));
-    s = f_add(s, f_mul(f_mul(ody, dx), level(p, x2, y1, inv)));
-    s = f_add(s, f_mul(f_mul(dy, odx), level(p, x1, y2, inv)));
-    s = f_add(s, f_mul(f_mul(dy, dx), level(p, x2, y2, inv)));
+    float s = f_mul(f_mul(ody, odx), p(x1, y1));
+    s = f_add(s, f_mul(f_mul(ody, dx), p(x2, y1)));
+    s = f_add(s, f_mul(f_mul(dy, odx), p(x1, y2)));
+    s = f_add(s, f_mul(f_mul(dy, dx), p(x2, y2)));
     return s;
 }
 
@@ -317,6 +339,28 @@ __device__ __forceinline__ float dot_col(const float *x, const float *y, int i, 
 
 using namespace speed_detail;
 
+// Decimated sample i (of op_w x op_h) of the float plane `src`.
+template <class S>
+__device__ __forceinline__ float decimated(const DecimateParams &prm, const S &src,
+                                           const uint32_t *__restrict__ taps, int i) {
+    const int r = i / prm.op_w, c = i % prm.op_w;
+    const int radius = prm.taps / 2;
+    const int y0 = r * 16, x0 = c * 16;
+    float out = 0.0f;
+    for (int k = 0; k < prm.taps; ++k) {
+        const int sx = reflect(x0 - radius + k, prm.scaled_w);
+        float acc = 0.0f;
+        for (int t = 0; t < prm.taps; ++t) {
+            const int sy = reflect(y0 - radius + t, prm.scaled_h);
+            const float v = prm.direct ? src(min(sx, prm.width - 1), min(sy, prm.height - 1))
+                                       : scaled(src, taps, prm.scaled_w, prm.scaled_h, sx, sy);
+            acc = f_add(acc, f_mul(prm.filter[t], v));
+        }
+        out = f_add(out, f_mul(prm.filter[k], acc));
+    }
+    return out;
+}
+
 // Decimated samples of the four problems: grid (ceil(op_w * op_h / 128), 4), 128 threads.
 // `taps`: the rescaling tables (ignored when `direct`); `plane`: 4 x op_w x op_h floats.
 extern "C" __global__ void __launch_bounds__(DECIMATE_THREADS)
@@ -328,24 +372,24 @@ speed_decimate(const __grid_constant__ DecimateParams prm, const uint32_t *__res
     if (i >= count) {
         return;
     }
-    const int r = i / prm.op_w, c = i % prm.op_w;
-    const Plane src = prm.planes[p];
-    const int radius = prm.taps / 2;
-    const int y0 = r * 16, x0 = c * 16;
-    float out = 0.0f;
-    for (int k = 0; k < prm.taps; ++k) {
-        const int sx = reflect(x0 - radius + k, prm.scaled_w);
-        float acc = 0.0f;
-        for (int t = 0; t < prm.taps; ++t) {
-            const int sy = reflect(y0 - radius + t, prm.scaled_h);
-            const float v = prm.direct
-                                ? level(src, min(sx, prm.width - 1), min(sy, prm.height - 1), prm.inv)
-                                : scaled(src, taps, prm.scaled_w, prm.scaled_h, sx, sy, prm.inv);
-            acc = f_add(acc, f_mul(prm.filter[t], v));
-        }
-        out = f_add(out, f_mul(prm.filter[k], acc));
+    const Levels src{prm.planes[p], prm.inv};
+    plane[p * count + i] = decimated(prm, src, taps, i);
+}
+
+// SpEED temporal's two problems (p 0: reference, 1: distorted), each the float difference
+// planes[2 p] - planes[2 p + 1] (previous frame less the current one): grid
+// (ceil(op_w * op_h / 128), 2), 128 threads; `plane`: 2 x op_w x op_h floats.
+extern "C" __global__ void __launch_bounds__(DECIMATE_THREADS)
+speed_decimate_diff(const __grid_constant__ DecimateParams prm,
+                    const uint32_t *__restrict__ taps, float *__restrict__ plane) {
+    const int p = blockIdx.y;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int count = prm.op_w * prm.op_h;
+    if (i >= count) {
+        return;
     }
-    plane[p * count + i] = out;
+    const DiffLevels src{prm.planes[2 * p], prm.planes[2 * p + 1], prm.inv};
+    plane[p * count + i] = decimated(prm, src, taps, i);
 }
 
 // Per problem (grid 4, 256 threads): local-mean subtraction, the covariance matrix -> kmat[p]

@@ -201,6 +201,7 @@ fn run_case(
                 distorted: &lp,
                 previous: None,
                 previous2: None,
+                previous_distorted: None,
                 chroma: Some(&pair),
             },
             &mut want,
@@ -212,6 +213,7 @@ fn run_case(
             reference: DevPlane::default(),
             distorted: DevPlane::default(),
             previous: None,
+            previous_distorted: None,
             chroma: Some(&up.chroma),
         };
         let mut runs = Vec::new();
@@ -318,6 +320,7 @@ fn gpu_throughput_1080p() {
         reference: DevPlane::default(),
         distorted: DevPlane::default(),
         previous: None,
+        previous_distorted: None,
         chroma: Some(&up.chroma),
     };
     let n = 500;

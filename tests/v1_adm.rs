@@ -326,6 +326,7 @@ fn compare(ff: &str, w: usize, h: usize, bpc: u32, frames: usize) -> String {
                 distorted: &dp,
                 previous: None,
                 previous2: None,
+                previous_distorted: None,
                 chroma: None,
             };
             cpu.extract(&f, &mut out).unwrap();

@@ -123,6 +123,7 @@ fn compare(
             distorted: &plane,
             previous: None,
             previous2: None,
+            previous_distorted: None,
             chroma: None,
         };
         let mut out = [0.0f64];

@@ -262,6 +262,7 @@ fn ours(
             distorted: &ld,
             previous: None,
             previous2: None,
+            previous_distorted: None,
             chroma: Some(&chroma),
         };
         let mut v = [0.0; 3];

@@ -121,6 +121,19 @@ impl Layout {
         self.instances.iter().any(|i| i.needs().chroma)
     }
 
+    /// The first instance that reads the previous distorted frame ([`Needs::previous`]
+    /// without [`Needs::reference_only`], `speed_temporal`), if any: the backends then keep
+    /// that frame.
+    ///
+    /// [`Needs::previous`]: super::Needs::previous
+    /// [`Needs::reference_only`]: super::Needs::reference_only
+    pub fn previous_distorted_reader(&self) -> Option<&Arc<dyn Instance>> {
+        self.instances.iter().find(|i| {
+            let n = i.needs();
+            n.previous && !n.reference_only
+        })
+    }
+
     /// Whether the feature named `name` is computed (by an instance of its own, or by one
     /// that absorbed it, see [`Instance::absorb`]).
     pub fn has(&self, name: &str) -> bool {

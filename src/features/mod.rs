@@ -25,6 +25,7 @@ pub mod cambi;
 pub mod motion;
 pub mod psnr;
 pub mod speed;
+pub mod speed_temporal;
 pub mod ssim;
 pub mod ssimulacra2;
 pub mod vif;
@@ -56,6 +57,7 @@ pub static REGISTRY: &[&dyn Feature] = &[
     &ssim::FLOAT_SSIM,
     &ssim::FLOAT_MS_SSIM,
     &ssimulacra2::SSIMULACRA2,
+    &speed_temporal::SPEED_TEMPORAL,
 ];
 
 /// The registered feature named `name` (libvmaf's extractor name, e.g. `"psnr"`).
@@ -90,8 +92,9 @@ pub enum Section {
 pub struct Needs {
     /// The Cb and Cr planes of both frames (`psnr_cb`, SSIMULACRA2's RGB).
     pub chroma: bool,
-    /// The previous frame's reference luma; computed on every frame, subsampled or not
-    /// (motion).
+    /// The previous frame's reference luma (motion) and, unless `reference_only`, its
+    /// distorted luma too (`speed_temporal`); computed on every frame, subsampled or not. An
+    /// instance reading the previous distorted frame is not scored in a ladder.
     pub previous: bool,
     /// Reads the reference frames only, never the distorted one (motion): in a ladder (one
     /// reference, several renditions) it is computed once per reference frame and its values
@@ -238,6 +241,10 @@ pub struct HostFrame<'f, 'a> {
     pub distorted: &'f LumaPlane<'a>,
     /// The previous frame's reference luma (`None` for the first frame of a run).
     pub previous: Option<&'f LumaPlane<'a>>,
+    /// The previous frame's distorted luma, at the scoring size (`None` for the first frame
+    /// of a run, and unless an instance reads it: [`Needs::previous`] without
+    /// [`Needs::reference_only`]; always `None` in a ladder).
+    pub previous_distorted: Option<&'f LumaPlane<'a>>,
     /// The reference luma two frames back (`None` for the first two frames of a run): the
     /// five-frame HFR motion.
     pub previous2: Option<&'f LumaPlane<'a>>,
@@ -357,6 +364,9 @@ pub struct DevFrame<'a> {
     pub distorted: DevPlane,
     /// The previous frame's reference luma, valid until this frame's kernels finish.
     pub previous: Option<DevPlane>,
+    /// The previous frame's distorted luma at the scoring size, valid until this frame's
+    /// kernels finish (`None` as [`HostFrame::previous_distorted`]).
+    pub previous_distorted: Option<DevPlane>,
     /// Both frames' chroma, unpacked (when a feature reads it and the format has it).
     pub chroma: Option<&'a ChromaDev>,
 }

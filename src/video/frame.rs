@@ -100,6 +100,15 @@ pub enum FeatureError {
         /// Bit depth received.
         bpc: u32,
     },
+    /// The feature cannot be scored in this mode (`speed_temporal`, which reads the previous
+    /// distorted frame, in a ladder).
+    #[error("{feature}: {what}")]
+    Unsupported {
+        /// Extractor name.
+        feature: &'static str,
+        /// What is not supported, and why.
+        what: &'static str,
+    },
 }
 
 impl FeatureError {

@@ -38,6 +38,14 @@ pub(crate) struct FramePlan {
     layout: Arc<Layout>,
 }
 
+impl FramePlan {
+    /// Whether an instance reads the previous distorted frame (`speed_temporal`), which the
+    /// backend then keeps.
+    pub(crate) fn keeps_distorted(&self) -> bool {
+        self.layout.previous_distorted_reader().is_some()
+    }
+}
+
 /// Every instance's CPU half (scratch sized for one geometry): one set per thread scoring a
 /// frame.
 pub(crate) struct Extractors {
@@ -132,6 +140,7 @@ impl Extractors {
                 distorted: &r.luma,
                 previous: prev,
                 previous2: prev2,
+                previous_distorted: None,
                 chroma: c.as_ref(),
             })
             .collect();
@@ -206,6 +215,7 @@ impl Extractors {
         plan: &FramePlan,
         prev: Option<&LumaPlane>,
         prev2: Option<&LumaPlane>,
+        prev_dis: Option<&LumaPlane>,
         reference: &LumaPlane,
         distorted: &LumaPlane,
         chroma: Option<&ChromaPair>,
@@ -220,6 +230,7 @@ impl Extractors {
             distorted,
             previous: prev,
             previous2: prev2,
+            previous_distorted: prev_dis,
             chroma,
         };
         let mut raw = RawFeatures::new(&plan.layout);
@@ -257,6 +268,9 @@ pub struct CpuBackend {
     /// The previous reference and the one before it (the five-frame motion), packed.
     prev_ref: Vec<u16>,
     prev2_ref: Vec<u16>,
+    /// The previous distorted plane at the scoring size, kept when an instance reads it
+    /// (`speed_temporal`; valid with `kept >= 1`).
+    prev_dis: Vec<u16>,
     /// References kept since the run started (capped at 2).
     kept: u8,
     /// Packed copies of host rows in another layout (8-bit, P010, shifted depth).
@@ -325,6 +339,7 @@ impl CpuBackend {
             prev_ref: vec![0; plan.geometry.width * plan.geometry.height],
             plan: Arc::new(plan),
             prev2_ref: Vec::new(),
+            prev_dis: Vec::new(),
             kept: 0,
             scratch_ref: Vec::new(),
             scratch_dis: Vec::new(),
@@ -350,12 +365,21 @@ impl CpuBackend {
     /// ([`Backend::ladder_size`] 0) it scores nothing ([`crate::engine::LadderScorer`] refuses
     /// it).
     ///
-    /// Errors: as [`CpuBackend::new`].
+    /// Errors: as [`CpuBackend::new`]; [`FeatureError::Unsupported`] for a layout with an
+    /// instance that reads the previous distorted frame (`speed_temporal`: its history could
+    /// not be shared by the renditions).
     pub fn for_ladder(
         layout: &Arc<Layout>,
         geometry: Geometry,
         scaling: LadderScaling,
     ) -> Result<Self, FeatureError> {
+        if let Some(i) = layout.previous_distorted_reader() {
+            return Err(FeatureError::Unsupported {
+                feature: i.feature().name(),
+                what: "reads the previous distorted frame, which a ladder does not keep: \
+                       not scored in a ladder",
+            });
+        }
         let mut backend = Self::new(layout, geometry)?;
         backend.ladder = Some(Arc::new(scaling));
         Ok(backend)
@@ -736,7 +760,7 @@ pub(crate) fn rendition_planes<'b>(
     })
 }
 
-/// Copies `reference` (`w` x `h`) into `keep`, packed.
+/// Copies `reference` (`w` x `h`; or a distorted plane) into `keep`, packed.
 fn keep_reference(keep: &mut Vec<u16>, reference: &LumaPlane, w: usize, h: usize) {
     keep.resize(w * h, 0);
     for y in 0..h.min(reference.height) {
@@ -786,10 +810,13 @@ impl CpuBackend {
     ) -> Result<(), EngineError> {
         // On a pool, a rendition is scaled by the worker that scores it (frames in parallel);
         // a scaled reference is scaled here, since the next frame's motion reads it.
-        if let (Some(p), None, Some(d)) = (
+        // So is a scaled distorted stream whose previous frame an instance reads.
+        let keeps_distorted = self.plan.keeps_distorted();
+        if let (Some(p), None, Some(d), false) = (
             self.parallel.as_mut(),
             self.scaling.reference.as_ref(),
             self.scaling.distorted.as_ref(),
+            keeps_distorted,
         ) {
             return p.submit_scaled(
                 &self.plan,
@@ -911,10 +938,15 @@ impl CpuBackend {
         let prev2 = (self.kept >= 2)
             .then(|| LumaPlane::packed(&self.prev2_ref, w, h, bpc))
             .flatten();
+        let keeps_distorted = plan.keeps_distorted();
+        let prev_dis = (keeps_distorted && self.kept >= 1)
+            .then(|| LumaPlane::packed(&self.prev_dis, w, h, bpc))
+            .flatten();
         let raw = ex.extract(
             plan,
             prev.as_ref(),
             prev2.as_ref(),
+            prev_dis.as_ref(),
             reference,
             distorted,
             chroma,
@@ -926,6 +958,9 @@ impl CpuBackend {
         self.prev_ref.resize(w * h, 0);
         for y in 0..h {
             self.prev_ref[y * w..(y + 1) * w].copy_from_slice(&reference.row(y)[..w]);
+        }
+        if keeps_distorted {
+            keep_reference(&mut self.prev_dis, distorted, w, h);
         }
         self.kept = (self.kept + 1).min(2);
         Ok(raw)

@@ -1,9 +1,9 @@
 //! Frames in flight on a [`CpuPool`]: each submitted pair is copied into buffers of its own
 //! and scored by a worker with its own [`Extractors`]; results wait in submission order.
 //!
-//! Motion is the only feature that reads another frame (the previous reference). The job of
-//! frame i holds frame i-1's reference buffer (an `Arc` shared with that frame's job), so
-//! the order in which workers finish changes nothing.
+//! Motion reads another frame (the previous reference), `speed_temporal` the previous
+//! reference and distorted frames. The job of frame i holds frame i-1's buffers (an `Arc`
+//! shared with that frame's job), so the order in which workers finish changes nothing.
 //!
 //! A ladder backend's job is one ladder frame: the reference (converted, and scaled, by the
 //! submitting thread) and a copy of each rendition's planes, which the worker scales and
@@ -162,7 +162,9 @@ struct Job {
     reference: Arc<Owned>,
     prev: Option<Arc<Owned>>,
     prev2: Option<Arc<Owned>>,
-    distorted: Owned,
+    /// The previous frame's distorted plane (at the scoring size), when an instance reads it.
+    prev_dis: Option<Arc<Owned>>,
+    distorted: Arc<Owned>,
     chroma: Option<Chroma<Owned>>,
     /// The distorted stream's scaler to the scoring size, run by the worker.
     scale: Option<Arc<StreamScaler>>,
@@ -203,6 +205,7 @@ impl Job {
         let d = scale_into(luma_s, self.distorted.view()?, scratch, luma_d)?;
         let prev = self.prev.as_ref().map(|p| p.view()).transpose()?;
         let prev2 = self.prev2.as_ref().map(|p| p.view()).transpose()?;
+        let prev_dis = self.prev_dis.as_ref().map(|p| p.view()).transpose()?;
         let chroma = match &self.chroma {
             Some(c) => Some(ChromaPair {
                 reference: [c.reference[0].view()?, c.reference[1].view()?],
@@ -217,6 +220,7 @@ impl Job {
             &self.plan,
             prev.as_ref(),
             prev2.as_ref(),
+            prev_dis.as_ref(),
             &r,
             &d,
             chroma.as_ref(),
@@ -332,6 +336,8 @@ pub(crate) struct Parallel {
     /// (the five-frame motion).
     prev: Option<Arc<Owned>>,
     prev2: Option<Arc<Owned>>,
+    /// The last submitted distorted plane, when an instance reads it (`speed_temporal`).
+    prev_dis: Option<Arc<Owned>>,
 }
 
 impl Parallel {
@@ -368,6 +374,7 @@ impl Parallel {
             ladder_flights: VecDeque::new(),
             prev: None,
             prev2: None,
+            prev_dis: None,
         }
     }
 
@@ -408,16 +415,29 @@ impl Parallel {
         scale: Option<&Arc<StreamScaler>>,
     ) -> Result<(), EngineError> {
         let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
-        let distorted = Owned::luma(plan, distorted, &self.free, scale.map(|s| s.luma.src()))?;
+        let distorted = Arc::new(Owned::luma(
+            plan,
+            distorted,
+            &self.free,
+            scale.map(|s| s.luma.src()),
+        )?);
         let chroma = chroma.map(|c| Chroma {
             reference: c.reference.each_ref().map(|p| Owned::copy(p, &self.free)),
             distorted: c.distorted.each_ref().map(|p| Owned::copy(p, &self.free)),
         });
         let prev = self.prev.replace(reference.clone());
+        // The backend scales a distorted stream itself when an instance reads its previous
+        // frame, so the kept plane is at the scoring size.
+        let prev_dis = if plan.keeps_distorted() && scale.is_none() {
+            self.prev_dis.replace(distorted.clone())
+        } else {
+            None
+        };
         let job = Job {
             plan: plan.clone(),
             prev2: std::mem::replace(&mut self.prev2, prev.clone()),
             prev,
+            prev_dis,
             reference,
             distorted,
             chroma,
@@ -514,5 +534,6 @@ impl Parallel {
         self.ladder_flights.clear();
         self.prev = None;
         self.prev2 = None;
+        self.prev_dis = None;
     }
 }

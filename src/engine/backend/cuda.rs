@@ -662,6 +662,9 @@ impl CudaBackend {
             },
             index + 1,
         )?;
+        // So is the distorted one when an instance reads the previous distorted frame
+        // (`speed_temporal`).
+        let keeps_distorted = self.layout.previous_distorted_reader().is_some();
         let dis_plane = self.place(
             distorted,
             Staging {
@@ -669,7 +672,7 @@ impl CudaBackend {
                 stream: 1,
                 index,
             },
-            index,
+            if keeps_distorted { index + 1 } else { index },
         )?;
         // A scaled stream's luma is scaled on the upload stream, where its plane was placed:
         // measured on an H200 (vmaf_bench --renditions, 1080p reference, CUDA memory), +3-8%
@@ -735,6 +738,8 @@ impl CudaBackend {
             reference: ref_plane,
             distorted: dis_plane,
             previous: has_motion.then_some(self.slots[prev].ref_plane),
+            previous_distorted: (has_motion && keeps_distorted)
+                .then_some(self.slots[prev].dis_plane),
             chroma: chroma_dev.as_ref(),
         };
         {
@@ -769,6 +774,7 @@ impl CudaBackend {
                     .during("cuEventRecord(extra done)")?;
             }
             slot.ref_plane = ref_plane;
+            slot.dis_plane = dis_plane;
             slot.index = index;
             slot.full = full;
             slot.has_motion = has_motion;
@@ -900,6 +906,7 @@ impl CudaBackend {
                 reference: ref_plane,
                 distorted: *plane,
                 previous,
+                previous_distorted: None,
                 chroma: c.as_ref(),
             })
             .collect();
@@ -922,6 +929,7 @@ impl CudaBackend {
                     reference: ref_plane,
                     distorted: ref_plane,
                     previous,
+                    previous_distorted: None,
                     chroma: None,
                 };
                 c.ex.enqueue(lane, &f, &mut out)?;

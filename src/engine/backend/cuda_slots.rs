@@ -219,6 +219,9 @@ pub(super) struct Slot {
     pub(super) has_chroma: bool,
     /// Where this frame's reference plane is (the next frame's motion reads it too).
     pub(super) ref_plane: DevPlane,
+    /// Where a pair frame's distorted plane (at the scoring size) is: the next frame's
+    /// `speed_temporal` reads it too.
+    pub(super) dis_plane: DevPlane,
     /// Result words on the device and their pinned read-back: per instance on the compute
     /// stream, its words for each distorted stream in turn.
     pub(super) dev_out: DeviceAlloc<u64>,
@@ -293,6 +296,7 @@ impl Slot {
             unpacked,
             has_chroma: false,
             ref_plane: DevPlane::default(),
+            dis_plane: DevPlane::default(),
             dev_out,
             host_out,
             uploaded,

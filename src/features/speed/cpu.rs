@@ -108,6 +108,106 @@ fn level(p: &LumaPlane, x: usize, y: usize, inv: f32) -> f32 {
     f32::from(p.data[y * p.stride + x]) * inv + -128.0
 }
 
+/// `1 / 2^(bpc - 8)`: multiplying by it is dividing by the power of two, exactly.
+fn inverse_scale(bpc: u32) -> f32 {
+    1.0 / (1u32 << bpc.saturating_sub(8)) as f32
+}
+
+/// The float plane SpEED filters, sample by sample: what libvmaf's float frame buffer
+/// holds before `filter_and_downscale`.
+pub trait Samples {
+    /// Width of the plane.
+    fn width(&self) -> usize;
+    /// Rows of the plane.
+    fn height(&self) -> usize;
+    /// Sample (x, y), `x < width`, `y < height`.
+    fn at(&self, x: usize, y: usize) -> f32;
+    /// Samples `x..x + out.len()` of row `y` (within the plane) into `out`.
+    fn row(&self, y: usize, x: usize, out: &mut [f32]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.at(x + i, y);
+        }
+    }
+}
+
+/// A plane as libvmaf's float buffer holds it ([`level`]): SpEED chroma's input.
+#[derive(Clone, Copy)]
+pub struct Levels<'p, 'a> {
+    plane: &'p LumaPlane<'a>,
+    inv: f32,
+}
+
+impl<'p, 'a> Levels<'p, 'a> {
+    /// `plane`'s samples, scaled by its own depth.
+    pub fn new(plane: &'p LumaPlane<'a>) -> Self {
+        Self::with_depth(plane, plane.bpc)
+    }
+
+    /// `plane`'s samples scaled as `bpc`-bit ones (libvmaf copies the distorted frame of
+    /// `speed_temporal` with the reference's depth).
+    pub fn with_depth(plane: &'p LumaPlane<'a>, bpc: u32) -> Self {
+        Self {
+            plane,
+            inv: inverse_scale(bpc),
+        }
+    }
+}
+
+impl Samples for Levels<'_, '_> {
+    fn width(&self) -> usize {
+        self.plane.width
+    }
+    fn height(&self) -> usize {
+        self.plane.height
+    }
+    #[inline]
+    fn at(&self, x: usize, y: usize) -> f32 {
+        level(self.plane, x, y, self.inv)
+    }
+    #[inline]
+    fn row(&self, y: usize, x: usize, out: &mut [f32]) {
+        let p = self.plane;
+        let src = &p.data[y * p.stride + x..][..out.len()];
+        for (o, &s) in out.iter_mut().zip(src) {
+            *o = f32::from(s) * self.inv + -128.0;
+        }
+    }
+}
+
+/// The difference of two planes' levels, `a - b` in `float` (libvmaf's `subtract_image` of
+/// two float frame buffers): `speed_temporal`'s input, the previous frame less the current.
+/// Both planes have the size of `a`.
+#[derive(Clone, Copy)]
+pub struct Difference<'p, 'a> {
+    /// The minuend.
+    pub a: Levels<'p, 'a>,
+    /// The subtrahend.
+    pub b: Levels<'p, 'a>,
+}
+
+impl Samples for Difference<'_, '_> {
+    fn width(&self) -> usize {
+        self.a.width().min(self.b.width())
+    }
+    fn height(&self) -> usize {
+        self.a.height().min(self.b.height())
+    }
+    #[inline]
+    fn at(&self, x: usize, y: usize) -> f32 {
+        self.a.at(x, y) - self.b.at(x, y)
+    }
+    #[inline]
+    fn row(&self, y: usize, x: usize, out: &mut [f32]) {
+        let (a, b) = (self.a.plane, self.b.plane);
+        let n = out.len();
+        let sa = &a.data[y * a.stride + x..][..n];
+        let sb = &b.data[y * b.stride + x..][..n];
+        for ((o, &u), &v) in out.iter_mut().zip(sa).zip(sb) {
+            *o = (f32::from(u) * self.a.inv + -128.0) - (f32::from(v) * self.b.inv + -128.0);
+        }
+    }
+}
+
 /// The SpEED state for one plane size and option set: filters, rescaling taps and scratch.
 pub struct Speed {
     dims: Dims,
@@ -201,26 +301,50 @@ impl Speed {
     /// [`Speed::plane_score`] with the reference plane's parameters `r` already computed.
     fn score_against(&mut self, r: &Params, distorted: &LumaPlane) -> (f32, bool) {
         let d = self.params(distorted);
+        self.pair_score(r, &d)
+    }
+
+    /// [`Speed::plane_score`] of any two float planes (libvmaf's `speed_extract_score` on
+    /// two float frame buffers, `speed_temporal`'s frame differences), unclipped.
+    pub fn samples_score<R: Samples, D: Samples>(
+        &mut self,
+        reference: &R,
+        distorted: &D,
+    ) -> (f32, bool) {
+        let r = self.params_of(reference);
+        let d = self.params_of(distorted);
+        self.pair_score(&r, &d)
+    }
+
+    /// The score of two planes' parameters: 0 when exactly one covariance was singular.
+    fn pair_score(&self, r: &Params, d: &Params) -> (f32, bool) {
         let score = if r.singular != d.singular {
             0.0
         } else {
-            score(&self.dims, &self.cfg, r, &d)
+            score(&self.dims, &self.cfg, r, d)
         };
         (score, r.singular || d.singular)
     }
 
     /// The decimated, mean-removed plane of `p` (`op_width * op_height`, row-major).
     pub fn downscale(&mut self, p: &LumaPlane) -> &[f32] {
+        self.downscale_samples(&Levels::new(p))
+    }
+
+    /// [`Speed::downscale`] of any float plane `p` of at least `dims.width` x `dims.height`
+    /// samples (read from the top left).
+    pub fn downscale_samples<S: Samples>(&mut self, p: &S) -> &[f32] {
         let d = self.dims;
-        // 1 / 2^(bpc - 8): multiplying by it is dividing by the power of two, exactly.
-        let inv = 1.0 / (1u32 << p.bpc.saturating_sub(8)) as f32;
         let f = &self.antialias;
         let radius = (f.len() / 2) as i64;
         let (sw, sh) = (d.scaled_width, d.scaled_height);
         let direct = !self.cfg.rescales();
         let taps = f.len();
         let mut column = [0f32; 128];
+        let mut samples = [0f32; 128];
         let (mut sy, mut sx) = ([0usize; 128], [0usize; 128]);
+        // Columns whose taps all lie inside the plane, neither mirrored nor clamped.
+        let inside = sw.min(p.width());
         for r in 0..d.op_height {
             let y0 = (r << SCALES) as i64;
             for (t, y) in sy[..taps].iter_mut().enumerate() {
@@ -231,13 +355,34 @@ impl Speed {
                 for (k, x) in sx[..taps].iter_mut().enumerate() {
                     *x = mirror(x0 - radius + k as i64, sw);
                 }
+                let left = x0 - radius;
+                if direct && left >= 0 && left as usize + taps <= inside {
+                    // The vertical pass of the taps columns a row at a time: each column's
+                    // sum over the rows in the same order, so the same value, from
+                    // contiguous samples.
+                    let column = &mut column[..taps];
+                    let row = &mut samples[..taps];
+                    column.iter_mut().for_each(|c| *c = 0.0);
+                    for (&w, &y) in f.iter().zip(&sy[..taps]) {
+                        p.row(y.min(p.height() - 1), left as usize, row);
+                        for (c, &v) in column.iter_mut().zip(row.iter()) {
+                            *c += w * v;
+                        }
+                    }
+                    let mut acc = 0f32;
+                    for (&w, &v) in f.iter().zip(column.iter()) {
+                        acc += w * v;
+                    }
+                    self.plane[r * d.op_width + c] = acc;
+                    continue;
+                }
                 for (out, &x) in column[..taps].iter_mut().zip(&sx[..taps]) {
                     let mut acc = 0f32;
                     for (&w, &y) in f.iter().zip(&sy[..taps]) {
                         let v = if direct {
-                            level(p, x.min(p.width - 1), y.min(p.height - 1), inv)
+                            p.at(x.min(p.width() - 1), y.min(p.height() - 1))
                         } else {
-                            self.scaled(p, x, y, inv)
+                            self.scaled(p, x, y)
                         };
                         acc += w * v;
                     }
@@ -262,10 +407,10 @@ impl Speed {
 
     /// Sample (x, y) of the rescaled plane, as libvmaf's float buffer holds it.
     #[inline]
-    fn scaled(&self, p: &LumaPlane, x: usize, y: usize, inv: f32) -> f32 {
+    fn scaled<S: Samples>(&self, p: &S, x: usize, y: usize) -> f32 {
         let (cx, ry) = (self.cols[x], self.rows[y]);
         if cx.frac == 0.0 && ry.frac == 0.0 && cx.i1 == cx.i2 && ry.i1 == ry.i2 {
-            return level(p, cx.i1 as usize, ry.i1 as usize, inv);
+            return p.at(cx.i1 as usize, ry.i1 as usize);
         }
         let (x1, x2, y1, y2) = (
             cx.i1 as usize,
@@ -274,16 +419,21 @@ impl Speed {
             ry.i2 as usize,
         );
         let (dx, dy) = (cx.frac, ry.frac);
-        (1.0 - dy) * (1.0 - dx) * level(p, x1, y1, inv)
-            + (1.0 - dy) * dx * level(p, x2, y1, inv)
-            + dy * (1.0 - dx) * level(p, x1, y2, inv)
-            + dy * dx * level(p, x2, y2, inv)
+        (1.0 - dy) * (1.0 - dx) * p.at(x1, y1)
+            + (1.0 - dy) * dx * p.at(x2, y1)
+            + dy * (1.0 - dx) * p.at(x1, y2)
+            + dy * dx * p.at(x2, y2)
     }
 
     /// Entropies and variances of `p`'s blocks (libvmaf's `filter_and_downscale` and
     /// `est_params`).
     pub fn params(&mut self, p: &LumaPlane) -> Params {
-        self.downscale(p);
+        self.params_of(&Levels::new(p))
+    }
+
+    /// [`Speed::params`] of any float plane (see [`Speed::downscale_samples`]).
+    pub fn params_of<S: Samples>(&mut self, p: &S) -> Params {
+        self.downscale_samples(p);
         let d = self.dims;
         let k = covariance(&self.plane, d, &mut self.centred);
         let eig = linalg::eigenvalues(&k);

@@ -79,9 +79,13 @@ struct ScoreParams {
 }
 const _: () = assert!(std::mem::size_of::<ScoreParams>() == 16);
 
-/// The SpEED chroma kernels and their scratch for one geometry and option set.
+/// The SpEED chroma kernels and their scratch for one geometry and option set; also SpEED
+/// temporal's ([`SpeedGpu::for_differences`]: two problems of frame differences).
 pub struct SpeedGpu {
+    /// `speed_decimate`, or `speed_decimate_diff` for frame differences.
     decimate: CudaFunction,
+    /// Problems per frame: 4 (Cb and Cr of both frames) or 2 (the two frame differences).
+    problems: usize,
     cov: CudaFunction,
     factor: CudaFunction,
     entropy: CudaFunction,
@@ -130,8 +134,43 @@ impl SpeedGpu {
         bpc: u32,
         cfg: SpeedConfig,
     ) -> Result<Self, CudaError> {
+        Self::build(dev, stream, dims, luma, bpc, cfg, 4)
+    }
+
+    /// SpEED temporal's state: two problems, each the difference of two luma planes of
+    /// `dims` at `bpc` bits ([`SpeedGpu::enqueue_differences`]); `cfg.weight_var_mode` 0.
+    ///
+    /// Errors: as [`SpeedGpu::new`].
+    pub fn for_differences(
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        dims: Dims,
+        bpc: u32,
+        cfg: SpeedConfig,
+    ) -> Result<Self, CudaError> {
+        Self::build(dev, stream, dims, (dims.width, dims.height), bpc, cfg, 2)
+    }
+
+    /// [`SpeedGpu::new`] for `problems` problems (4: chroma planes; 2: frame differences).
+    fn build(
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        dims: Dims,
+        luma: (usize, usize),
+        bpc: u32,
+        cfg: SpeedConfig,
+        problems: usize,
+    ) -> Result<Self, CudaError> {
         let m = dev.modules().get("speed")?;
-        let decimate = function(m, "speed_decimate", "cuModuleGetFunction(speed_decimate)")?;
+        let decimate = if problems == 4 {
+            function(m, "speed_decimate", "cuModuleGetFunction(speed_decimate)")?
+        } else {
+            function(
+                m,
+                "speed_decimate_diff",
+                "cuModuleGetFunction(speed_decimate_diff)",
+            )?
+        };
         let cov = function(m, "speed_cov", "cuModuleGetFunction(speed_cov)")?;
         let factor = function(m, "speed_factor", "cuModuleGetFunction(speed_factor)")?;
         let entropy = function(m, "speed_entropy", "cuModuleGetFunction(speed_entropy)")?;
@@ -146,20 +185,21 @@ impl SpeedGpu {
             table.extend(t.iter().map(|t| t.frac.to_bits()));
         }
         let taps = alloc_copy(stream, &table, "cuMemAlloc(speed rescaling taps)")?;
-        let area = 4 * dims.op_width * dims.op_height;
+        let pr = problems;
+        let area = pr * dims.op_width * dims.op_height;
         let nb = dims.blocks();
         let f32s = |n: usize, what| alloc_zeroed::<f32>(stream, n, what);
         let plane = f32s(area, "cuMemAlloc(speed decimated planes)")?;
         let tmp = f32s(area, "cuMemAlloc(speed local mean)")?;
-        let kmat = f32s(4 * N * N, "cuMemAlloc(speed covariance matrices)")?;
-        let eig = f32s(4 * N, "cuMemAlloc(speed eigenvalues)")?;
-        let ok = alloc_zeroed::<i32>(stream, 4, "cuMemAlloc(speed solve flags)")?;
-        let yterm = f32s(4 * N * nb, "cuMemAlloc(speed independent term)")?;
-        let xsol = f32s(4 * N * nb, "cuMemAlloc(speed solution)")?;
-        let rhs = f32s(4 * N * nb, "cuMemAlloc(speed right-hand side)")?;
-        let ent = f32s(4 * nb, "cuMemAlloc(speed entropies)")?;
-        let var = f32s(4 * nb, "cuMemAlloc(speed variances)")?;
-        let singular = alloc_zeroed::<i32>(stream, 4, "cuMemAlloc(speed singular flags)")?;
+        let kmat = f32s(pr * N * N, "cuMemAlloc(speed covariance matrices)")?;
+        let eig = f32s(pr * N, "cuMemAlloc(speed eigenvalues)")?;
+        let ok = alloc_zeroed::<i32>(stream, pr, "cuMemAlloc(speed solve flags)")?;
+        let yterm = f32s(pr * N * nb, "cuMemAlloc(speed independent term)")?;
+        let xsol = f32s(pr * N * nb, "cuMemAlloc(speed solution)")?;
+        let rhs = f32s(pr * N * nb, "cuMemAlloc(speed right-hand side)")?;
+        let ent = f32s(pr * nb, "cuMemAlloc(speed entropies)")?;
+        let var = f32s(pr * nb, "cuMemAlloc(speed variances)")?;
+        let singular = alloc_zeroed::<i32>(stream, pr, "cuMemAlloc(speed singular flags)")?;
         // The tables' host copy is freed on return: the upload must be done.
         stream
             .synchronize()
@@ -202,6 +242,7 @@ impl SpeedGpu {
         };
         Ok(Self {
             decimate,
+            problems,
             cov,
             factor,
             entropy,
@@ -281,13 +322,61 @@ impl CudaExtractor for SpeedGpu {
                 code: "CUDA_ERROR_INVALID_VALUE".to_owned(),
             });
         }
+        let mut p_out = out.device_ptr_mut(stream).0;
+        self.launch(
+            stream,
+            [
+                c.reference[0],
+                c.distorted[0],
+                c.reference[1],
+                c.distorted[1],
+            ],
+            &mut p_out,
+        )
+    }
+
+    fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {
+        let v = self.scores(words);
+        out.iter_mut().zip(v).for_each(|(o, x)| *o = x);
+    }
+}
+
+impl SpeedGpu {
+    /// SpEED temporal's frame: problem 0 is `planes[0] - planes[1]` (the reference
+    /// difference), problem 1 `planes[2] - planes[3]` (the distorted one), each plane of the
+    /// dims given to [`SpeedGpu::for_differences`] (the caller checks); writes 2 words to
+    /// `out` at `out_ptr`: the score's `f32` bits, and 1 when a covariance was singular.
+    ///
+    /// Errors: [`CudaError::Driver`] for a failed launch, or a state made by
+    /// [`SpeedGpu::new`].
+    pub fn enqueue_differences(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        planes: [DevPlane; 4],
+        out: &mut CudaViewMut<u64>,
+    ) -> Result<(), CudaError> {
+        if self.problems != 2 || out.len() < 2 {
+            return Err(CudaError::Driver {
+                call: "speed enqueue_differences",
+                code: "CUDA_ERROR_INVALID_VALUE".to_owned(),
+            });
+        }
+        let mut p_out = out.device_ptr_mut(stream).0;
+        self.launch(stream, planes, &mut p_out)
+    }
+
+    /// The five launches of one frame on `planes` (4 chroma planes, or the 2 x 2 planes of
+    /// the frame differences), the scores into the words at `p_out` (2 per score).
+    fn launch(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        planes: [DevPlane; 4],
+        p_out: &mut u64,
+    ) -> Result<(), CudaError> {
+        let d = self.dims;
+        let pr = self.problems as u32;
         let mut dp = self.decimate_params;
-        dp.planes = [
-            c.reference[0],
-            c.distorted[0],
-            c.reference[1],
-            c.distorted[1],
-        ];
+        dp.planes = planes;
         let mut sp = self.stats_params;
         let mut scp = self.score_params;
         let mut p_taps = self.taps.device_ptr_mut(stream).0;
@@ -302,18 +391,18 @@ impl CudaExtractor for SpeedGpu {
         let mut p_ent = self.ent.device_ptr_mut(stream).0;
         let mut p_var = self.var.device_ptr_mut(stream).0;
         let mut p_sing = self.singular.device_ptr_mut(stream).0;
-        let mut p_out = out.device_ptr_mut(stream).0;
         let points = (d.op_width * d.op_height) as u32;
-        // SAFETY: speed_decimate(DecimateParams, const u32*, f32*): the four planes hold
-        // width x height samples (checked above; the caller's DevPlane contract), the taps
-        // table 3 * (scaled_w + scaled_h) words, `plane` 4 * op_w * op_h floats (sized at
-        // init for these dims); all outlive the stream's work (the owner synchronises
-        // before freeing).
+        // SAFETY: speed_decimate(_diff)(DecimateParams, const u32*, f32*): the four planes
+        // hold width x height samples (checked by the callers; the DevPlane contract), the
+        // taps table 3 * (scaled_w + scaled_h) words, `plane` problems * op_w * op_h floats
+        // (sized at init for these dims); all outlive the stream's work (the owner
+        // synchronises before freeing). Every per-problem buffer below holds `problems`
+        // problems, as the grids launch.
         unsafe {
             launch(
                 stream,
                 &self.decimate,
-                (points.div_ceil(DECIMATE_THREADS), 4, 1),
+                (points.div_ceil(DECIMATE_THREADS), pr, 1),
                 (DECIMATE_THREADS, 1, 1),
                 &mut [param(&mut dp), param(&mut p_taps), param(&mut p_plane)],
                 "cuLaunchKernel(speed_decimate)",
@@ -323,7 +412,7 @@ impl CudaExtractor for SpeedGpu {
             launch(
                 stream,
                 &self.cov,
-                (4, 1, 1),
+                (pr, 1, 1),
                 (STATS_THREADS, 1, 1),
                 &mut [
                     param(&mut sp),
@@ -339,7 +428,7 @@ impl CudaExtractor for SpeedGpu {
             launch(
                 stream,
                 &self.factor,
-                (8, 1, 1),
+                (2 * pr, 1, 1),
                 (STATS_THREADS, 1, 1),
                 &mut [
                     param(&mut sp),
@@ -357,7 +446,7 @@ impl CudaExtractor for SpeedGpu {
             launch(
                 stream,
                 &self.entropy,
-                (4, 1, 1),
+                (pr, 1, 1),
                 (STATS_THREADS, 1, 1),
                 &mut [
                     param(&mut sp),
@@ -372,26 +461,24 @@ impl CudaExtractor for SpeedGpu {
                 "cuLaunchKernel(speed_entropy)",
             )?;
             // SAFETY: speed_score(ScoreParams, const f32*, const f32*, const i32*, u64*);
-            // `out` holds >= 4 words (checked above).
+            // `out` holds 2 words per score (>= 4 for chroma, >= 2 for the differences,
+            // checked by the callers).
             launch(
                 stream,
                 &self.score,
                 (1, 1, 1),
-                (32, 1, 1),
+                // One thread per score: 2 for chroma (threads past 2 return), 1 for the
+                // frame differences (problems 0 and 1 only).
+                (if pr == 4 { 32 } else { 1 }, 1, 1),
                 &mut [
                     param(&mut scp),
                     param(&mut p_ent),
                     param(&mut p_var),
                     param(&mut p_sing),
-                    param(&mut p_out),
+                    param(p_out),
                 ],
                 "cuLaunchKernel(speed_score)",
             )
         }
-    }
-
-    fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {
-        let v = self.scores(words);
-        out.iter_mut().zip(v).for_each(|(o, x)| *o = x);
     }
 }

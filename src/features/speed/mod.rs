@@ -17,8 +17,9 @@
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/speed.c (`vmaf_fex_speed_chroma`), and
 //! libvmaf/src/feature/vif_tools.c (filters, decimation, rescaling),
-//! libvmaf/src/feature/picture_copy.c (sample to float). The temporal extractor of speed.c
-//! (`speed_temporal`) is not implemented.
+//! libvmaf/src/feature/picture_copy.c (sample to float). The temporal extractor of speed.c,
+//! `speed_temporal`, is [`super::speed_temporal`]: the same filters and fit on luma frame
+//! differences ([`cpu::Difference`]).
 
 pub mod cpu;
 pub mod cuda;
@@ -145,6 +146,15 @@ impl SpeedConfig {
     pub fn from_options(options: &Options) -> Result<Self, String> {
         let names: Vec<&str> = OPTIONS.iter().map(|(n, _)| *n).collect();
         options.only(&names)?;
+        Self::read(options)
+    }
+
+    /// [`SpeedConfig::from_options`] without refusing other options (the caller has checked
+    /// them): each of [`OPTIONS`] read with its range, absent ones at their defaults
+    /// (`speed_temporal` shares all of them but `speed_weight_var_mode`).
+    ///
+    /// Errors: as [`SpeedConfig::from_options`].
+    pub fn read(options: &Options) -> Result<Self, String> {
         let d = Self::default();
         let kernelscale = options.number("speed_kernelscale", d.kernelscale, 0.1..=4.0)?;
         if !KERNELSCALES
