@@ -100,6 +100,15 @@ pub enum FeatureError {
         /// Bit depth received.
         bpc: u32,
     },
+    /// The extractor does not take frames of this kind at all, whatever their size (libvmaf
+    /// refuses them too: `psnr_hvs` on grey frames or above 12 bits).
+    #[error("{feature}: {reason}")]
+    Unsupported {
+        /// Extractor name.
+        feature: &'static str,
+        /// What it refuses and what it takes.
+        reason: String,
+    },
 }
 
 impl FeatureError {
