@@ -24,6 +24,7 @@ pub mod adm;
 pub mod cambi;
 pub mod motion;
 pub mod psnr;
+pub mod psnr_hvs;
 pub mod speed;
 pub mod ssim;
 pub mod ssimulacra2;
@@ -56,6 +57,7 @@ pub static REGISTRY: &[&dyn Feature] = &[
     &ssim::FLOAT_SSIM,
     &ssim::FLOAT_MS_SSIM,
     &ssimulacra2::SSIMULACRA2,
+    &psnr_hvs::PSNR_HVS,
 ];
 
 /// The registered feature named `name` (libvmaf's extractor name, e.g. `"psnr"`).
