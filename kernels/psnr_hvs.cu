@@ -4,11 +4,16 @@
 // the block's arithmetic exactly as the CPU half (src/features/psnr_hvs/cpu.rs) and libvmaf:
 // the same 32-bit integer DCT, single-precision statistics in the same order, every float
 // operation an explicit round-to-nearest intrinsic so that nothing is contracted into an FMA.
-// Only the sum over the blocks differs: libvmaf keeps one running float over the plane, here
-// each block's 64 terms are added in double and the blocks' sums are reduced in double in a
-// fixed order (run to run identical), which the host rounds to float before libvmaf's final
-// divisions.
 //
+// The sum over a plane's terms: libvmaf keeps one running float over the plane (raster order),
+// whose rounding moves 1080p scores by ~1.6e-3 dB from the exact sum. The GPU reproduces it:
+// every term added to a float that starts from an estimate of libvmaf's running sum at the
+// block's start (its increments then round to the same grid as libvmaf's), in two passes (the
+// first starts from the exact prefix sums, the second from the first's float increments); only
+// ties and terms within ~1e-6 of a binade change can round otherwise. All sums are in fixed
+// orders (run to run identical).
+//
+// Launches per frame: psnr_hvs_blocks, psnr_hvs_emulate twice, psnr_hvs_total.
 // Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/third_party/xiph/psnr_hvs.c; host side and
 // oracle: src/features/psnr_hvs/{cuda,cpu}.rs.
 
@@ -175,20 +180,45 @@ __device__ __forceinline__ void load(int32_t (&v)[64], const Plane &p, int bx, i
     }
 }
 
+
+// The sum of `v` over the thread block (THREADS threads), fixed order; thread 0 holds it.
+__device__ __forceinline__ double block_sum(double v, double *scratch) {
+    for (int off = 16; off > 0; off >>= 1) {
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        scratch[threadIdx.x >> 5] = v;
+    }
+    __syncthreads();
+    double t = 0.0;
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int w = 0; w < THREADS / 32; ++w) {
+            t += scratch[w];
+        }
+    }
+    return t;
+}
+
 }  // namespace psnr_hvs_detail
 
 using namespace psnr_hvs_detail;
 
-// One thread per 8x8 block: thread t of block (bx, p) takes block bx * THREADS + t of plane p
-// (raster order) and adds its 64 squared weighted errors in double; the thread block's sum
-// (fixed-order tree) goes to `partial[p * gridDim.x + bx]` (every block writes its word).
+// One thread per 8x8 block: thread t of thread block (j, p) takes 8x8 block b = j * THREADS + t
+// of plane p (raster order, `nb` = gridDim.x * THREADS slots per plane; threads past the
+// plane's blocks give zeros). It writes the block's 64 terms to `terms[(p * 64 + k) * nb + b]`,
+// their double sum (k order) to `bsum[p * nb + b]`, and the thread block's sum of those to
+// `tsum[p * gridDim.x + j]`.
 // Launch: grid ceil(most blocks of a plane / THREADS) x 3, blocks of THREADS threads.
 extern "C" __global__ void __launch_bounds__(THREADS)
-psnr_hvs_blocks(const __grid_constant__ HvsPlanes P, double *__restrict__ partial) {
-    __shared__ double warp_sums[THREADS / 32];
+psnr_hvs_blocks(const __grid_constant__ HvsPlanes P, float *__restrict__ terms,
+                double *__restrict__ bsum, double *__restrict__ tsum) {
+    __shared__ double scratch[THREADS / 32];
     const int p = blockIdx.y;
     const int nx = P.nx[p];
+    const int nb = gridDim.x * THREADS;
     const int b = blockIdx.x * THREADS + threadIdx.x;
+    float *out = terms + (size_t)p * 64 * nb + b;
     double acc = 0.0;
     if (b < nx * P.ny[p]) {
         const int bx = b % nx;
@@ -215,47 +245,95 @@ psnr_hvs_blocks(const __grid_constant__ HvsPlanes P, double *__restrict__ partia
             const float thr = __fdiv_rn(m, divisor[k]);
             const float e = err < thr ? 0.f : __fsub_rn(err, thr);
             const float w = __fmul_rn(e, csf[k]);
-            acc += (double)__fmul_rn(w, w);
+            const float term = __fmul_rn(w, w);
+            out[(size_t)k * nb] = term;
+            acc += (double)term;
+        }
+    } else {
+#pragma unroll 8
+        for (int k = 0; k < 64; ++k) {
+            out[(size_t)k * nb] = 0.f;
         }
     }
-    for (int off = 16; off > 0; off >>= 1) {
-        acc += __shfl_down_sync(0xffffffffu, acc, off);
-    }
-    if ((threadIdx.x & 31) == 0) {
-        warp_sums[threadIdx.x >> 5] = acc;
-    }
-    __syncthreads();
+    bsum[(size_t)p * nb + b] = acc;
+    const double t = block_sum(acc, scratch);
     if (threadIdx.x == 0) {
-        double t = 0.0;
-#pragma unroll
-        for (int w = 0; w < THREADS / 32; ++w) {
-            t += warp_sums[w];
-        }
-        partial[p * gridDim.x + blockIdx.x] = t;
+        tsum[p * gridDim.x + blockIdx.x] = t;
     }
 }
 
-// `out[p]` (a double's bits) = the sum of plane p's `blocks` partial sums, p = 0..2, in a
-// fixed order. Launch: one block of 256 threads.
+// One pass of libvmaf's running float sum: thread t of thread block (j, p) takes 8x8 block
+// b = j * THREADS + t of plane p, estimates the running sum at its start as the prefix of
+// `src` (per block, `src_sum` per thread block, as psnr_hvs_blocks lays them out) rounded to
+// float, adds the block's 64 `terms` to it in float, and writes the float increment to
+// `delta[p * nb + b]` (double, exact) and the thread block's sum of those to
+// `delta_sum[p * gridDim.x + j]`.
+// Launch: as psnr_hvs_blocks.
+extern "C" __global__ void __launch_bounds__(THREADS)
+psnr_hvs_emulate(const float *__restrict__ terms, const double *__restrict__ src,
+                 const double *__restrict__ src_sum, double *__restrict__ delta,
+                 double *__restrict__ delta_sum) {
+    __shared__ double scratch[THREADS / 32];
+    __shared__ double start[THREADS];
+    const int p = blockIdx.y;
+    const int nb = gridDim.x * THREADS;
+    const int j = blockIdx.x;
+    const int b = j * THREADS + threadIdx.x;
+    // The thread blocks before this one, then this one's blocks before each thread's.
+    double before = 0.0;
+    for (int i = threadIdx.x; i < j; i += THREADS) {
+        before += src_sum[p * gridDim.x + i];
+    }
+    start[threadIdx.x] = src[(size_t)p * nb + b];
+    const double base = block_sum(before, scratch);
+    if (threadIdx.x == 0) {
+        double run = base;
+        for (int i = 0; i < THREADS; ++i) {
+            const double v = start[i];
+            start[i] = run;
+            run += v;
+        }
+    }
+    __syncthreads();
+    const float s0 = __double2float_rn(start[threadIdx.x]);
+    float s = s0;
+    const float *in = terms + (size_t)p * 64 * nb + b;
+#pragma unroll 8
+    for (int k = 0; k < 64; ++k) {
+        s = __fadd_rn(s, __ldg(in + (size_t)k * nb));
+    }
+    const double inc = (double)s - (double)s0;
+    delta[(size_t)p * nb + b] = inc;
+    const double t = block_sum(inc, scratch);
+    if (threadIdx.x == 0) {
+        delta_sum[p * gridDim.x + j] = t;
+    }
+}
+
+// `out[p]` = plane p's emulated float sum (the sum of its `delta_sum` words), `out[3 + p]` = its
+// exact double sum (of its `tsum` words), p = 0..2, doubles, fixed order.
+// Launch: one block of 256 threads.
 extern "C" __global__ void __launch_bounds__(256)
-psnr_hvs_total(const double *__restrict__ partial, int32_t blocks, double *__restrict__ out) {
-    __shared__ double scratch[3][256 / 32];
+psnr_hvs_total(const double *__restrict__ delta_sum, const double *__restrict__ tsum,
+               int32_t blocks, double *__restrict__ out) {
+    __shared__ double scratch[6][256 / 32];
     const int tid = threadIdx.x;
 #pragma unroll
-    for (int p = 0; p < 3; ++p) {
+    for (int q = 0; q < 6; ++q) {
+        const double *src = q < 3 ? delta_sum + q * blocks : tsum + (q - 3) * blocks;
         double s = 0.0;
         for (int i = tid; i < blocks; i += 256) {
-            s += partial[p * blocks + i];
+            s += src[i];
         }
         for (int off = 16; off > 0; off >>= 1) {
             s += __shfl_down_sync(0xffffffffu, s, off);
         }
         if ((tid & 31) == 0) {
-            scratch[p][tid >> 5] = s;
+            scratch[q][tid >> 5] = s;
         }
     }
     __syncthreads();
-    if (tid < 3) {
+    if (tid < 6) {
         double t = 0.0;
         for (int w = 0; w < 256 / 32; ++w) {
             t += scratch[tid][w];

@@ -64,10 +64,10 @@ fn masking(c: &[i32; 64], t: &Tables, activity: f32) -> f32 {
     ((f64::from(m * activity)).sqrt() / 32.0) as f32
 }
 
-/// Adds one block pair's squared weighted errors to `sum`, in raster order: reference `s`,
-/// distorted `d` (row-major samples).
+/// One block pair's 64 squared weighted errors in raster order: reference `s`, distorted `d`
+/// (row-major samples).
 #[inline(always)]
-fn block(s: &[i32; 64], d: &[i32; 64], t: &Tables, sum: &mut f32) {
+fn block(s: &[i32; 64], d: &[i32; 64], t: &Tables) -> [f32; 64] {
     let (sa, da) = (activity(s), activity(d));
     let (cs, cd) = (fdct8x8(s), fdct8x8(d));
     let m = masking(&cs, t, sa).max(masking(&cd, t, da));
@@ -80,25 +80,21 @@ fn block(s: &[i32; 64], d: &[i32; 64], t: &Tables, sum: &mut f32) {
         let w = e * t.csf[k];
         terms[k] = w * w;
     }
-    for x in terms {
-        *sum += x;
-    }
+    terms
 }
 
-/// libvmaf's score of one plane pair ([`plane_score`]: >= 0, 0 for identical planes, NaN
-/// when `size` holds no 8x8 block) with the weights `t`. `size`: the part of the planes read
-/// (their top-left `width` x `height`; clamped to both planes' own size). Sample values are
-/// the planes' own, at `reference.bpc` bits (at most 12 for libvmaf's arithmetic).
-pub fn plane(
+/// Calls `f` with the 64 squared weighted errors (raster order) of every 8x8 block pair of the
+/// top-left `w` x `h` of two planes (at most their size), blocks in raster order; returns the
+/// number of blocks. [`plane`] adds them into one running `f32`.
+#[inline(always)]
+pub fn for_blocks(
     reference: &LumaPlane,
     distorted: &LumaPlane,
-    size: (usize, usize),
+    (w, h): (usize, usize),
     t: &Tables,
-) -> f64 {
-    let w = size.0.min(reference.width).min(distorted.width);
-    let h = size.1.min(reference.height).min(distorted.height);
+    mut f: impl FnMut(&[f32; 64]),
+) -> usize {
     let (nx, ny) = (blocks(w), blocks(h));
-    let mut sum = 0.0f32;
     let mut s = [0i32; 64];
     let mut d = [0i32; 64];
     for by in 0..ny {
@@ -115,8 +111,69 @@ pub fn plane(
                     d[8 * i + j] = i32::from(dr[j]);
                 }
             }
-            block(&s, &d, t, &mut sum);
+            f(&block(&s, &d, t));
         }
     }
-    plane_score(sum, nx * ny, reference.bpc)
+    nx * ny
+}
+
+/// The size read of two planes: `size` clamped to both.
+fn clamp(reference: &LumaPlane, distorted: &LumaPlane, size: (usize, usize)) -> (usize, usize) {
+    (
+        size.0.min(reference.width).min(distorted.width),
+        size.1.min(reference.height).min(distorted.height),
+    )
+}
+
+/// The sum [`plane`] takes the score of, in another order and precision: each block's 64
+/// terms added in `f64` (raster order), the blocks' sums added in `f64` in raster order; and
+/// the number of blocks. The GPU half sums this way but for the order of the blocks' sums,
+/// so its sums equal this one's to within `f64` rounding (its tests compare the two).
+pub fn plane_sum_f64(
+    reference: &LumaPlane,
+    distorted: &LumaPlane,
+    size: (usize, usize),
+    t: &Tables,
+) -> (f64, usize) {
+    let mut sum = 0.0f64;
+    let n = for_blocks(
+        reference,
+        distorted,
+        clamp(reference, distorted, size),
+        t,
+        |terms| {
+            let mut b = 0.0f64;
+            for &x in terms {
+                b += f64::from(x);
+            }
+            sum += b;
+        },
+    );
+    (sum, n)
+}
+
+/// libvmaf's score of one plane pair ([`plane_score`]: >= 0, 0 for identical planes, NaN
+/// when `size` holds no 8x8 block) with the weights `t`. `size`: the part of the planes read
+/// (their top-left `width` x `height`; clamped to both planes' own size). Sample values are
+/// the planes' own, at `reference.bpc` bits (at most 12 for libvmaf's arithmetic).
+pub fn plane(
+    reference: &LumaPlane,
+    distorted: &LumaPlane,
+    size: (usize, usize),
+    t: &Tables,
+) -> f64 {
+    // libvmaf's running f32 sum over every term of the plane, in raster order.
+    let mut sum = 0.0f32;
+    let n = for_blocks(
+        reference,
+        distorted,
+        clamp(reference, distorted, size),
+        t,
+        |terms| {
+            for &x in terms {
+                sum += x;
+            }
+        },
+    );
+    plane_score(sum, n, reference.bpc)
 }
