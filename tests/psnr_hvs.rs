@@ -71,7 +71,8 @@ impl Pair {
 }
 
 /// The oracle's ffmpeg converting the raw `src` (`w`x`h`, `from`) to `to`, cropped to
-/// `cw`x`ch`, written to the temporary file `name` (made once per test process).
+/// `crop` (or, larger than `src`, scaled to it with bicubic), written to the temporary file
+/// `name` (made once per test process).
 fn convert(
     src: &Path,
     (w, h): (usize, usize),
@@ -91,7 +92,11 @@ fn convert(
             "-i".to_owned(),
             src.display().to_string(),
             "-vf".to_owned(),
-            format!("crop={}:{}:0:0:exact=1", crop.0, crop.1),
+            if crop.0 > w {
+                format!("scale={}:{}:flags=bicubic", crop.0, crop.1)
+            } else {
+                format!("crop={}:{}:0:0:exact=1", crop.0, crop.1)
+            },
             "-pix_fmt".to_owned(),
             to.to_owned(),
             "-f".to_owned(),
@@ -132,6 +137,8 @@ fn pairs() -> Vec<Pair> {
         (p8, "yuv420p", "yuv420p", (575, 323)),
         (p10, "yuv420p10le", "yuv422p10le", (575, 323)),
         (p10, "yuv420p10le", "yuv444p12le", (573, 321)),
+        // Where libvmaf's running float sum over a plane strays ~2e-3 dB from the exact sum.
+        (p8, "yuv420p", "yuv420p", (1920, 1080)),
     ];
     for (src, from, to, (w, h)) in made_from {
         let name = |side: &str| format!("psnr_hvs_{side}_{w}x{h}_{to}.yuv");

@@ -464,3 +464,104 @@ impl CudaExtractor for PsnrHvsCuda {
         out.iter_mut().zip(v).for_each(|(o, x)| *o = x);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::XorShift;
+    use crate::video::frame::LumaPlane;
+
+    fn geometry(w: usize, h: usize, bpc: u32, chroma: Option<(usize, usize)>) -> Geometry {
+        Geometry {
+            chroma,
+            ..Geometry::luma(w, h, bpc)
+        }
+    }
+
+    /// The DCT is orthonormal to within rounding: a flat block's DC is 8 times its value and
+    /// every other coefficient 0; the energy of a random block is kept to within 1%.
+    #[test]
+    fn dct_is_nearly_orthonormal() {
+        let flat = fdct8x8(&[100; 64]);
+        assert_eq!(flat[0], 800);
+        assert!(flat[1..].iter().all(|&c| c == 0), "{flat:?}");
+        let mut rng = XorShift(0x1234_5678_9abc_def1);
+        for _ in 0..100 {
+            let x: [i32; 64] = std::array::from_fn(|_| (rng.next_u64() % 4096) as i32);
+            let y = fdct8x8(&x);
+            let ex: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+            let ey: f64 = y.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+            assert!((ey / ex - 1.0).abs() < 0.01, "{ex} {ey}");
+        }
+    }
+
+    #[test]
+    fn block_counts_step_by_seven() {
+        assert_eq!(blocks(7), 0);
+        assert_eq!(blocks(8), 1);
+        assert_eq!(blocks(14), 1);
+        assert_eq!(blocks(15), 2);
+        // 1920: corners 0, 7, ..., 1911 = 7 * 273 (the last block ends at 1918).
+        assert_eq!(blocks(1920), 274);
+    }
+
+    /// Identical planes score 0 (+inf dB); a distorted one a finite positive score.
+    #[test]
+    fn identical_planes_score_zero() {
+        let mut rng = XorShift(77);
+        let (w, h) = (37, 29);
+        let a: Vec<u16> = (0..w * h).map(|_| (rng.next_u64() % 1024) as u16).collect();
+        let b: Vec<u16> = a.iter().map(|&v| v ^ 3).collect();
+        let (pa, pb) = (
+            LumaPlane::packed(&a, w, h, 10).unwrap(),
+            LumaPlane::packed(&b, w, h, 10).unwrap(),
+        );
+        let t = Tables::new(0);
+        assert_eq!(cpu::plane(&pa, &pa, (w, h), &t), 0.0);
+        assert_eq!(db(0.0), f64::INFINITY);
+        let s = cpu::plane(&pa, &pb, (w, h), &t);
+        assert!(s > 0.0 && s.is_finite(), "{s}");
+        let (exact, n) = cpu::plane_sum_f64(&pa, &pb, (w, h), &t);
+        assert_eq!(n, blocks(w) * blocks(h));
+        assert!((plane_score(exact as f32, n, 10) / s - 1.0).abs() < 1e-5);
+    }
+
+    /// What libvmaf refuses, and planes without a whole block.
+    #[test]
+    fn check_refuses_grey_deep_and_tiny_frames() {
+        let i = PsnrHvsInstance { chroma: true };
+        assert!(i.check(&geometry(16, 16, 8, Some((8, 8)))).is_ok());
+        assert!(i.check(&geometry(8, 8, 12, Some((8, 8)))).is_ok());
+        let e = i.check(&geometry(64, 64, 16, Some((32, 32)))).unwrap_err();
+        assert!(matches!(e, FeatureError::Unsupported { .. }), "{e}");
+        assert!(e.to_string().contains("at most 12 bits"), "{e}");
+        let grey = PsnrHvsInstance { chroma: false };
+        let e = grey.check(&geometry(64, 64, 8, None)).unwrap_err();
+        assert!(e.to_string().contains("chroma planes"), "{e}");
+        // 4:2:0 15x15: chroma 8x8 in GStreamer, 7x7 as libvmaf reads it.
+        let e = i.check(&geometry(15, 15, 8, Some((8, 8)))).unwrap_err();
+        assert_eq!(
+            e,
+            FeatureError::FrameTooSmall {
+                feature: FEATURE,
+                width: 15,
+                height: 15,
+                min_width: 16,
+                min_height: 16,
+            }
+        );
+        // 4:2:2 and 4:4:4.
+        assert!(i.check(&geometry(16, 8, 8, Some((8, 8)))).is_ok());
+        assert!(i.check(&geometry(8, 8, 8, Some((8, 8)))).is_ok());
+        assert!(i.check(&geometry(7, 8, 8, Some((7, 8)))).is_err());
+        assert!(i.cpu(&geometry(15, 15, 8, Some((8, 8)))).is_err());
+    }
+
+    #[test]
+    fn no_options() {
+        assert!(PSNR_HVS.configure(&Options::new(), true).is_ok());
+        let mut o = Options::new();
+        o.set("enable_chroma", super::super::OptionValue::Bool(false));
+        assert!(PSNR_HVS.configure(&o, true).is_err());
+    }
+}
