@@ -5,7 +5,7 @@
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/third_party/xiph/psnr_hvs.c.
 
-use super::{blocks, fdct8x8, plane_score, Tables, STEP};
+use super::{blocks, fdct8, plane_score, Tables, STEP};
 use crate::video::frame::LumaPlane;
 
 /// `1 / 63 * 64` and `1 / 15 * 16` as libvmaf's `float` constants: the unbiased variance
@@ -13,80 +13,160 @@ use crate::video::frame::LumaPlane;
 pub(super) const VAR64: f32 = 1.0 / 63.0 * 64.0;
 pub(super) const VAR16: f32 = 1.0 / 15.0 * 16.0;
 
+/// Blocks scored side by side, one per SIMD lane (the arithmetic of each lane is the scalar
+/// arithmetic of one block, in the same order).
+const LANES: usize = 8;
+
 /// The quadrant (0..4) of sample `k` of an 8x8 block: `(row >= 4) + 2 * (column >= 4)`.
 #[inline(always)]
 const fn quadrant(k: usize) -> usize {
     (k >> 5) + 2 * ((k >> 2) & 1)
 }
 
-/// A block's activity: the sum of its four 4x4 quadrants' variances over the whole block's
-/// variance (both unbiased, in `f32`, summed in raster order), 0 for a flat block. It scales
-/// the block's masking energy.
+/// `N` blocks' activity: the sum of each block's four 4x4 quadrants' variances over the whole
+/// block's variance (both unbiased, in `f32`, summed in raster order), 0 for a flat block. It
+/// scales the block's masking energy. `v[k][lane]`: sample `k` (raster order) of each block.
 #[inline(always)]
-fn activity(v: &[i32; 64]) -> f32 {
+fn activity<const N: usize>(v: &[[i32; N]; 64]) -> [f32; N] {
     // Integer sums are exact, as libvmaf's float sums of at most 64 12-bit samples are.
-    let mut total = 0i32;
-    let mut quad = [0i32; 4];
-    for (k, &x) in v.iter().enumerate() {
-        total += x;
-        quad[quadrant(k)] += x;
+    let mut total = [0i32; N];
+    let mut quad = [[0i32; N]; 4];
+    for (k, x) in v.iter().enumerate() {
+        let q = &mut quad[quadrant(k)];
+        for l in 0..N {
+            total[l] += x[l];
+            q[l] += x[l];
+        }
     }
-    let mean = total as f32 / 64.0;
-    let means = quad.map(|q| q as f32 / 16.0);
-    let mut var = 0.0f32;
-    let mut vars = [0.0f32; 4];
-    for (k, &x) in v.iter().enumerate() {
-        let x = x as f32;
-        let a = x - mean;
-        var += a * a;
+    let mean = total.map(|t| t as f32 / 64.0);
+    let means = quad.map(|q| q.map(|s| s as f32 / 16.0));
+    let mut var = [0.0f32; N];
+    let mut vars = [[0.0f32; N]; 4];
+    for (k, x) in v.iter().enumerate() {
         let q = quadrant(k);
-        let b = x - means[q];
-        vars[q] += b * b;
+        for l in 0..N {
+            let x = x[l] as f32;
+            let a = x - mean[l];
+            var[l] += a * a;
+            let b = x - means[q][l];
+            vars[q][l] += b * b;
+        }
     }
-    let var = var * VAR64;
-    let vars = vars.map(|s| s * VAR16);
-    if var > 0.0 {
-        (vars[0] + vars[1] + vars[2] + vars[3]) / var
-    } else {
-        var
+    std::array::from_fn(|l| {
+        let var = var[l] * VAR64;
+        let sum = vars[0][l] * VAR16 + vars[1][l] * VAR16 + vars[2][l] * VAR16 + vars[3][l] * VAR16;
+        if var > 0.0 {
+            sum / var
+        } else {
+            var
+        }
+    })
+}
+
+/// The 8x8 integer DCT ([`super::fdct8x8`]) of `N` blocks in place: down each column, then
+/// along each row.
+#[inline(always)]
+fn dct<const N: usize>(v: &mut [[i32; N]; 64]) {
+    for c in 0..8 {
+        let col = fdct8(std::array::from_fn(|k| v[8 * k + c]));
+        for (k, x) in col.into_iter().enumerate() {
+            v[8 * k + c] = x;
+        }
+    }
+    for r in 0..8 {
+        let row = fdct8(std::array::from_fn(|k| v[8 * r + k]));
+        v[8 * r..8 * r + 8].copy_from_slice(&row);
     }
 }
 
-/// A block's masking threshold scale: `sqrt(sum of the AC coefficients' squares times their
-/// masking weights * activity) / 32`, the sum in `f32` in raster order.
+/// `N` blocks' masking threshold scales: `sqrt(sum of the AC coefficients' squares times their
+/// masking weights * activity) / 32`, the sum in `f32` in raster order. (libvmaf takes the
+/// root in `f64` of the `f32` product and rounds it to `f32`: the correctly rounded `f32`
+/// root, which `f32::sqrt` is.)
 #[inline(always)]
-fn masking(c: &[i32; 64], t: &Tables, activity: f32) -> f32 {
-    let mut m = 0.0f32;
+fn masking<const N: usize>(c: &[[i32; N]; 64], t: &Tables, activity: [f32; N]) -> [f32; N] {
+    let mut m = [0.0f32; N];
     // mask[0] is 0: the DC term adds nothing, as libvmaf's loop skipping it.
-    for k in 0..64 {
-        m += c[k].wrapping_mul(c[k]) as f32 * t.mask[k];
+    for (x, &w) in c.iter().zip(&t.mask) {
+        for l in 0..N {
+            m[l] += x[l].wrapping_mul(x[l]) as f32 * w;
+        }
     }
-    ((f64::from(m * activity)).sqrt() / 32.0) as f32
+    std::array::from_fn(|l| (m[l] * activity[l]).sqrt() / 32.0)
 }
 
-/// One block pair's 64 squared weighted errors in raster order: reference `s`, distorted `d`
-/// (row-major samples).
+/// `N` block pairs' 64 squared weighted errors each (`out[k][lane]`, raster order):
+/// reference `s`, distorted `d` as [`activity`] takes them; `s` and `d` are transformed in
+/// place.
 #[inline(always)]
-fn block(s: &[i32; 64], d: &[i32; 64], t: &Tables) -> [f32; 64] {
+fn block_terms<const N: usize>(
+    s: &mut [[i32; N]; 64],
+    d: &mut [[i32; N]; 64],
+    t: &Tables,
+    out: &mut [[f32; N]; 64],
+) {
     let (sa, da) = (activity(s), activity(d));
-    let (cs, cd) = (fdct8x8(s), fdct8x8(d));
-    let m = masking(&cs, t, sa).max(masking(&cd, t, da));
-    let mut terms = [0.0f32; 64];
+    dct(s);
+    dct(d);
+    let (ms, md) = (masking(s, t, sa), masking(d, t, da));
+    let m: [f32; N] = std::array::from_fn(|l| if md[l] > ms[l] { md[l] } else { ms[l] });
     for k in 0..64 {
-        let err = cs[k].wrapping_sub(cd[k]).wrapping_abs() as f32;
-        // The DC's divisor is +inf: its threshold is 0 and its error is kept whole.
-        let thr = m / t.divisor[k];
-        let e = if err < thr { 0.0 } else { err - thr };
-        let w = e * t.csf[k];
-        terms[k] = w * w;
+        for l in 0..N {
+            let err = s[k][l].wrapping_sub(d[k][l]).wrapping_abs() as f32;
+            // The DC's divisor is +inf: its threshold is 0 and its error is kept whole.
+            let thr = m[l] / t.divisor[k];
+            let e = if err < thr { 0.0 } else { err - thr };
+            let w = e * t.csf[k];
+            out[k][l] = w * w;
+        }
     }
-    terms
+}
+
+/// One row of 8x8 blocks (top row `y`, `nx` blocks) of two planes: calls `f` with each
+/// block's terms, left to right; [`LANES`] blocks at a time.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "x86_64+sse4.1"
+))]
+fn block_row(
+    reference: &LumaPlane,
+    distorted: &LumaPlane,
+    y: usize,
+    nx: usize,
+    t: &Tables,
+    f: &mut dyn FnMut(&[f32; 64]),
+) {
+    let mut s = [[0i32; LANES]; 64];
+    let mut d = [[0i32; LANES]; 64];
+    let mut out = [[0.0f32; LANES]; 64];
+    let mut terms = [0.0f32; 64];
+    for bx0 in (0..nx).step_by(LANES) {
+        let n = LANES.min(nx - bx0);
+        for i in 0..8 {
+            let (rr, dr) = (reference.row(y + i), distorted.row(y + i));
+            for l in 0..LANES {
+                // Lanes past the row's end repeat its last block (their terms are dropped).
+                let x = STEP * (bx0 + l.min(n - 1));
+                for j in 0..8 {
+                    s[8 * i + j][l] = i32::from(rr[x + j]);
+                    d[8 * i + j][l] = i32::from(dr[x + j]);
+                }
+            }
+        }
+        block_terms(&mut s, &mut d, t, &mut out);
+        for l in 0..n {
+            for (x, o) in terms.iter_mut().zip(&out) {
+                *x = o[l];
+            }
+            f(&terms);
+        }
+    }
 }
 
 /// Calls `f` with the 64 squared weighted errors (raster order) of every 8x8 block pair of the
 /// top-left `w` x `h` of two planes (at most their size), blocks in raster order; returns the
 /// number of blocks. [`plane`] adds them into one running `f32`.
-#[inline(always)]
 pub fn for_blocks(
     reference: &LumaPlane,
     distorted: &LumaPlane,
@@ -95,24 +175,8 @@ pub fn for_blocks(
     mut f: impl FnMut(&[f32; 64]),
 ) -> usize {
     let (nx, ny) = (blocks(w), blocks(h));
-    let mut s = [0i32; 64];
-    let mut d = [0i32; 64];
     for by in 0..ny {
-        let y = by * STEP;
-        for bx in 0..nx {
-            let x = bx * STEP;
-            for i in 0..8 {
-                let (rr, dr) = (
-                    &reference.row(y + i)[x..x + 8],
-                    &distorted.row(y + i)[x..x + 8],
-                );
-                for j in 0..8 {
-                    s[8 * i + j] = i32::from(rr[j]);
-                    d[8 * i + j] = i32::from(dr[j]);
-                }
-            }
-            f(&block(&s, &d, t));
-        }
+        block_row(reference, distorted, by * STEP, nx, t, &mut f);
     }
     nx * ny
 }
@@ -176,4 +240,54 @@ pub fn plane(
         },
     );
     plane_score(sum, n, reference.bpc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::XorShift;
+
+    /// Eight blocks side by side give each block's terms as one block alone, bit for bit, and
+    /// the in-place DCT is [`super::super::fdct8x8`].
+    #[test]
+    fn lanes_equal_single_blocks() {
+        let mut rng = XorShift(0xdead_beef_1234_5678);
+        let t = Tables::new(1);
+        for bits in [8u32, 10, 12] {
+            let mask = (1u64 << bits) - 1;
+            let mut s = [[0i32; LANES]; 64];
+            let mut d = [[0i32; LANES]; 64];
+            for k in 0..64 {
+                for l in 0..LANES {
+                    s[k][l] = (rng.next_u64() & mask) as i32;
+                    // Lane 3 flat, lane 5 undistorted.
+                    if l == 3 {
+                        s[k][l] = 77;
+                    }
+                    let noise = (rng.next_u64() % 9) as i32 - 4;
+                    d[k][l] = if l == 5 {
+                        s[k][l]
+                    } else {
+                        (s[k][l] + noise).max(0)
+                    };
+                }
+            }
+            let mut out = [[0.0f32; LANES]; 64];
+            let (mut s8, mut d8) = (s, d);
+            block_terms(&mut s8, &mut d8, &t, &mut out);
+            for l in 0..LANES {
+                let mut s1: [[i32; 1]; 64] = std::array::from_fn(|k| [s[k][l]]);
+                let mut d1: [[i32; 1]; 64] = std::array::from_fn(|k| [d[k][l]]);
+                let plain: [i32; 64] = std::array::from_fn(|k| s[k][l]);
+                let mut one = [[0.0f32; 1]; 64];
+                block_terms(&mut s1, &mut d1, &t, &mut one);
+                let dct = super::super::fdct8x8(&plain);
+                for k in 0..64 {
+                    assert_eq!(one[k][0].to_bits(), out[k][l].to_bits(), "lane {l} k {k}");
+                    assert_eq!(s1[k][0], dct[k]);
+                }
+            }
+            assert!(out.iter().all(|o| o[5] == 0.0));
+        }
+    }
 }

@@ -138,69 +138,80 @@ impl Tables {
     }
 }
 
-/// Halves `a`, rounding towards zero (Daala's `OD_DCT_RSHIFT(a, 1)`).
+/// Halves `a`, rounding towards zero (Daala's `OD_DCT_RSHIFT(a, 1)`), lane by lane.
 #[inline(always)]
-fn half(a: i32) -> i32 {
-    (((a as u32) >> 31) as i32).wrapping_add(a) >> 1
+fn half<const N: usize>(a: [i32; N]) -> [i32; N] {
+    a.map(|a| (((a as u32) >> 31) as i32).wrapping_add(a) >> 1)
 }
 
-/// `(a * m + 2^(s-1)) >> s` in wrapping 32-bit arithmetic: one lifting step's rounded
-/// fixed-point product.
+/// `(a * m + 2^(s-1)) >> s` in wrapping 32-bit arithmetic, lane by lane: one lifting step's
+/// rounded fixed-point product.
 #[inline(always)]
-fn lift(a: i32, m: i32, s: u32) -> i32 {
-    a.wrapping_mul(m).wrapping_add(1 << (s - 1)) >> s
+fn lift<const N: usize>(a: [i32; N], m: i32, s: u32) -> [i32; N] {
+    a.map(|a| a.wrapping_mul(m).wrapping_add(1 << (s - 1)) >> s)
 }
 
-/// Daala's 8-point integer type-II DCT (`od_bin_fdct8`): lifting steps in 32-bit integers,
-/// orthonormal to within rounding (the DC output is about `sum / sqrt(8)`). Inputs of up to
-/// 12 bits (or their first-pass outputs) cannot overflow; the arithmetic wraps otherwise.
+#[inline(always)]
+fn add<const N: usize>(a: [i32; N], b: [i32; N]) -> [i32; N] {
+    std::array::from_fn(|l| a[l].wrapping_add(b[l]))
+}
+
+#[inline(always)]
+fn sub<const N: usize>(a: [i32; N], b: [i32; N]) -> [i32; N] {
+    std::array::from_fn(|l| a[l].wrapping_sub(b[l]))
+}
+
+/// Daala's 8-point integer type-II DCT (`od_bin_fdct8`) of `N` independent vectors side by
+/// side (`x[k][lane]`: input `k` of each): lifting steps in 32-bit integers, orthonormal to
+/// within rounding (the DC output is about `sum / sqrt(8)`). Inputs of up to 12 bits (or
+/// their first-pass outputs) cannot overflow; the arithmetic wraps otherwise.
 /// Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/third_party/xiph/psnr_hvs.c.
 #[inline(always)]
-pub fn fdct8(x: [i32; 8]) -> [i32; 8] {
+pub fn fdct8<const N: usize>(x: [[i32; N]; 8]) -> [[i32; N]; 8] {
     // The inputs in the order of the butterflies.
     let (mut t0, mut t4, mut t2, mut t6) = (x[0], x[1], x[2], x[3]);
     let (mut t7, mut t3, mut t5, mut t1) = (x[4], x[5], x[6], x[7]);
     // Sum / difference pairs.
-    t1 = t0.wrapping_sub(t1);
+    t1 = sub(t0, t1);
     let t1h = half(t1);
-    t0 = t0.wrapping_sub(t1h);
-    t4 = t4.wrapping_add(t5);
+    t0 = sub(t0, t1h);
+    t4 = add(t4, t5);
     let t4h = half(t4);
-    t5 = t5.wrapping_sub(t4h);
-    t3 = t2.wrapping_sub(t3);
-    t2 = t2.wrapping_sub(half(t3));
-    t6 = t6.wrapping_add(t7);
+    t5 = sub(t5, t4h);
+    t3 = sub(t2, t3);
+    t2 = sub(t2, half(t3));
+    t6 = add(t6, t7);
     let t6h = half(t6);
-    t7 = t6h.wrapping_sub(t7);
+    t7 = sub(t6h, t7);
     // The even half: a 4-point DCT.
-    t0 = t0.wrapping_add(t6h);
-    t6 = t0.wrapping_sub(t6);
-    t2 = t4h.wrapping_sub(t2);
-    t4 = t2.wrapping_sub(t4);
+    t0 = add(t0, t6h);
+    t6 = sub(t0, t6);
+    t2 = sub(t4h, t2);
+    t4 = sub(t2, t4);
     // Its 2-point DCT (a pi/4 rotation in three lifts).
-    t0 = t0.wrapping_sub(lift(t4, 13573, 15));
-    t4 = t4.wrapping_add(lift(t0, 11585, 14));
-    t0 = t0.wrapping_sub(lift(t4, 13573, 15));
+    t0 = sub(t0, lift(t4, 13573, 15));
+    t4 = add(t4, lift(t0, 11585, 14));
+    t0 = sub(t0, lift(t4, 13573, 15));
     // Its 2-point DST-IV (a 3pi/8 rotation).
-    t6 = t6.wrapping_sub(lift(t2, 21895, 15));
-    t2 = t2.wrapping_add(lift(t6, 15137, 14));
-    t6 = t6.wrapping_sub(lift(t2, 21895, 15));
+    t6 = sub(t6, lift(t2, 21895, 15));
+    t2 = add(t2, lift(t6, 15137, 14));
+    t6 = sub(t6, lift(t2, 21895, 15));
     // The odd half: a 4-point DST-IV.
-    t3 = t3.wrapping_add(lift(t5, 19195, 15));
-    t5 = t5.wrapping_add(lift(t3, 11585, 14));
-    t3 = t3.wrapping_sub(lift(t5, 7489, 13));
-    t7 = half(t5).wrapping_sub(t7);
-    t5 = t5.wrapping_sub(t7);
-    t3 = t1h.wrapping_sub(t3);
-    t1 = t1.wrapping_sub(t3);
+    t3 = add(t3, lift(t5, 19195, 15));
+    t5 = add(t5, lift(t3, 11585, 14));
+    t3 = sub(t3, lift(t5, 7489, 13));
+    t7 = sub(half(t5), t7);
+    t5 = sub(t5, t7);
+    t3 = sub(t1h, t3);
+    t1 = sub(t1, t3);
     // pi/16 rotation.
-    t7 = t7.wrapping_add(lift(t1, 3227, 15));
-    t1 = t1.wrapping_sub(lift(t7, 6393, 15));
-    t7 = t7.wrapping_add(lift(t1, 3227, 15));
+    t7 = add(t7, lift(t1, 3227, 15));
+    t1 = sub(t1, lift(t7, 6393, 15));
+    t7 = add(t7, lift(t1, 3227, 15));
     // 3pi/16 rotation.
-    t5 = t5.wrapping_add(lift(t3, 2485, 13));
-    t3 = t3.wrapping_sub(lift(t5, 18205, 15));
-    t5 = t5.wrapping_add(lift(t3, 2485, 13));
+    t5 = add(t5, lift(t3, 2485, 13));
+    t3 = sub(t3, lift(t5, 18205, 15));
+    t5 = add(t5, lift(t3, 2485, 13));
     [t0, t1, t2, t3, t4, t5, t6, t7]
 }
 
@@ -211,13 +222,17 @@ pub fn fdct8(x: [i32; 8]) -> [i32; 8] {
 pub fn fdct8x8(x: &[i32; 64]) -> [i32; 64] {
     let mut z = [0i32; 64];
     for c in 0..8 {
-        let col = fdct8(std::array::from_fn(|k| x[8 * k + c]));
-        z[8 * c..8 * c + 8].copy_from_slice(&col);
+        let col = fdct8::<1>(std::array::from_fn(|k| [x[8 * k + c]]));
+        for (k, v) in col.into_iter().enumerate() {
+            z[8 * c + k] = v[0];
+        }
     }
     let mut y = [0i32; 64];
     for i in 0..8 {
-        let row = fdct8(std::array::from_fn(|k| z[8 * k + i]));
-        y[8 * i..8 * i + 8].copy_from_slice(&row);
+        let row = fdct8::<1>(std::array::from_fn(|k| [z[8 * k + i]]));
+        for (k, v) in row.into_iter().enumerate() {
+            y[8 * i + k] = v[0];
+        }
     }
     y
 }
