@@ -419,7 +419,7 @@ fn gpu_psnr_hvs_matches_cpu() {
         &dev,
         &stream,
         "synthetic 1920x1080 8-bit",
-        &[hd8.clone()],
+        std::slice::from_ref(&hd8),
         Layout::U8 { pad: 0 },
     );
     run_case(

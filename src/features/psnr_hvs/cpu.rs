@@ -8,9 +8,9 @@
 use super::{blocks, fdct8, plane_score, Tables, STEP};
 use crate::video::frame::LumaPlane;
 
-/// `1 / 63 * 64` and `1 / 15 * 16` as libvmaf's `float` constants: the unbiased variance
-/// factors of 64 and 16 samples.
+/// `1 / 63 * 64` as libvmaf's `float` constant: the unbiased variance factor of 64 samples.
 pub(super) const VAR64: f32 = 1.0 / 63.0 * 64.0;
+/// `1 / 15 * 16` as libvmaf's `float` constant: the unbiased variance factor of 16 samples.
 pub(super) const VAR16: f32 = 1.0 / 15.0 * 16.0;
 
 /// Blocks scored side by side, one per SIMD lane (the arithmetic of each lane is the scalar
