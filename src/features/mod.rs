@@ -24,6 +24,7 @@ pub mod adm;
 pub mod cambi;
 pub mod motion;
 pub mod psnr;
+pub mod psnr_hvs;
 pub mod speed;
 pub mod speed_temporal;
 pub mod ssim;
@@ -58,6 +59,7 @@ pub static REGISTRY: &[&dyn Feature] = &[
     &ssim::FLOAT_MS_SSIM,
     &ssimulacra2::SSIMULACRA2,
     &speed_temporal::SPEED_TEMPORAL,
+    &psnr_hvs::PSNR_HVS,
 ];
 
 /// The registered feature named `name` (libvmaf's extractor name, e.g. `"psnr"`).

@@ -100,14 +100,15 @@ pub enum FeatureError {
         /// Bit depth received.
         bpc: u32,
     },
-    /// The feature cannot be scored in this mode (`speed_temporal`, which reads the previous
-    /// distorted frame, in a ladder).
-    #[error("{feature}: {what}")]
+    /// The extractor does not take frames of this kind, or not in this mode, whatever their
+    /// size (libvmaf refuses them too: `psnr_hvs` on grey frames or above 12 bits;
+    /// `speed_temporal`, which reads the previous distorted frame, in a ladder).
+    #[error("{feature}: {reason}")]
     Unsupported {
         /// Extractor name.
         feature: &'static str,
-        /// What is not supported, and why.
-        what: &'static str,
+        /// What it refuses and what it takes.
+        reason: String,
     },
 }
 

@@ -376,8 +376,9 @@ impl CpuBackend {
         if let Some(i) = layout.previous_distorted_reader() {
             return Err(FeatureError::Unsupported {
                 feature: i.feature().name(),
-                what: "reads the previous distorted frame, which a ladder does not keep: \
-                       not scored in a ladder",
+                reason: "reads the previous distorted frame, which a ladder does not keep: \
+                         not scored in a ladder"
+                    .to_owned(),
             });
         }
         let mut backend = Self::new(layout, geometry)?;
