@@ -74,9 +74,30 @@ impl FloatMotion {
 
 /// libvmaf's `vmaf_image_sad_c` (without the scale-1 term): per row an `f32` sum of
 /// `|a - b|` from the left, the rows' sums added in order, divided by `w * h` in `f32`.
+/// Eight rows are summed side by side (eight independent chains of the same additions, so
+/// the same bits, without waiting on each addition in turn).
 pub fn mean_abs_diff(a: &[f32], b: &[f32], w: usize, h: usize) -> f32 {
+    const ROWS: usize = 8;
     let mut acc = 0.0f32;
-    for (ra, rb) in a.chunks_exact(w).zip(b.chunks_exact(w)).take(h) {
+    let (a, b) = (&a[..w * h], &b[..w * h]);
+    let mut blocks_a = a.chunks_exact(w * ROWS);
+    let mut blocks_b = b.chunks_exact(w * ROWS);
+    for (ba, bb) in (&mut blocks_a).zip(&mut blocks_b) {
+        let mut lines = [0.0f32; ROWS];
+        for j in 0..w {
+            for (r, line) in lines.iter_mut().enumerate() {
+                *line += (ba[r * w + j] - bb[r * w + j]).abs();
+            }
+        }
+        for line in lines {
+            acc += line;
+        }
+    }
+    for (ra, rb) in blocks_a
+        .remainder()
+        .chunks_exact(w)
+        .zip(blocks_b.remainder().chunks_exact(w))
+    {
         let mut line = 0.0f32;
         for (&x, &y) in ra.iter().zip(rb) {
             line += (x - y).abs();
@@ -124,6 +145,33 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn interleaved_sum_equals_row_by_row() {
+        let mut seed = 3u32;
+        for (w, h) in [(3, 3), (5, 8), (7, 17), (64, 9)] {
+            let mut next = || {
+                seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+                (seed >> 8) as f32 / 65536.0 - 128.0
+            };
+            let a: Vec<f32> = (0..w * h).map(|_| next()).collect();
+            let b: Vec<f32> = (0..w * h).map(|_| next()).collect();
+            let mut acc = 0.0f32;
+            for i in 0..h {
+                let mut line = 0.0f32;
+                for j in 0..w {
+                    line += (a[i * w + j] - b[i * w + j]).abs();
+                }
+                acc += line;
+            }
+            let want = acc / (w * h) as f32;
+            assert_eq!(
+                mean_abs_diff(&a, &b, w, h).to_bits(),
+                want.to_bits(),
+                "{w}x{h}"
+            );
+        }
     }
 
     #[test]
