@@ -6,6 +6,11 @@
 //! odd-sized 575x323 crop. The values are read from the element's log, so the names and the
 //! log path are covered too.
 //!
+//! A model file with non-default options of both features (key suffixes included) is
+//! checked against libvmaf with the same file. Where a CUDA GPU is usable (`gpu_tests`; the
+//! GPU host runs it with `--include-ignored`), `backend=cuda` is checked against
+//! `backend=cpu` on all of it.
+//!
 //! `cargo test --release --test float_vif -- --nocapture` prints the largest deviation per
 //! key and format.
 
@@ -257,4 +262,185 @@ fn float_vif_and_float_motion_match_libvmaf_3_2_0() {
         }
     }
     eprintln!("\n{}\n\nlargest: {worst:.2e}\n", table.join("\n"));
+}
+
+/// A VMAF model reading float VIF and float motion with non-default options (libvmaf's
+/// `vmaf_v0.6.1neg` with its VIF and motion names swapped for the float ones; VIF: gain limit
+/// 1, kernel scale 0.5, sigma_nsq 1.5, scale-2 floor 0.95; motion: fps weight 2, blend
+/// factor 0.5, offset 3, the 3-tap filter), written once per test process.
+fn options_model() -> PathBuf {
+    made("fvif_options_model.json", |out| {
+        let models = reference_dir().join("../models/vmaf_v0.6.1neg.json");
+        let text = std::fs::read_to_string(&models).expect("read vmaf_v0.6.1neg.json");
+        let mut m: serde_json::Value = serde_json::from_str(&text).expect("model JSON");
+        let md = &mut m["model_dict"];
+        let names: Vec<serde_json::Value> = md["feature_names"]
+            .as_array()
+            .expect("feature_names")
+            .iter()
+            .map(|n| {
+                let n = n.as_str().expect("name");
+                n.replace("VMAF_integer_feature_vif", "VMAF_feature_vif")
+                    .replace("VMAF_integer_feature_motion2", "VMAF_feature_motion2")
+                    .into()
+            })
+            .collect();
+        md["feature_names"] = names.into();
+        let vif = serde_json::json!({"vif_enhn_gain_limit": 1.0, "vif_kernelscale": 0.5,
+            "vif_sigma_nsq": 1.5, "vif_scale2_min_val": 0.95});
+        let motion = serde_json::json!({"motion_fps_weight": 2.0, "motion_blend_factor": 0.5,
+            "motion_blend_offset": 3.0, "motion_filter_size": 3});
+        md["feature_opts_dicts"] = serde_json::json!([
+            {"adm_enhn_gain_limit": 1.0}, motion, vif, vif, vif, vif
+        ]);
+        std::fs::write(out, m.to_string()).expect("write the model");
+    })
+}
+
+/// The options (and their key suffixes, `vif_scale0_egl_1_ks_0.5_s2miv_0.95_snsq_1.5`,
+/// `motion2_mbf_0.5_mbo_3_mfs_3_mfw_2`, ...) through a model file, against libvmaf 3.2.0
+/// with the same file: every key libvmaf logs (VMAF included) within 1e-4.
+#[test]
+fn options_through_a_model_match_libvmaf_3_2_0() {
+    let model = options_model();
+    let pairs = reference_pairs();
+    let mut table = vec!["| content | key | max abs deviation |".to_owned()];
+    for p in [&pairs[0], &pairs[2]] {
+        let c = Content {
+            tag: format!("src01 {}x{} options", p.width, p.height),
+            w: p.width as usize,
+            h: p.height as usize,
+            pix_fmt: "yuv420p",
+            reference: p.reference.clone(),
+            distorted: p.distorted.clone(),
+        };
+        let log = temp_path(&format!("fvif_opts_oracle_{}.json", c.w));
+        let size = format!("{}x{}", c.w, c.h);
+        let filter = format!(
+            "[0:v][1:v]libvmaf=model=path={}:log_fmt=json:log_path={}",
+            model.display(),
+            log.display()
+        );
+        let status = Command::new(oracle_ffmpeg())
+            .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-y"])
+            .args(["-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", &size, "-i"])
+            .arg(&c.distorted)
+            .args(["-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", &size, "-i"])
+            .arg(&c.reference)
+            .args(["-lavfi", &filter, "-f", "null", "-"])
+            .status()
+            .expect("run the oracle ffmpeg");
+        assert!(status.success(), "libvmaf failed with the options model");
+        let theirs = libvmaf_frames(&log);
+        let ours_log = temp_path(&format!("fvif_opts_ours_{}.json", c.w));
+        let desc = format!(
+            "vmafcompare name=cmp backend=cpu model=\"{}\" results-location=\"{}\" ! fakesink {} {}",
+            model.display(),
+            ours_log.display(),
+            branch(&c, &c.reference, "reference"),
+            branch(&c, &c.distorted, "distorted"),
+        );
+        let out = run(&desc, LONG);
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert_eq!(out.frames.len(), theirs.len());
+        let keys: Vec<String> = theirs[0].keys().cloned().collect();
+        assert!(keys
+            .iter()
+            .any(|k| k == "vif_scale0_egl_1_ks_0.5_s2miv_0.95_snsq_1.5"));
+        assert!(keys
+            .iter()
+            .any(|k| k == "motion2_mbf_0.5_mbo_3_mfs_3_mfw_2"));
+        for key in &keys {
+            let mut dmax = 0.0f64;
+            for (i, (t, o)) in theirs.iter().zip(&out.frames).enumerate() {
+                let t = t[key].as_f64().expect("libvmaf value");
+                let o = if key == "vmaf" {
+                    o.vmaf
+                } else {
+                    o.get(key)
+                        .unwrap_or_else(|| panic!("{key} in the frame message"))
+                };
+                let d = (o - t).abs();
+                assert!(d <= TOL, "{} frame {i}: {key} {o} vs libvmaf {t}", c.tag);
+                dmax = dmax.max(d);
+            }
+            if key.starts_with("vif_") || key.starts_with("motion") || key == "vmaf" {
+                table.push(format!("| {} | {key} | {dmax:.2e} |", c.tag));
+            }
+        }
+    }
+    eprintln!("\n{}\n", table.join("\n"));
+}
+
+/// `backend=cuda` against `backend=cpu`: every key of every frame of every content (and of
+/// the options model on the 576x324 pair) within 1e-5; prints the largest difference per
+/// content.
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn cuda_equals_cpu() {
+    if gpu_device().is_none() {
+        return;
+    }
+    let frames = |c: &Content, backend: &str, what: &str| {
+        let desc = format!(
+            "vmafcompare name=cmp backend={backend} {what} ! fakesink {} {}",
+            branch(c, &c.reference, "reference"),
+            branch(c, &c.distorted, "distorted"),
+        );
+        let out = run(&desc, LONG);
+        assert!(
+            out.errors.is_empty(),
+            "{} {backend}: {:?}",
+            c.tag,
+            out.errors
+        );
+        assert_eq!(
+            out.summary.as_ref().map(|s| s.backend.as_str()),
+            Some(backend)
+        );
+        out.frames
+    };
+    let model = options_model();
+    let with_model = format!("model=\"{}\"", model.display());
+    let mut table = vec!["| content | frames | max abs cuda - cpu |".to_owned()];
+    let mut worst = 0.0f64;
+    for c in contents() {
+        let mut runs = vec![("float_vif,float_motion", "features=float_vif,float_motion")];
+        if c.w == 576 && c.pix_fmt == "yuv420p" {
+            runs.push(("options model", with_model.as_str()));
+        }
+        for (label, what) in runs {
+            let (cpu, gpu) = (frames(&c, "cpu", what), frames(&c, "cuda", what));
+            assert_eq!(cpu.len(), gpu.len());
+            let mut dmax = 0.0f64;
+            for (i, (a, b)) in cpu.iter().zip(&gpu).enumerate() {
+                for (k, v) in &a.metrics {
+                    if !(k.starts_with("vif_") || k.starts_with("motion")) {
+                        continue;
+                    }
+                    let g = b.get(k).unwrap_or_else(|| panic!("{k} on cuda"));
+                    let d = (v - g).abs();
+                    assert!(
+                        d <= 1e-5,
+                        "{} {label} frame {i}: {k} cpu {v} cuda {g}",
+                        c.tag
+                    );
+                    dmax = dmax.max(d);
+                }
+            }
+            worst = worst.max(dmax);
+            table.push(format!(
+                "| {} ({label}) | {} | {dmax:.2e} |",
+                c.tag,
+                cpu.len()
+            ));
+        }
+    }
+    eprintln!(
+        "\n{}\n\nlargest cuda - cpu: {worst:.2e}\n",
+        table.join("\n")
+    );
 }

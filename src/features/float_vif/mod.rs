@@ -515,6 +515,28 @@ mod tests {
     }
 
     #[test]
+    fn float_model_names_map_to_the_outputs() {
+        let find = |name: &str| {
+            crate::features::REGISTRY
+                .iter()
+                .find_map(|f| f.model_output(name).map(|o| (f.name(), o)))
+        };
+        for i in 0..SCALES {
+            let want = (FEATURE, format!("vif_scale{i}"));
+            assert_eq!(
+                find(&format!("VMAF_feature_vif_scale{i}_score")),
+                Some(want)
+            );
+        }
+        let motion2 = find("VMAF_feature_motion2_score");
+        assert_eq!(motion2, Some(("float_motion", "motion2".to_owned())));
+        assert_eq!(
+            find("VMAF_integer_feature_vif_scale0_score"),
+            Some(("vif", "integer_vif_scale0".to_owned()))
+        );
+    }
+
+    #[test]
     fn small_planes_are_refused() {
         let inst = FloatVifInstance::default();
         let e = inst
