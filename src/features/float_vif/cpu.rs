@@ -274,6 +274,11 @@ impl FloatVif {
             out.num[s] = f64::from(num);
             out.den[s] = f64::from(den);
         }
+        // Three swaps (one per scale after the first, SCALES even): put the full-size buffers
+        // back where the next frame's levels go.
+        const _: () = assert!(SCALES % 2 == 0);
+        std::mem::swap(&mut self.a, &mut self.na);
+        std::mem::swap(&mut self.b, &mut self.nb);
         Ok(out)
     }
 
@@ -343,5 +348,138 @@ impl FloatVif {
             acc_den += row_den;
         }
         (acc_num, acc_den)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{statistic, FloatVifConfig, SCALES};
+    use super::*;
+
+    /// libvmaf's separable filter on whole planes, written from its edge formula: the
+    /// vertical sums of `f(a, b)` per tap, then the horizontal sums.
+    fn naive_filter(
+        f: &[f32],
+        (a, b): (&[f32], &[f32]),
+        w: usize,
+        h: usize,
+        tap: impl Fn(f32, f32) -> f32,
+    ) -> Vec<f32> {
+        let r = f.len() as isize / 2;
+        let m = |i: isize, n: usize| -> usize {
+            let n = n as isize;
+            (if i < 0 {
+                -i
+            } else if i >= n {
+                2 * n - i - 2
+            } else {
+                i
+            }) as usize
+        };
+        let mut tmp = vec![0.0f32; w * h];
+        for i in 0..h {
+            for j in 0..w {
+                let mut acc = 0.0f32;
+                for (k, &fk) in f.iter().enumerate() {
+                    let y = m(i as isize - r + k as isize, h);
+                    acc += fk * tap(a[y * w + j], b[y * w + j]);
+                }
+                tmp[i * w + j] = acc;
+            }
+        }
+        let mut out = vec![0.0f32; w * h];
+        for i in 0..h {
+            for j in 0..w {
+                let mut acc = 0.0f32;
+                for (k, &fk) in f.iter().enumerate() {
+                    acc += fk * tmp[i * w + m(j as isize - r + k as isize, w)];
+                }
+                out[i * w + j] = acc;
+            }
+        }
+        out
+    }
+
+    /// `compute_vif` as libvmaf lays it out (whole filtered planes, `vif_dec2_s`).
+    fn naive_vif(cfg: &FloatVifConfig, a: &[f32], b: &[f32], w: usize, h: usize) -> Scales {
+        let p = cfg.stat_params();
+        let (mut a, mut b, mut w, mut h) = (a.to_vec(), b.to_vec(), w, h);
+        let mut out = Scales::default();
+        for s in 0..SCALES {
+            let f = cfg.filter(s);
+            if s > 0 {
+                let mu1 = naive_filter(&f, (&a, &b), w, h, |x, _| x);
+                let mu2 = naive_filter(&f, (&a, &b), w, h, |_, z| z);
+                let (nw, nh) = (w / 2, h / 2);
+                let dec = |m: &[f32]| -> Vec<f32> {
+                    (0..nh)
+                        .flat_map(|i| (0..nw).map(move |j| (i, j)))
+                        .map(|(i, j)| m[2 * i * w + 2 * j])
+                        .collect()
+                };
+                a = dec(&mu1);
+                b = dec(&mu2);
+                w = nw;
+                h = nh;
+            }
+            let mu1 = naive_filter(&f, (&a, &b), w, h, |x, _| x);
+            let mu2 = naive_filter(&f, (&a, &b), w, h, |_, z| z);
+            let xx = naive_filter(&f, (&a, &b), w, h, |x, _| x * x);
+            let yy = naive_filter(&f, (&a, &b), w, h, |_, z| z * z);
+            let xy = naive_filter(&f, (&a, &b), w, h, |x, z| x * z);
+            let (mut num, mut den) = (0.0f32, 0.0f32);
+            for i in 0..h {
+                let (mut rn, mut rd) = (0.0f32, 0.0f32);
+                for j in 0..w {
+                    let k = i * w + j;
+                    let (n, d) = statistic(mu1[k], mu2[k], xx[k], yy[k], xy[k], &p);
+                    rn += n;
+                    rd += d;
+                }
+                num += rn;
+                den += rd;
+            }
+            out.num[s] = f64::from(num);
+            out.den[s] = f64::from(den);
+        }
+        out
+    }
+
+    #[test]
+    fn streamed_rows_equal_whole_planes() {
+        let mut seed = 99u32;
+        let mut next = |bpc: u32| {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            ((seed >> 8) % (1 << bpc)) as u16
+        };
+        let half = FloatVifConfig {
+            kernelscale: 0.5,
+            ..FloatVifConfig::default()
+        };
+        for cfg in [FloatVifConfig::default(), half] {
+            for (w, h, bpc) in [(16, 16, 8), (17, 23, 10), (40, 33, 8), (31, 64, 12)] {
+                let n = w * h;
+                let r: Vec<u16> = (0..n).map(|_| next(bpc)).collect();
+                // A distortion correlated with the reference: a gain and noise.
+                let d: Vec<u16> = r
+                    .iter()
+                    .map(|&v| ((v as u32 * 7 / 8) as u16).saturating_add(next(bpc) % 16))
+                    .map(|v| v.min(((1u32 << bpc) - 1) as u16))
+                    .collect();
+                let (pr, pd) = (
+                    LumaPlane::packed(&r, w, h, bpc).expect("plane"),
+                    LumaPlane::packed(&d, w, h, bpc).expect("plane"),
+                );
+                let mut v = FloatVif::new(w, h, bpc, cfg.clone()).expect("new");
+                let got = v.compute(&pr, &pd).expect("compute");
+                let again = v.compute(&pr, &pd).expect("compute");
+                let (mut fa, mut fb) = (Vec::new(), Vec::new());
+                to_float(&pr, &mut fa);
+                to_float(&pd, &mut fb);
+                let want = naive_vif(&cfg, &fa, &fb, w, h);
+                assert_eq!(got, want, "{w}x{h}@{bpc} ks {}", cfg.kernelscale);
+                assert_eq!(again, want, "second frame");
+            }
+        }
     }
 }
