@@ -276,7 +276,7 @@ impl FloatVif {
         }
         // Three swaps (one per scale after the first, SCALES even): put the full-size buffers
         // back where the next frame's levels go.
-        const _: () = assert!(SCALES % 2 == 0);
+        const _: () = assert!(SCALES.is_multiple_of(2));
         std::mem::swap(&mut self.a, &mut self.na);
         std::mem::swap(&mut self.b, &mut self.nb);
         Ok(out)
