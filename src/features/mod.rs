@@ -22,6 +22,8 @@
 
 pub mod adm;
 pub mod cambi;
+pub mod float_motion;
+pub mod float_vif;
 pub mod motion;
 pub mod psnr;
 pub mod psnr_hvs;
@@ -55,6 +57,8 @@ pub static REGISTRY: &[&dyn Feature] = &[
     &adm::ADM,
     &motion::MOTION,
     &vif::VIF,
+    &float_motion::FLOAT_MOTION,
+    &float_vif::FLOAT_VIF,
     &ssim::FLOAT_SSIM,
     &ssim::FLOAT_MS_SSIM,
     &ssimulacra2::SSIMULACRA2,
