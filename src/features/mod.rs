@@ -22,6 +22,7 @@
 
 pub mod adm;
 pub mod cambi;
+pub mod float_adm;
 pub mod motion;
 pub mod psnr;
 pub mod speed;
@@ -51,6 +52,7 @@ pub static REGISTRY: &[&dyn Feature] = &[
     &cambi::CAMBI,
     &speed::SPEED_CHROMA,
     &adm::ADM,
+    &float_adm::FLOAT_ADM,
     &motion::MOTION,
     &vif::VIF,
     &ssim::FLOAT_SSIM,
