@@ -12,7 +12,7 @@
 //   float_adm_dwt_s0 / _s123   one thread per coefficient of the scale's bands: the db2 DWT
 //                              of reference and distorted, the approximation bands (next
 //                              scale's input), and inside the extended region the decoupling
-//                              and CSF (restored r, additive a, their |x|/30 weights), inside
+//                              and CSF (restored r, additive a), inside
 //                              the scored region the denominator terms |rf * ref|^p.
 //   float_adm_cm               one block per row of the scored region: the masking threshold
 //                              of each coefficient from its 3x3 neighbourhood, the masked DLM
@@ -23,7 +23,9 @@
 //
 // Plane storage: every band plane of a scale is its bands' width x height, row pitch = width,
 // `plane_len` floats apart in the multi-plane buffer `bands`:
-//   0..2 r (h, v, d), 3..5 a, 6..8 |r|/30, 9..11 |a|/30, 12..14 denominator terms.
+//   0..2 r (h, v, d), 3..5 a (both CSF-weighted), 6..8 denominator terms. The masking's
+// neighbour weights |x|/30 are recomputed from r and a where read (the same f32 product
+// libvmaf stores), which halves what the first kernel writes.
 
 #include <stdint.h>
 
@@ -160,7 +162,7 @@ __device__ __forceinline__ void dwt_body(const S &ref, const S &dis, float *__re
         const float o[3] = {rh, rv, rd};
 #pragma unroll
         for (int b = 0; b < 3; ++b) {
-            bands[(12 + b) * plane_len + k] = pnorm(fabsf(__fmul_rn(rf[b], o[b])), cube, p);
+            bands[(6 + b) * plane_len + k] = pnorm(fabsf(__fmul_rn(rf[b], o[b])), cube, p);
         }
     }
     if (i < q[Q_EXT] || i >= q[Q_EXT + 1] || j < q[Q_EXT + 2] || j >= q[Q_EXT + 3]) {
@@ -181,8 +183,6 @@ __device__ __forceinline__ void dwt_body(const S &ref, const S &dis, float *__re
         const float ca = __fmul_rn(rf[b], __fsub_rn(t[b], r));
         bands[b * plane_len + k] = cr;
         bands[(3 + b) * plane_len + k] = ca;
-        bands[(6 + b) * plane_len + k] = __fmul_rn(0.0333333351f, fabsf(cr));
-        bands[(9 + b) * plane_len + k] = __fmul_rn(0.0333333351f, fabsf(ca));
     }
 }
 
@@ -209,19 +209,23 @@ extern "C" __global__ void float_adm_dwt_s123(const float *__restrict__ src_ref,
     dwt_body(r, d, a_ref, a_dis, bands, plane_len, q, f);
 }
 
-// One band's threshold term: 8 neighbour weights and the centre's |c| / 15, libvmaf's order.
-__device__ __forceinline__ float band_thr(const float *__restrict__ wt, const float *__restrict__ c,
-                                          int w, int up, int i, int dn, int jm, int j, int jp) {
-    const float *u = wt + (int64_t)up * w, *m = wt + (int64_t)i * w, *n = wt + (int64_t)dn * w;
-    float s = u[jm];
-    s = __fadd_rn(s, u[j]);
-    s = __fadd_rn(s, u[jp]);
-    s = __fadd_rn(s, m[jm]);
-    s = __fadd_rn(s, __fmul_rn(0.0666666701f, fabsf(c[(int64_t)i * w + j])));
-    s = __fadd_rn(s, m[jp]);
-    s = __fadd_rn(s, n[jm]);
-    s = __fadd_rn(s, n[j]);
-    return __fadd_rn(s, n[jp]);
+// Neighbour weight of a CSF-weighted coefficient in the masking threshold (|x| / 30).
+__device__ __forceinline__ float wt(float x) { return __fmul_rn(0.0333333351f, fabsf(x)); }
+
+// One band's threshold term of the masker plane `c`: the 8 neighbours' weights and the
+// centre's |c| / 15, in libvmaf's order.
+__device__ __forceinline__ float band_thr(const float *__restrict__ c, int w, int up, int i,
+                                          int dn, int jm, int j, int jp) {
+    const float *u = c + (int64_t)up * w, *m = c + (int64_t)i * w, *n = c + (int64_t)dn * w;
+    float s = wt(u[jm]);
+    s = __fadd_rn(s, wt(u[j]));
+    s = __fadd_rn(s, wt(u[jp]));
+    s = __fadd_rn(s, wt(m[jm]));
+    s = __fadd_rn(s, __fmul_rn(0.0666666701f, fabsf(m[j])));
+    s = __fadd_rn(s, wt(m[jp]));
+    s = __fadd_rn(s, wt(n[jm]));
+    s = __fadd_rn(s, wt(n[j]));
+    return __fadd_rn(s, wt(n[jp]));
 }
 
 extern "C" __global__ void __launch_bounds__(CM_THREADS)
@@ -249,17 +253,15 @@ extern "C" __global__ void __launch_bounds__(CM_THREADS)
         if (!bypass) {
 #pragma unroll
             for (int b = 0; b < 3; ++b) {
-                thr_dlm = __fadd_rn(thr_dlm, band_thr(bands + (9 + b) * plane_len,
-                                                      bands + (3 + b) * plane_len, w, up, i, dn,
-                                                      jm, j, jp));
-                thr_aim = __fadd_rn(thr_aim, band_thr(bands + (6 + b) * plane_len,
-                                                      bands + b * plane_len, w, up, i, dn, jm, j,
-                                                      jp));
+                thr_dlm = __fadd_rn(thr_dlm, band_thr(bands + (3 + b) * plane_len, w, up, i,
+                                                      dn, jm, j, jp));
+                thr_aim = __fadd_rn(thr_aim,
+                                    band_thr(bands + b * plane_len, w, up, i, dn, jm, j, jp));
             }
         }
 #pragma unroll
         for (int b = 0; b < 3; ++b) {
-            acc[b] += bands[(12 + b) * plane_len + k];
+            acc[b] += bands[(6 + b) * plane_len + k];
             const float xr = fmaxf(__fsub_rn(fabsf(bands[b * plane_len + k]), thr_dlm), 0.0f);
             const float xa = fmaxf(__fsub_rn(fabsf(bands[(3 + b) * plane_len + k]), thr_aim), 0.0f);
             acc[3 + b] += pnorm(xr, cube, p);

@@ -269,6 +269,20 @@ fn branch(p: &Pair, file: &Path, pad: &str) -> String {
     )
 }
 
+/// The metric names of a JSON log's first frame, in the order written.
+fn first_keys(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).expect("read log");
+    let start = text.find("\"metrics\"").expect("metrics");
+    let body = &text[start + 9..];
+    let body = &body[..body.find('}').expect("end of metrics")];
+    body.split('"')
+        .collect::<Vec<_>>()
+        .chunks(2)
+        .filter_map(|c| c.get(1).map(|k| k.to_string()))
+        .filter(|k| !k.trim_start().starts_with(':'))
+        .collect()
+}
+
 /// Every format through the element: each key within 1e-4 of libvmaf in the frame message
 /// and the log.
 #[test]
@@ -278,6 +292,7 @@ fn float_adm_matches_libvmaf_3_2_0_cpu() {
     for p in pairs() {
         let tag = p.tag.replace(' ', "_");
         let theirs = oracle(&p, &["name=float_adm".to_owned()], &tag);
+        let theirs_log = temp_path(&format!("float_adm_oracle_{tag}.json"));
         let log = temp_path(&format!("float_adm_ours_{tag}.json"));
         let desc = format!(
             "vmafcompare name=cmp backend=cpu features=float_adm results-location=\"{}\" ! \
@@ -291,6 +306,17 @@ fn float_adm_matches_libvmaf_3_2_0_cpu() {
         assert_eq!(out.frames.len(), p.frames, "{}", p.tag);
         assert_eq!(theirs.len(), p.frames, "{}", p.tag);
         let logged = libvmaf_frames(&log);
+        // libvmaf's key order: the extra extractor after the model's ADM, motion and VIF.
+        let (ours, want) = (first_keys(&log), first_keys(&theirs_log));
+        let common = |a: &[String], b: &[String]| -> Vec<String> {
+            a.iter().filter(|k| b.contains(k)).cloned().collect()
+        };
+        assert_eq!(
+            common(&ours, &want),
+            common(&want, &ours),
+            "{}: log key order",
+            p.tag
+        );
         for key in KEYS {
             let mut dmax = 0.0f64;
             for (i, t) in theirs.iter().enumerate() {

@@ -23,7 +23,7 @@ use crate::cuda::plane::DevPlane;
 /// Values per scale (and per row): den h, v, d, DLM h, v, d, AIM h, v, d.
 const VALUES: usize = 9;
 /// Band planes in the multi-plane buffer (`kernels/float_adm.cu`, "Plane storage").
-const PLANES: usize = 15;
+const PLANES: usize = 9;
 /// Integer and float parameters per scale (`INT_PARAMS`, `FLOAT_PARAMS` in the kernel).
 const INT_PARAMS: usize = 16;
 const FLOAT_PARAMS: usize = 8;
@@ -95,7 +95,7 @@ impl FloatAdmGpu {
 
     /// Loads the kernels from `module` (the PTX of `kernels/float_adm.cu`) and allocates the
     /// scratch for `width` x `height` luma planes of `bpc` bits with the options `cfg`, on
-    /// `stream`: 19 floats per scale-0 coefficient (39 MB at 1920x1080).
+    /// `stream`: 13 floats per scale-0 coefficient (27 MB at 1920x1080).
     ///
     /// Errors: `Driver` (`CUDA_ERROR_INVALID_VALUE`) for a frame below 17x17 or a `bpc`
     /// outside `8..=16`; `Driver` naming the kernel when the module lacks it; `OutOfMemory` /
