@@ -43,18 +43,17 @@ struct Pair {
     frames: usize,
 }
 
-/// `src` (a raw `pix_fmt_in` file of `w` x `h`) converted with `vf` (or none) to `pix_fmt`.
+/// `src` (a raw `pix_fmt_in` file of `w` x `h`) converted by ffmpeg to `pix_fmt`.
 fn convert(
     src: &Path,
     (w, h): (usize, usize),
     pix_fmt_in: &str,
-    vf: &str,
     pix_fmt: &str,
     name: &str,
 ) -> PathBuf {
     made(name, |out| {
         let size = format!("{w}x{h}");
-        let mut args = vec![
+        ffmpeg(&[
             "-f",
             "rawvideo",
             "-pix_fmt",
@@ -63,12 +62,12 @@ fn convert(
             &size,
             "-i",
             src.to_str().unwrap(),
-        ];
-        if !vf.is_empty() {
-            args.extend(["-vf", vf]);
-        }
-        args.extend(["-pix_fmt", pix_fmt, "-f", "rawvideo", out.to_str().unwrap()]);
-        ffmpeg(&args);
+            "-pix_fmt",
+            pix_fmt,
+            "-f",
+            "rawvideo",
+            out.to_str().unwrap(),
+        ]);
     })
 }
 
@@ -109,66 +108,23 @@ fn pairs() -> Vec<Pair> {
             frames: 48,
         },
     ];
-    let derived: [(
-        &str,
-        &Pair,
-        &str,
-        &str,
-        &'static str,
-        &'static str,
-        (usize, usize),
-    ); 3] = [
-        (
-            "576x324 420p12",
-            &v[1],
-            "yuv420p10le",
-            "",
-            "yuv420p12le",
-            "i420-12le",
-            (576, 324),
-        ),
-        (
-            "576x324 422p8",
-            &v[0],
-            "yuv420p",
-            "",
-            "yuv422p",
-            "y42b",
-            (576, 324),
-        ),
-        (
-            "576x324 444p10",
-            &v[1],
-            "yuv420p10le",
-            "",
-            "yuv444p10le",
-            "y444-10le",
-            (576, 324),
-        ),
+    // (tag, source pair, target pix_fmt, GStreamer nick): ffmpeg's conversions.
+    let derived = [
+        ("576x324 420p12", 1, "yuv420p12le", "i420-12le"),
+        ("576x324 422p8", 0, "yuv422p", "y42b"),
+        ("576x324 444p10", 1, "yuv444p10le", "y444-10le"),
     ];
     let mut more = Vec::new();
-    for (tag, base, fin, vf, fout, nick, (w, h)) in derived {
+    for (tag, base, fout, nick) in derived {
+        let base = &v[base];
+        let fin = base.pix_fmt;
         let name = |side: &str| format!("float_adm_{side}_{}.yuv", tag.replace(' ', "_"));
         more.push(Pair {
             tag: tag.into(),
-            reference: convert(
-                &base.reference,
-                (base.w, base.h),
-                fin,
-                vf,
-                fout,
-                &name("ref"),
-            ),
-            distorted: convert(
-                &base.distorted,
-                (base.w, base.h),
-                fin,
-                vf,
-                fout,
-                &name("dis"),
-            ),
-            w,
-            h,
+            reference: convert(&base.reference, (base.w, base.h), fin, fout, &name("ref")),
+            distorted: convert(&base.distorted, (base.w, base.h), fin, fout, &name("dis")),
+            w: base.w,
+            h: base.h,
             pix_fmt: fout,
             nick,
             frames: base.frames,

@@ -298,7 +298,8 @@ fn adm_native_csf(lambda: usize, nvd: f64, rdh: i64, diagonal: bool) -> f32 {
 }
 
 /// Barten's CSF as simplified in HDR-VDP-2 (`barten_csf`), at level `lambda`, luminance
-/// `lum` (cd/m2) and gain `scale`.
+/// `lum` (cd/m2) and gain `scale`. libvmaf's `f32` literals are kept as written.
+#[allow(clippy::excessive_precision)]
 fn barten_csf(lambda: usize, nvd: f64, rdh: i64, lum: f64, scale: f64) -> f32 {
     const ANCHORS: [f32; 6] = [0.002, 0.02, 0.2, 2.0, 20.0, 150.0];
     const PARAMS: [[f32; 5]; 6] = [

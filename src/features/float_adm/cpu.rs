@@ -129,13 +129,7 @@ fn dwt(
 #[inline(always)]
 fn restore(o: f32, t: f32, angle: bool, gain: f64) -> f32 {
     let k = divs(t, o + 1e-30);
-    let k = if k < 0.0 {
-        0.0
-    } else if k > 1.0 {
-        1.0
-    } else {
-        k
-    };
+    let k = k.clamp(0.0, 1.0);
     let r = k * o;
     if angle && r > 0.0 {
         (f64::from(r) * gain).min(f64::from(t)) as f32

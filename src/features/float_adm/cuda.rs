@@ -253,7 +253,7 @@ impl FloatAdmGpu {
                 )
             }?;
             let reg = Region::scored(bw, bh);
-            if s == 0 && self.cfg.skip_scale0 || reg.width() == 0 || reg.height() == 0 {
+            if (s == 0 && self.cfg.skip_scale0) || reg.width() == 0 || reg.height() == 0 {
                 continue;
             }
             // SAFETY: float_adm_cm(const float* bands, int64_t plane_len, const int64_t* q,

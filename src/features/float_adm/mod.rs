@@ -47,7 +47,8 @@ pub const MIN_SIZE: usize = 17;
 pub(crate) const ONE_BY_30: f64 = 0.0333333351;
 /// libvmaf's `FLOAT_ONE_BY_15`, the weight of the centre in the masking threshold.
 pub(crate) const ONE_BY_15: f64 = 0.0666666701;
-/// The db2 analysis low-pass filter (`dwt2_db2_coeffs_lo_s`).
+/// The db2 analysis low-pass filter (`dwt2_db2_coeffs_lo_s`; libvmaf's literals as written).
+#[allow(clippy::excessive_precision)]
 pub(crate) const DB2_LO: [f32; 4] = [
     0.482962913144690,
     0.836516303737469,
@@ -55,6 +56,7 @@ pub(crate) const DB2_LO: [f32; 4] = [
     -0.129409522550921,
 ];
 /// The db2 analysis high-pass filter (`dwt2_db2_coeffs_hi_s`).
+#[allow(clippy::excessive_precision)]
 pub(crate) const DB2_HI: [f32; 4] = [
     -0.129409522550921,
     -0.224143868041857,
