@@ -439,3 +439,44 @@ fn float_adm_refuses_tiny_frames() {
     assert!(e.to_string().contains("16x64"), "{e}");
     assert!(inst.cpu(&Geometry::luma(17, 17, 8)).is_ok());
 }
+
+/// A ladder (one reference, several distorted frames) through the registry's CPU half gives
+/// each frame the values `extract` gives it alone, bit for bit.
+#[test]
+fn float_adm_ladder_equals_pairs() {
+    let p = &reference_pairs()[2];
+    let (w, h) = (576, 324);
+    let fb = w * h * 3 / 2;
+    let r = lumas(&p.reference, w, h, false, fb, 1);
+    let d = lumas(&p.distorted, w, h, false, fb, 3);
+    let rp = LumaPlane::packed(&r[0], w, h, 8).unwrap();
+    let dps: Vec<LumaPlane> = d
+        .iter()
+        .map(|x| LumaPlane::packed(x, w, h, 8).unwrap())
+        .collect();
+    let frames: Vec<HostFrame> = dps
+        .iter()
+        .map(|dp| HostFrame {
+            reference: &rp,
+            distorted: dp,
+            previous: None,
+            previous2: None,
+            chroma: None,
+        })
+        .collect();
+    let f = features::find("float_adm").unwrap();
+    let mut o = Options::new();
+    o.set("adm_enhn_gain_limit", OptionValue::Number(1.0));
+    for opts in [Options::new(), o] {
+        let inst = f.configure(&opts, false).unwrap();
+        let mut cpu = inst.cpu(&Geometry::luma(w, h, 8)).unwrap();
+        let mut ladder = vec![vec![0.0; 7]; frames.len()];
+        let mut outs: Vec<&mut [f64]> = ladder.iter_mut().map(|v| &mut v[..]).collect();
+        cpu.extract_ladder(&frames, &mut outs).unwrap();
+        for (frame, l) in frames.iter().zip(&ladder) {
+            let mut single = vec![0.0; 7];
+            cpu.extract(frame, &mut single).unwrap();
+            assert_eq!(&single, l, "{}", inst.key());
+        }
+    }
+}

@@ -174,130 +174,27 @@ fn band_thr(up: &[f32], mid: &[f32], dn: &[f32], c: f32, j: usize, jm: usize, jp
     s
 }
 
-/// Float ADM for one frame geometry, with its scratch (libvmaf's `float_adm`).
-pub struct FloatAdm {
-    width: usize,
-    height: usize,
-    bpc: u32,
-    /// Input of each scale: `dims[s]`; its bands are `dims[s + 1]`.
-    dims: [(usize, usize); SCALES + 1],
-    /// DWT tap indices per scale, rows and columns.
-    iy: Vec<Vec<[usize; 4]>>,
-    ix: Vec<Vec<[usize; 4]>>,
-    ref_in: Vec<f32>,
-    dis_in: Vec<f32>,
-    /// This scale's bands, and the previous scale's (whose `a` is this scale's input).
-    ref_bands: [Bands; 2],
-    dis_bands: [Bands; 2],
+/// The masking stage's scratch: the CSF-weighted parts of the current scale and row buffers.
+struct Masking {
     csf: Csf,
-    lo: Vec<f32>,
-    hi: Vec<f32>,
-    /// Row scratch of the masking: thresholds (DLM, AIM) and masked values.
+    /// Row scratch: thresholds (DLM, AIM) and masked values.
     thr: [Vec<f32>; 2],
     x: Vec<f32>,
 }
 
-impl FloatAdm {
-    /// Scratch for `width` x `height` planes of `bpc` bits: two float planes and about 30
-    /// floats per scale-0 coefficient.
-    ///
-    /// Errors: [`FeatureError::FrameTooSmall`] below [`MIN_SIZE`] a side, `WrongGeometry`
-    /// for a `bpc` outside `8..=16`.
-    pub fn new(width: usize, height: usize, bpc: u32) -> Result<Self, FeatureError> {
-        FeatureError::check_new(FEATURE, (width, height, bpc), (MIN_SIZE, MIN_SIZE))?;
-        let mut dims = [(width, height); SCALES + 1];
-        for s in 1..=SCALES {
-            let (w, h) = dims[s - 1];
-            dims[s] = (w.div_ceil(2), h.div_ceil(2));
-        }
-        let n = dims[1].0 * dims[1].1;
-        let plane = || vec![0.0f32; n];
-        Ok(Self {
-            width,
-            height,
-            bpc,
-            dims,
-            iy: (0..SCALES).map(|s| dwt_indices(dims[s].1)).collect(),
-            ix: (0..SCALES).map(|s| dwt_indices(dims[s].0)).collect(),
-            ref_in: vec![0.0; width * height],
-            dis_in: vec![0.0; width * height],
-            ref_bands: [Bands::new(n), Bands::new(n)],
-            dis_bands: [Bands::new(n), Bands::new(n)],
-            csf: Csf {
-                r: [plane(), plane(), plane()],
-                a: [plane(), plane(), plane()],
-                fr: [plane(), plane(), plane()],
-                fa: [plane(), plane(), plane()],
-            },
-            lo: vec![0.0; width],
-            hi: vec![0.0; width],
-            thr: [vec![0.0; dims[1].0], vec![0.0; dims[1].0]],
-            x: vec![0.0; dims[1].0],
-        })
-    }
-
-    /// `adm2`, `aim`, `adm3`, `adm_scale0..3` of one frame pair with the options `cfg`
-    /// (see [`super::finish`]); `adm2` and the scale ratios are in `[0, ~1]`, `aim` in
-    /// `[0, 1]`.
-    ///
-    /// Errors: `WrongGeometry` for planes of another size or depth than [`FloatAdm::new`]'s.
-    pub fn compute(
+impl Masking {
+    /// Decoupling and CSF over the extended region of this scale's `bw` x `bh` bands `o`
+    /// (reference) and `t` (distorted).
+    fn decouple_csf(
         &mut self,
-        reference: &LumaPlane,
-        distorted: &LumaPlane,
-        cfg: &FloatAdmConfig,
-    ) -> Result<[f64; 7], FeatureError> {
-        let geometry = (self.width, self.height, self.bpc);
-        FeatureError::check_plane(FEATURE, geometry, reference)?;
-        FeatureError::check_plane(FEATURE, geometry, distorted)?;
-        to_float(reference, &mut self.ref_in);
-        to_float(distorted, &mut self.dis_in);
-        let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); SCALES];
-        for (s, slot) in per_scale.iter_mut().enumerate() {
-            *slot = self.scale(s, cfg);
-        }
-        Ok(finish(self.width, self.height, &per_scale, cfg))
-    }
-
-    /// One scale: its DWT, then (numerator, denominator, AIM numerator).
-    fn scale(&mut self, s: usize, cfg: &FloatAdmConfig) -> (f32, f32, f32) {
-        let (w, _) = self.dims[s];
-        let (bw, bh) = self.dims[s + 1];
-        let lo_only = s == 0 && cfg.skip_scale0;
-        let cur = s % 2;
-        for (input, bands) in [
-            (&self.ref_in, &mut self.ref_bands),
-            (&self.dis_in, &mut self.dis_bands),
-        ] {
-            let [b0, b1] = bands;
-            let (out, src) = if cur == 0 { (b0, &*b1) } else { (b1, &*b0) };
-            let src = if s == 0 { &input[..] } else { &src.a[..] };
-            dwt(
-                src,
-                w,
-                &self.iy[s],
-                &self.ix[s],
-                out,
-                &mut self.lo,
-                &mut self.hi,
-                lo_only,
-            );
-        }
-        if lo_only {
-            return (0.0, 1e-10, 0.0);
-        }
-        let rf = cfg.rfactor(s);
-        self.decouple_csf(cur, bw, bh, rf, cfg.enhn_gain_limit);
-        let den = self.den(cur, bw, bh, rf, cfg);
-        let (num, aim) = self.cm(bw, bh, cfg);
-        (num, den, aim)
-    }
-
-    /// Decoupling and CSF over the extended region of this scale's `bw` x `bh` bands.
-    fn decouple_csf(&mut self, cur: usize, bw: usize, bh: usize, rf: [f32; 3], gain: f64) {
+        o: &Bands,
+        t: &Bands,
+        (bw, bh): (usize, usize),
+        rf: [f32; 3],
+        gain: f64,
+    ) {
         let ext = Region::extended(bw, bh);
         let cos_sq = cos_1deg_sq();
-        let (o, t) = (&self.ref_bands[cur], &self.dis_bands[cur]);
         let c = &mut self.csf;
         for i in ext.top..ext.bottom {
             for j in ext.left..ext.right {
@@ -326,31 +223,9 @@ impl FloatAdm {
         }
     }
 
-    /// The denominator (`adm_csf_den_scale_s`): the pooled CSF-weighted reference bands over
-    /// the scored region.
-    fn den(&self, cur: usize, bw: usize, bh: usize, rf: [f32; 3], cfg: &FloatAdmConfig) -> f32 {
-        let reg = Region::scored(bw, bh);
-        let o = &self.ref_bands[cur];
-        let cube = cfg.p_norm == 3.0;
-        let p = cfg.p_norm as f32;
-        let mut accum = [0.0f32; 3];
-        for i in reg.top..reg.bottom {
-            let row = i * bw + reg.left..i * bw + reg.right;
-            for (b, band) in [&o.h, &o.v, &o.d].into_iter().enumerate() {
-                let mut inner = 0.0f32;
-                for &x in &band[row.clone()] {
-                    let v = (rf[b] * x).abs();
-                    inner += if cube { v * v * v } else { v.powf(p) };
-                }
-                accum[b] += inner;
-            }
-        }
-        pool(accum, reg.area() as usize, cfg.noise_weight, cfg.p_norm)
-    }
-
     /// The masked sums (`adm_cm_s`) of the scored region: DLM (the restored part masked by
     /// the additive one) and AIM (the additive part masked by the restored one).
-    fn cm(&mut self, bw: usize, bh: usize, cfg: &FloatAdmConfig) -> (f32, f32) {
+    fn cm(&mut self, (bw, bh): (usize, usize), cfg: &FloatAdmConfig) -> (f32, f32) {
         let reg = Region::scored(bw, bh);
         let cube = cfg.p_norm == 3.0;
         let p = cfg.p_norm as f32;
@@ -418,6 +293,245 @@ impl FloatAdm {
     }
 }
 
+/// The denominator (`adm_csf_den_scale_s`): the pooled CSF-weighted reference bands `o` of
+/// `bw` x `bh` over the scored region.
+fn den(o: &Bands, (bw, bh): (usize, usize), rf: [f32; 3], cfg: &FloatAdmConfig) -> f32 {
+    let reg = Region::scored(bw, bh);
+    let cube = cfg.p_norm == 3.0;
+    let p = cfg.p_norm as f32;
+    let mut accum = [0.0f32; 3];
+    for i in reg.top..reg.bottom {
+        let row = i * bw + reg.left..i * bw + reg.right;
+        for (b, band) in [&o.h, &o.v, &o.d].into_iter().enumerate() {
+            let mut inner = 0.0f32;
+            for &x in &band[row.clone()] {
+                let v = (rf[b] * x).abs();
+                inner += if cube { v * v * v } else { v.powf(p) };
+            }
+            accum[b] += inner;
+        }
+    }
+    pool(accum, reg.area() as usize, cfg.noise_weight, cfg.p_norm)
+}
+
+/// The DWT pyramid's geometry and its row scratch.
+struct Pyramid {
+    /// Input of each scale: `dims[s]`; its bands are `dims[s + 1]`.
+    dims: [(usize, usize); SCALES + 1],
+    /// DWT tap indices per scale, rows and columns.
+    iy: Vec<Vec<[usize; 4]>>,
+    ix: Vec<Vec<[usize; 4]>>,
+    lo: Vec<f32>,
+    hi: Vec<f32>,
+}
+
+impl Pyramid {
+    /// Scale `s`'s DWT of `src` (the plane at scale 0, else the previous scale's `a`) into
+    /// `out`; only the approximation band when `lo_only`.
+    fn dwt(&mut self, s: usize, src: &[f32], out: &mut Bands, lo_only: bool) {
+        dwt(
+            src,
+            self.dims[s].0,
+            &self.iy[s],
+            &self.ix[s],
+            out,
+            &mut self.lo,
+            &mut self.hi,
+            lo_only,
+        );
+    }
+
+    /// Scale `s` of a ping-pong pair `bands` whose scale-0 input is `input`: writes
+    /// `bands[s % 2]` from `input` or `bands[1 - s % 2].a`.
+    fn dwt_pingpong(&mut self, s: usize, input: &[f32], bands: &mut [Bands; 2], lo_only: bool) {
+        let [b0, b1] = bands;
+        let (out, prev) = if s % 2 == 0 { (b0, &*b1) } else { (b1, &*b0) };
+        let src = if s == 0 { input } else { &prev.a[..] };
+        self.dwt(s, src, out, lo_only);
+    }
+}
+
+/// Float ADM for one frame geometry, with its scratch (libvmaf's `float_adm`).
+pub struct FloatAdm {
+    width: usize,
+    height: usize,
+    bpc: u32,
+    pyramid: Pyramid,
+    ref_in: Vec<f32>,
+    dis_in: Vec<f32>,
+    /// This scale's bands, and the previous scale's (whose `a` is this scale's input).
+    ref_bands: [Bands; 2],
+    dis_bands: [Bands; 2],
+    masking: Masking,
+    /// A ladder's reference bands of every scale (made on first ladder use).
+    ladder: Vec<Bands>,
+}
+
+impl FloatAdm {
+    /// Scratch for `width` x `height` planes of `bpc` bits: two float planes and 28 floats
+    /// per scale-0 coefficient (a ladder adds about 5 more).
+    ///
+    /// Errors: [`FeatureError::FrameTooSmall`] below [`MIN_SIZE`] a side, `WrongGeometry`
+    /// for a `bpc` outside `8..=16`.
+    pub fn new(width: usize, height: usize, bpc: u32) -> Result<Self, FeatureError> {
+        FeatureError::check_new(FEATURE, (width, height, bpc), (MIN_SIZE, MIN_SIZE))?;
+        let mut dims = [(width, height); SCALES + 1];
+        for s in 1..=SCALES {
+            let (w, h) = dims[s - 1];
+            dims[s] = (w.div_ceil(2), h.div_ceil(2));
+        }
+        let n = dims[1].0 * dims[1].1;
+        let plane = || vec![0.0f32; n];
+        Ok(Self {
+            width,
+            height,
+            bpc,
+            pyramid: Pyramid {
+                dims,
+                iy: (0..SCALES).map(|s| dwt_indices(dims[s].1)).collect(),
+                ix: (0..SCALES).map(|s| dwt_indices(dims[s].0)).collect(),
+                lo: vec![0.0; width],
+                hi: vec![0.0; width],
+            },
+            ref_in: vec![0.0; width * height],
+            dis_in: vec![0.0; width * height],
+            ref_bands: [Bands::new(n), Bands::new(n)],
+            dis_bands: [Bands::new(n), Bands::new(n)],
+            masking: Masking {
+                csf: Csf {
+                    r: [plane(), plane(), plane()],
+                    a: [plane(), plane(), plane()],
+                    fr: [plane(), plane(), plane()],
+                    fa: [plane(), plane(), plane()],
+                },
+                thr: [vec![0.0; dims[1].0], vec![0.0; dims[1].0]],
+                x: vec![0.0; dims[1].0],
+            },
+            ladder: Vec::new(),
+        })
+    }
+
+    /// `adm2`, `aim`, `adm3`, `adm_scale0..3` of one frame pair with the options `cfg`
+    /// (see [`super::finish`]); `adm2` and the scale ratios are in `[0, ~1]`, `aim` in
+    /// `[0, 1]`.
+    ///
+    /// Errors: `WrongGeometry` for planes of another size or depth than [`FloatAdm::new`]'s.
+    pub fn compute(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        cfg: &FloatAdmConfig,
+    ) -> Result<[f64; 7], FeatureError> {
+        let geometry = (self.width, self.height, self.bpc);
+        FeatureError::check_plane(FEATURE, geometry, reference)?;
+        FeatureError::check_plane(FEATURE, geometry, distorted)?;
+        to_float(reference, &mut self.ref_in);
+        to_float(distorted, &mut self.dis_in);
+        let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); SCALES];
+        for (s, slot) in per_scale.iter_mut().enumerate() {
+            let lo_only = s == 0 && cfg.skip_scale0;
+            self.pyramid
+                .dwt_pingpong(s, &self.ref_in, &mut self.ref_bands, lo_only);
+            self.pyramid
+                .dwt_pingpong(s, &self.dis_in, &mut self.dis_bands, lo_only);
+            let r = &self.ref_bands[s % 2];
+            let d = &self.dis_bands[s % 2];
+            *slot = Self::scale(
+                &mut self.masking,
+                self.pyramid.dims[s + 1],
+                s,
+                r,
+                d,
+                None,
+                cfg,
+            );
+        }
+        Ok(finish(self.width, self.height, &per_scale, cfg))
+    }
+
+    /// [`FloatAdm::compute`] of one reference against several distorted planes (a ladder's
+    /// renditions): the reference's DWT of every scale and its denominators once, then each
+    /// distorted plane's DWT and masking. Each result is bit for bit `compute`'s.
+    ///
+    /// Errors: as [`FloatAdm::compute`].
+    pub fn compute_ladder(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &[&LumaPlane],
+        cfg: &FloatAdmConfig,
+    ) -> Result<Vec<[f64; 7]>, FeatureError> {
+        let geometry = (self.width, self.height, self.bpc);
+        FeatureError::check_plane(FEATURE, geometry, reference)?;
+        for d in distorted {
+            FeatureError::check_plane(FEATURE, geometry, d)?;
+        }
+        if self.ladder.is_empty() {
+            let dims = self.pyramid.dims;
+            self.ladder = (1..=SCALES)
+                .map(|s| Bands::new(dims[s].0 * dims[s].1))
+                .collect();
+        }
+        to_float(reference, &mut self.ref_in);
+        let mut dens = [0.0f32; SCALES];
+        for s in 0..SCALES {
+            let lo_only = s == 0 && cfg.skip_scale0;
+            let (done, rest) = self.ladder.split_at_mut(s);
+            let src = match done.last() {
+                Some(prev) => &prev.a[..],
+                None => &self.ref_in[..],
+            };
+            self.pyramid.dwt(s, src, &mut rest[0], lo_only);
+            if !lo_only {
+                dens[s] = den(&rest[0], self.pyramid.dims[s + 1], cfg.rfactor(s), cfg);
+            }
+        }
+        let mut out = Vec::with_capacity(distorted.len());
+        for d in distorted {
+            to_float(d, &mut self.dis_in);
+            let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); SCALES];
+            for (s, slot) in per_scale.iter_mut().enumerate() {
+                let lo_only = s == 0 && cfg.skip_scale0;
+                self.pyramid
+                    .dwt_pingpong(s, &self.dis_in, &mut self.dis_bands, lo_only);
+                let (r, t) = (&self.ladder[s], &self.dis_bands[s % 2]);
+                *slot = Self::scale(
+                    &mut self.masking,
+                    self.pyramid.dims[s + 1],
+                    s,
+                    r,
+                    t,
+                    Some(dens[s]),
+                    cfg,
+                );
+            }
+            out.push(finish(self.width, self.height, &per_scale, cfg));
+        }
+        Ok(out)
+    }
+
+    /// (numerator, denominator, AIM numerator) of scale `s` (bands of `band` size) from its
+    /// reference bands `r` and distorted bands `t`; `den_done`: the denominator when a ladder
+    /// has computed it already.
+    fn scale(
+        masking: &mut Masking,
+        band: (usize, usize),
+        s: usize,
+        r: &Bands,
+        t: &Bands,
+        den_done: Option<f32>,
+        cfg: &FloatAdmConfig,
+    ) -> (f32, f32, f32) {
+        if s == 0 && cfg.skip_scale0 {
+            return (0.0, 1e-10, 0.0);
+        }
+        let rf = cfg.rfactor(s);
+        masking.decouple_csf(r, t, band, rf, cfg.enhn_gain_limit);
+        let d = den_done.unwrap_or_else(|| den(r, band, rf, cfg));
+        let (num, aim) = masking.cm(band, cfg);
+        (num, d, aim)
+    }
+}
+
 /// Samples as libvmaf's float ADM reads them (`picture_copy` with offset -128):
 /// `sample / 2^(bpc - 8) - 128`, exact in `f32`.
 fn to_float(p: &LumaPlane, out: &mut [f32]) {
@@ -452,6 +566,33 @@ mod tests {
         let v = adm.compute(&p, &p, &FloatAdmConfig::default()).unwrap();
         assert!((v[0] - 1.0).abs() < 1e-6, "{v:?}");
         assert!(FloatAdm::new(16, 40, 8).is_err());
+        // A ladder gives each rendition compute's bits, whatever the options.
+        let others: Vec<Vec<u16>> = (0..3)
+            .map(|k| {
+                data.iter()
+                    .map(|&x| (x + (rng.next_u64() % (4 * k + 1)) as u16).min(255))
+                    .collect()
+            })
+            .collect();
+        let planes: Vec<LumaPlane> = others
+            .iter()
+            .map(|d| LumaPlane::packed(d, w, h, 8).unwrap())
+            .collect();
+        let refs: Vec<&LumaPlane> = planes.iter().collect();
+        for cfg in [
+            FloatAdmConfig::default(),
+            FloatAdmConfig {
+                skip_scale0: true,
+                p_norm: 2.0,
+                ..FloatAdmConfig::default()
+            },
+        ] {
+            let ladder = adm.compute_ladder(&p, &refs, &cfg).unwrap();
+            for (d, l) in planes.iter().zip(&ladder) {
+                let single = adm.compute(&p, d, &cfg).unwrap();
+                assert_eq!(single.map(f64::to_bits), l.map(f64::to_bits));
+            }
+        }
         assert!(FloatAdm::new(MIN_SIZE, MIN_SIZE, 8).is_ok());
     }
 }

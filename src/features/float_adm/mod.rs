@@ -232,6 +232,23 @@ impl CpuExtractor for FloatAdmCpu {
         out.iter_mut().zip(v).for_each(|(o, v)| *o = v);
         Ok(())
     }
+
+    /// The reference's DWT and denominators once for all frames
+    /// ([`cpu::FloatAdm::compute_ladder`]).
+    fn extract_ladder(
+        &mut self,
+        frames: &[HostFrame],
+        outs: &mut [&mut [f64]],
+    ) -> Result<(), FeatureError> {
+        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
+            return Ok(());
+        };
+        let scores = self.adm.compute_ladder(reference, &distorted, &self.cfg)?;
+        for (v, out) in scores.iter().zip(outs.iter_mut()) {
+            out.iter_mut().zip(v).for_each(|(o, v)| *o = *v);
+        }
+        Ok(())
+    }
 }
 
 struct FloatAdmCuda {
