@@ -88,7 +88,7 @@ impl Default for FloatAdmConfig {
 }
 
 /// The option keys [`FloatAdmConfig::from_options`] reads.
-pub(crate) const KEYS: [&str; 23] = [
+pub(crate) const KEYS: [&str; 22] = [
     "adm_enhn_gain_limit",
     "adm_norm_view_dist",
     "adm_noise_weight",
@@ -111,8 +111,6 @@ pub(crate) const KEYS: [&str; 23] = [
     "adm_f2s3",
     "adm_skip_aim_scale",
     "adm_skip_scale0",
-    // libvmaf's too (not a feature parameter): refused with its own message.
-    "debug",
 ];
 
 /// The integer under `key` within `range`, `default` when absent.
@@ -140,13 +138,10 @@ impl FloatAdmConfig {
     /// Reads the `adm_*` options of libvmaf's `float_adm` with libvmaf's ranges (listed on
     /// the fields).
     ///
-    /// Errors: a text naming the option, for an unknown key, `debug` (libvmaf's debug
-    /// outputs are not provided), a value outside its range or of the wrong type.
+    /// Errors: a text naming the option, for an unknown key (libvmaf's `debug`, which is not
+    /// a feature parameter, included), a value outside its range or of the wrong type.
     pub fn from_options(options: &Options) -> Result<Self, String> {
         options.only(&KEYS)?;
-        if options.0.contains_key("debug") {
-            return Err("float_adm option 'debug' (extra debug outputs) is not supported".into());
-        }
         let d = Self::default();
         let num = |key: &str, default: f64, lo: f64, hi: f64| options.number(key, default, lo..=hi);
         let mut f1 = d.f1;

@@ -345,7 +345,7 @@ impl Pyramid {
     /// `bands[s % 2]` from `input` or `bands[1 - s % 2].a`.
     fn dwt_pingpong(&mut self, s: usize, input: &[f32], bands: &mut [Bands; 2], lo_only: bool) {
         let [b0, b1] = bands;
-        let (out, prev) = if s % 2 == 0 { (b0, &*b1) } else { (b1, &*b0) };
+        let (out, prev) = if s.is_multiple_of(2) { (b0, &*b1) } else { (b1, &*b0) };
         let src = if s == 0 { input } else { &prev.a[..] };
         self.dwt(s, src, out, lo_only);
     }
@@ -473,7 +473,7 @@ impl FloatAdm {
         }
         to_float(reference, &mut self.ref_in);
         let mut dens = [0.0f32; SCALES];
-        for s in 0..SCALES {
+        for (s, den_s) in dens.iter_mut().enumerate() {
             let lo_only = s == 0 && cfg.skip_scale0;
             let (done, rest) = self.ladder.split_at_mut(s);
             let src = match done.last() {
@@ -482,7 +482,7 @@ impl FloatAdm {
             };
             self.pyramid.dwt(s, src, &mut rest[0], lo_only);
             if !lo_only {
-                dens[s] = den(&rest[0], self.pyramid.dims[s + 1], cfg.rfactor(s), cfg);
+                *den_s = den(&rest[0], self.pyramid.dims[s + 1], cfg.rfactor(s), cfg);
             }
         }
         let mut out = Vec::with_capacity(distorted.len());
