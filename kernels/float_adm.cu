@@ -57,17 +57,28 @@ using vmafcmp::sample;
 #define CM_THREADS 256
 #define ROW_VALUES 9
 
-__constant__ float DB2_LO[4] = {0.482962913144690f, 0.836516303737469f, 0.224143868041857f,
-                                -0.129409522550921f};
-__constant__ float DB2_HI[4] = {-0.129409522550921f, -0.224143868041857f, 0.836516303737469f,
-                                -0.482962913144690f};
+// The db2 analysis filters (libvmaf's dwt2_db2_coeffs_lo_s / _hi_s).
+#define DB2_L0 0.482962913144690f
+#define DB2_L1 0.836516303737469f
+#define DB2_L2 0.224143868041857f
+#define DB2_L3 -0.129409522550921f
 
 // libvmaf's filter sum ((f0 s0 + f1 s1) + f2 s2) + f3 s3, without contraction.
-__device__ __forceinline__ float taps(const float *f, float s0, float s1, float s2, float s3) {
-    float a = __fmul_rn(f[0], s0);
-    a = __fadd_rn(a, __fmul_rn(f[1], s1));
-    a = __fadd_rn(a, __fmul_rn(f[2], s2));
-    return __fadd_rn(a, __fmul_rn(f[3], s3));
+__device__ __forceinline__ float taps(float f0, float f1, float f2, float f3, float s0, float s1,
+                                      float s2, float s3) {
+    float a = __fmul_rn(f0, s0);
+    a = __fadd_rn(a, __fmul_rn(f1, s1));
+    a = __fadd_rn(a, __fmul_rn(f2, s2));
+    return __fadd_rn(a, __fmul_rn(f3, s3));
+}
+
+// Low pass: (L0, L1, L2, L3); high pass: (L3, -L2, L1, -L0).
+__device__ __forceinline__ float taps_lo(float s0, float s1, float s2, float s3) {
+    return taps(DB2_L0, DB2_L1, DB2_L2, DB2_L3, s0, s1, s2, s3);
+}
+
+__device__ __forceinline__ float taps_hi(float s0, float s1, float s2, float s3) {
+    return taps(DB2_L3, -DB2_L2, DB2_L1, -DB2_L0, s0, s1, s2, s3);
 }
 
 // Source index of tap k (0..3) of output i along a side of n: 2i - 1 + k, -1 -> 1, n + m ->
@@ -108,13 +119,13 @@ __device__ __forceinline__ void dwt_at(const S &src, int i, int j, int in_w, int
     for (int c = 0; c < 4; ++c) {
         float s0 = src.at(x[c], y[0]), s1 = src.at(x[c], y[1]);
         float s2 = src.at(x[c], y[2]), s3 = src.at(x[c], y[3]);
-        lo[c] = taps(DB2_LO, s0, s1, s2, s3);
-        hi[c] = taps(DB2_HI, s0, s1, s2, s3);
+        lo[c] = taps_lo(s0, s1, s2, s3);
+        hi[c] = taps_hi(s0, s1, s2, s3);
     }
-    a = taps(DB2_LO, lo[0], lo[1], lo[2], lo[3]);
-    v = taps(DB2_HI, lo[0], lo[1], lo[2], lo[3]);
-    h = taps(DB2_LO, hi[0], hi[1], hi[2], hi[3]);
-    d = taps(DB2_HI, hi[0], hi[1], hi[2], hi[3]);
+    a = taps_lo(lo[0], lo[1], lo[2], lo[3]);
+    v = taps_hi(lo[0], lo[1], lo[2], lo[3]);
+    h = taps_lo(hi[0], hi[1], hi[2], hi[3]);
+    d = taps_hi(hi[0], hi[1], hi[2], hi[3]);
 }
 
 // Restored part of one coefficient (libvmaf's adm_decouple_s).
