@@ -22,6 +22,7 @@
 
 pub mod adm;
 pub mod cambi;
+pub mod float_adm;
 pub mod float_motion;
 pub mod float_vif;
 pub mod motion;
@@ -57,6 +58,7 @@ pub static REGISTRY: &[&dyn Feature] = &[
     &adm::ADM,
     &motion::MOTION,
     &vif::VIF,
+    &float_adm::FLOAT_ADM,
     &float_motion::FLOAT_MOTION,
     &float_vif::FLOAT_VIF,
     &ssim::FLOAT_SSIM,

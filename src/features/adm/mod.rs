@@ -11,7 +11,7 @@ mod config;
 pub mod cpu;
 pub mod cuda;
 
-pub(crate) use config::Csf;
+pub(crate) use config::{dwt_quant_step, Csf};
 pub use config::{AdmConfig, CsfMode};
 
 use std::sync::Arc;

@@ -1,0 +1,600 @@
+//! The CPU half of `float_adm`: libvmaf's `compute_adm` in `f32`, every stage in libvmaf's
+//! order of operations (the per-row and per-frame float sums in its sequence, its mixed
+//! `f32`/`f64` products, its reciprocal division on x86), so that it computes libvmaf's
+//! values rather than an approximation of them (every output of every frame tested agrees
+//! with libvmaf's log to its 6 printed decimals).
+//!
+//! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/adm.c and adm_tools.c.
+
+use super::super::adm::Region;
+use super::{
+    cos_1deg_sq, finish, pool, FloatAdmConfig, DB2_HI, DB2_LO, MIN_SIZE, ONE_BY_15, ONE_BY_30,
+    SCALES,
+};
+use crate::video::frame::{FeatureError, LumaPlane};
+
+/// Name used in [`FeatureError`]s.
+const FEATURE: &str = "float_adm";
+
+/// `n / d` as libvmaf computes it on x86 (`DIVS` with `ADM_OPT_RECIP_DIVISION`): `n` times the
+/// approximate reciprocal of `d` refined by one Newton step. Elsewhere (libvmaf without SSE2)
+/// a plain division.
+#[inline(always)]
+fn divs(n: f32, d: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_cvtss_f32, _mm_rcp_ss, _mm_set_ss};
+        // SAFETY: SSE is part of the x86_64 baseline.
+        let xi = unsafe { _mm_cvtss_f32(_mm_rcp_ss(_mm_set_ss(d))) };
+        n * (xi + xi * (1.0 - d * xi))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        n / d
+    }
+}
+
+/// The four taps' source indices of each output of a DWT along a side of `n` samples (libvmaf's
+/// `dwt2_src_indices_filt`): `2i - 1 .. 2i + 2`, -1 mirrored to 1 and `n + k` to `n - 1 - k`.
+fn dwt_indices(n: usize) -> Vec<[usize; 4]> {
+    let n = n as i64;
+    (0..(n + 1) / 2)
+        .map(|i| {
+            let m = |k: i64| {
+                let x = 2 * i - 1 + k;
+                let x = if x < 0 { -x } else { x };
+                (if x >= n { 2 * n - x - 1 } else { x }).clamp(0, n - 1) as usize
+            };
+            [m(0), m(1), m(2), m(3)]
+        })
+        .collect()
+}
+
+/// `((0 + f0 s0) + f1 s1) + f2 s2) + f3 s3` in `f32`, libvmaf's filter sum.
+#[inline(always)]
+fn taps(f: &[f32; 4], s0: f32, s1: f32, s2: f32, s3: f32) -> f32 {
+    let mut a = f[0] * s0;
+    a += f[1] * s1;
+    a += f[2] * s2;
+    a += f[3] * s3;
+    a
+}
+
+/// The four bands of one DWT level, row-major, `width` coefficients a row.
+#[derive(Default)]
+struct Bands {
+    a: Vec<f32>,
+    h: Vec<f32>,
+    v: Vec<f32>,
+    d: Vec<f32>,
+}
+
+impl Bands {
+    fn new(n: usize) -> Self {
+        Self {
+            a: vec![0.0; n],
+            h: vec![0.0; n],
+            v: vec![0.0; n],
+            d: vec![0.0; n],
+        }
+    }
+}
+
+/// One DWT level of the `w` x `h` plane `src` (row pitch `w`) into `out` (`(w + 1) / 2`
+/// a row); only the approximation band when `lo_only` (`adm_dwt2_lo_s`). `ix`, `iy`: the
+/// tap indices ([`dwt_indices`]); `lo`, `hi`: `w`-sample row scratch.
+#[allow(clippy::too_many_arguments)]
+fn dwt(
+    src: &[f32],
+    w: usize,
+    iy: &[[usize; 4]],
+    ix: &[[usize; 4]],
+    out: &mut Bands,
+    lo: &mut [f32],
+    hi: &mut [f32],
+    lo_only: bool,
+) {
+    let bw = ix.len();
+    for (i, y) in iy.iter().enumerate() {
+        let r = y.map(|r| &src[r * w..r * w + w]);
+        for j in 0..w {
+            let (s0, s1, s2, s3) = (r[0][j], r[1][j], r[2][j], r[3][j]);
+            lo[j] = taps(&DB2_LO, s0, s1, s2, s3);
+            hi[j] = taps(&DB2_HI, s0, s1, s2, s3);
+        }
+        let row = i * bw..(i + 1) * bw;
+        let a = &mut out.a[row.clone()];
+        for (o, x) in a.iter_mut().zip(ix) {
+            *o = taps(&DB2_LO, lo[x[0]], lo[x[1]], lo[x[2]], lo[x[3]]);
+        }
+        if lo_only {
+            continue;
+        }
+        let v = &mut out.v[row.clone()];
+        for (o, x) in v.iter_mut().zip(ix) {
+            *o = taps(&DB2_HI, lo[x[0]], lo[x[1]], lo[x[2]], lo[x[3]]);
+        }
+        let hh = &mut out.h[row.clone()];
+        for (o, x) in hh.iter_mut().zip(ix) {
+            *o = taps(&DB2_LO, hi[x[0]], hi[x[1]], hi[x[2]], hi[x[3]]);
+        }
+        let d = &mut out.d[row];
+        for (o, x) in d.iter_mut().zip(ix) {
+            *o = taps(&DB2_HI, hi[x[0]], hi[x[1]], hi[x[2]], hi[x[3]]);
+        }
+    }
+}
+
+/// Restored part of one band's coefficient (`adm_decouple_s`): the distorted `t` projected on
+/// the reference `o` (`k = clamp(t / o, 0, 1)`, `k * o`), replaced by `t` bounded by `gain`
+/// times the projection where the (h, v) angles agree within 1 degree (`angle`).
+#[inline(always)]
+fn restore(o: f32, t: f32, angle: bool, gain: f64) -> f32 {
+    let k = divs(t, o + 1e-30);
+    let k = k.clamp(0.0, 1.0);
+    let r = k * o;
+    if angle && r > 0.0 {
+        (f64::from(r) * gain).min(f64::from(t)) as f32
+    } else if angle && r < 0.0 {
+        (f64::from(r) * gain).max(f64::from(t)) as f32
+    } else {
+        r
+    }
+}
+
+/// `f32` of `w * |x|` computed in `f64` (libvmaf multiplies its `double` weight constants by
+/// a `float`).
+#[inline(always)]
+fn weighted_abs(w: f64, x: f32) -> f32 {
+    (w * f64::from(x.abs())) as f32
+}
+
+/// The CSF-weighted parts of one scale for the masking: per band (h, v, d) the restored part
+/// `r`, the additive part `a`, and their neighbour weights `|x| / 30`.
+#[derive(Default)]
+struct Csf {
+    r: [Vec<f32>; 3],
+    a: [Vec<f32>; 3],
+    fr: [Vec<f32>; 3],
+    fa: [Vec<f32>; 3],
+}
+
+/// One band's threshold term at `(i, j)` of a `w`-wide band: the 8 neighbours' weights `f`
+/// (rows `up`, `mid`, `dn`; columns `jm`, `jp` mirrored at the edges) and the centre's
+/// `|c| / 15`, summed in libvmaf's order (the centre added in `f64`).
+#[inline(always)]
+fn band_thr(up: &[f32], mid: &[f32], dn: &[f32], c: f32, j: usize, jm: usize, jp: usize) -> f32 {
+    let mut s = up[jm];
+    s += up[j];
+    s += up[jp];
+    s += mid[jm];
+    s = (f64::from(s) + ONE_BY_15 * f64::from(c.abs())) as f32;
+    s += mid[jp];
+    s += dn[jm];
+    s += dn[j];
+    s += dn[jp];
+    s
+}
+
+/// The masking stage's scratch: the CSF-weighted parts of the current scale and row buffers.
+struct Masking {
+    csf: Csf,
+    /// Row scratch: thresholds (DLM, AIM) and masked values.
+    thr: [Vec<f32>; 2],
+    x: Vec<f32>,
+}
+
+impl Masking {
+    /// Decoupling and CSF over the extended region of this scale's `bw` x `bh` bands `o`
+    /// (reference) and `t` (distorted).
+    fn decouple_csf(
+        &mut self,
+        o: &Bands,
+        t: &Bands,
+        (bw, bh): (usize, usize),
+        rf: [f32; 3],
+        gain: f64,
+    ) {
+        let ext = Region::extended(bw, bh);
+        let cos_sq = cos_1deg_sq();
+        let c = &mut self.csf;
+        for i in ext.top..ext.bottom {
+            for j in ext.left..ext.right {
+                let k = i * bw + j;
+                let (oh, ov, od) = (o.h[k], o.v[k], o.d[k]);
+                let (th, tv, td) = (t.h[k], t.v[k], t.d[k]);
+                let ot_dp = oh * th + ov * tv;
+                let o_mag_sq = oh * oh + ov * ov;
+                let t_mag_sq = th * th + tv * tv;
+                let angle = ot_dp >= 0.0 && ot_dp * ot_dp >= cos_sq * o_mag_sq * t_mag_sq;
+                let r = [
+                    restore(oh, th, angle, gain),
+                    restore(ov, tv, angle, gain),
+                    restore(od, td, angle, gain),
+                ];
+                let a = [th - r[0], tv - r[1], td - r[2]];
+                for b in 0..3 {
+                    let cr = rf[b] * r[b];
+                    let ca = rf[b] * a[b];
+                    c.r[b][k] = cr;
+                    c.a[b][k] = ca;
+                    c.fr[b][k] = weighted_abs(ONE_BY_30, cr);
+                    c.fa[b][k] = weighted_abs(ONE_BY_30, ca);
+                }
+            }
+        }
+    }
+
+    /// The masked sums (`adm_cm_s`) of the scored region: DLM (the restored part masked by
+    /// the additive one) and AIM (the additive part masked by the restored one).
+    fn cm(&mut self, (bw, bh): (usize, usize), cfg: &FloatAdmConfig) -> (f32, f32) {
+        let reg = Region::scored(bw, bh);
+        let cube = cfg.p_norm == 3.0;
+        let p = cfg.p_norm as f32;
+        let bypass = cfg.bypass_cm != 0;
+        let c = &self.csf;
+        let mut dlm = [0.0f32; 3];
+        let mut aim = [0.0f32; 3];
+        let n = reg.width();
+        for i in reg.top..reg.bottom {
+            let up = if i == 0 { 1 } else { i - 1 };
+            let dn = if i + 1 == bh { bh - 1 } else { i + 1 };
+            // Thresholds: DLM's from the additive part, AIM's from the restored part.
+            for (thr, (f, ctr)) in self.thr.iter_mut().zip([(&c.fa, &c.a), (&c.fr, &c.r)]) {
+                let thr = &mut thr[..n];
+                if bypass {
+                    thr.fill(0.0);
+                    continue;
+                }
+                for (jj, t) in thr.iter_mut().enumerate() {
+                    let j = reg.left + jj;
+                    let jm = if j == 0 { 1 } else { j - 1 };
+                    let jp = if j + 1 == bw { bw - 1 } else { j + 1 };
+                    let mut sum = 0.0f32;
+                    for b in 0..3 {
+                        let band = &f[b];
+                        sum += band_thr(
+                            &band[up * bw..up * bw + bw],
+                            &band[i * bw..i * bw + bw],
+                            &band[dn * bw..dn * bw + bw],
+                            ctr[b][i * bw + j],
+                            j,
+                            jm,
+                            jp,
+                        );
+                    }
+                    *t = sum;
+                }
+            }
+            // Masked values, each band's row summed in order.
+            for (acc, (src, thr)) in [&mut dlm, &mut aim]
+                .into_iter()
+                .zip([(&c.r, &self.thr[0]), (&c.a, &self.thr[1])])
+            {
+                for b in 0..3 {
+                    let row = &src[b][i * bw + reg.left..i * bw + reg.right];
+                    let x = &mut self.x[..n];
+                    for ((x, &v), &t) in x.iter_mut().zip(row).zip(thr.iter()) {
+                        let m = v.abs() - t;
+                        let m = if m < 0.0 { 0.0 } else { m };
+                        *x = if cube { m * m * m } else { m.powf(p) };
+                    }
+                    let mut inner = 0.0f32;
+                    for &v in x.iter() {
+                        inner += v;
+                    }
+                    acc[b] += inner;
+                }
+            }
+        }
+        let area = reg.area() as usize;
+        (
+            pool(dlm, area, cfg.noise_weight, cfg.p_norm),
+            pool(aim, area, 0.0, cfg.p_norm),
+        )
+    }
+}
+
+/// The denominator (`adm_csf_den_scale_s`): the pooled CSF-weighted reference bands `o` of
+/// `bw` x `bh` over the scored region.
+fn den(o: &Bands, (bw, bh): (usize, usize), rf: [f32; 3], cfg: &FloatAdmConfig) -> f32 {
+    let reg = Region::scored(bw, bh);
+    let cube = cfg.p_norm == 3.0;
+    let p = cfg.p_norm as f32;
+    let mut accum = [0.0f32; 3];
+    for i in reg.top..reg.bottom {
+        let row = i * bw + reg.left..i * bw + reg.right;
+        for (b, band) in [&o.h, &o.v, &o.d].into_iter().enumerate() {
+            let mut inner = 0.0f32;
+            for &x in &band[row.clone()] {
+                let v = (rf[b] * x).abs();
+                inner += if cube { v * v * v } else { v.powf(p) };
+            }
+            accum[b] += inner;
+        }
+    }
+    pool(accum, reg.area() as usize, cfg.noise_weight, cfg.p_norm)
+}
+
+/// The DWT pyramid's geometry and its row scratch.
+struct Pyramid {
+    /// Input of each scale: `dims[s]`; its bands are `dims[s + 1]`.
+    dims: [(usize, usize); SCALES + 1],
+    /// DWT tap indices per scale, rows and columns.
+    iy: Vec<Vec<[usize; 4]>>,
+    ix: Vec<Vec<[usize; 4]>>,
+    lo: Vec<f32>,
+    hi: Vec<f32>,
+}
+
+impl Pyramid {
+    /// Scale `s`'s DWT of `src` (the plane at scale 0, else the previous scale's `a`) into
+    /// `out`; only the approximation band when `lo_only`.
+    fn dwt(&mut self, s: usize, src: &[f32], out: &mut Bands, lo_only: bool) {
+        dwt(
+            src,
+            self.dims[s].0,
+            &self.iy[s],
+            &self.ix[s],
+            out,
+            &mut self.lo,
+            &mut self.hi,
+            lo_only,
+        );
+    }
+
+    /// Scale `s` of a ping-pong pair `bands` whose scale-0 input is `input`: writes
+    /// `bands[s % 2]` from `input` or `bands[1 - s % 2].a`.
+    fn dwt_pingpong(&mut self, s: usize, input: &[f32], bands: &mut [Bands; 2], lo_only: bool) {
+        let [b0, b1] = bands;
+        let (out, prev) = if s.is_multiple_of(2) { (b0, &*b1) } else { (b1, &*b0) };
+        let src = if s == 0 { input } else { &prev.a[..] };
+        self.dwt(s, src, out, lo_only);
+    }
+}
+
+/// Float ADM for one frame geometry, with its scratch (libvmaf's `float_adm`).
+pub struct FloatAdm {
+    width: usize,
+    height: usize,
+    bpc: u32,
+    pyramid: Pyramid,
+    ref_in: Vec<f32>,
+    dis_in: Vec<f32>,
+    /// This scale's bands, and the previous scale's (whose `a` is this scale's input).
+    ref_bands: [Bands; 2],
+    dis_bands: [Bands; 2],
+    masking: Masking,
+    /// A ladder's reference bands of every scale (made on first ladder use).
+    ladder: Vec<Bands>,
+}
+
+impl FloatAdm {
+    /// Scratch for `width` x `height` planes of `bpc` bits: two float planes and 28 floats
+    /// per scale-0 coefficient (a ladder adds about 5 more).
+    ///
+    /// Errors: [`FeatureError::FrameTooSmall`] below [`MIN_SIZE`] a side, `WrongGeometry`
+    /// for a `bpc` outside `8..=16`.
+    pub fn new(width: usize, height: usize, bpc: u32) -> Result<Self, FeatureError> {
+        FeatureError::check_new(FEATURE, (width, height, bpc), (MIN_SIZE, MIN_SIZE))?;
+        let mut dims = [(width, height); SCALES + 1];
+        for s in 1..=SCALES {
+            let (w, h) = dims[s - 1];
+            dims[s] = (w.div_ceil(2), h.div_ceil(2));
+        }
+        let n = dims[1].0 * dims[1].1;
+        let plane = || vec![0.0f32; n];
+        Ok(Self {
+            width,
+            height,
+            bpc,
+            pyramid: Pyramid {
+                dims,
+                iy: (0..SCALES).map(|s| dwt_indices(dims[s].1)).collect(),
+                ix: (0..SCALES).map(|s| dwt_indices(dims[s].0)).collect(),
+                lo: vec![0.0; width],
+                hi: vec![0.0; width],
+            },
+            ref_in: vec![0.0; width * height],
+            dis_in: vec![0.0; width * height],
+            ref_bands: [Bands::new(n), Bands::new(n)],
+            dis_bands: [Bands::new(n), Bands::new(n)],
+            masking: Masking {
+                csf: Csf {
+                    r: [plane(), plane(), plane()],
+                    a: [plane(), plane(), plane()],
+                    fr: [plane(), plane(), plane()],
+                    fa: [plane(), plane(), plane()],
+                },
+                thr: [vec![0.0; dims[1].0], vec![0.0; dims[1].0]],
+                x: vec![0.0; dims[1].0],
+            },
+            ladder: Vec::new(),
+        })
+    }
+
+    /// `adm2`, `aim`, `adm3`, `adm_scale0..3` of one frame pair with the options `cfg`
+    /// (see [`super::finish`]); `adm2` and the scale ratios are in `[0, ~1]`, `aim` in
+    /// `[0, 1]`.
+    ///
+    /// Errors: `WrongGeometry` for planes of another size or depth than [`FloatAdm::new`]'s.
+    pub fn compute(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &LumaPlane,
+        cfg: &FloatAdmConfig,
+    ) -> Result<[f64; 7], FeatureError> {
+        let geometry = (self.width, self.height, self.bpc);
+        FeatureError::check_plane(FEATURE, geometry, reference)?;
+        FeatureError::check_plane(FEATURE, geometry, distorted)?;
+        to_float(reference, &mut self.ref_in);
+        to_float(distorted, &mut self.dis_in);
+        let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); SCALES];
+        for (s, slot) in per_scale.iter_mut().enumerate() {
+            let lo_only = s == 0 && cfg.skip_scale0;
+            self.pyramid
+                .dwt_pingpong(s, &self.ref_in, &mut self.ref_bands, lo_only);
+            self.pyramid
+                .dwt_pingpong(s, &self.dis_in, &mut self.dis_bands, lo_only);
+            let r = &self.ref_bands[s % 2];
+            let d = &self.dis_bands[s % 2];
+            *slot = Self::scale(
+                &mut self.masking,
+                self.pyramid.dims[s + 1],
+                s,
+                r,
+                d,
+                None,
+                cfg,
+            );
+        }
+        Ok(finish(self.width, self.height, &per_scale, cfg))
+    }
+
+    /// [`FloatAdm::compute`] of one reference against several distorted planes (a ladder's
+    /// renditions): the reference's DWT of every scale and its denominators once, then each
+    /// distorted plane's DWT and masking. Each result is bit for bit `compute`'s.
+    ///
+    /// Errors: as [`FloatAdm::compute`].
+    pub fn compute_ladder(
+        &mut self,
+        reference: &LumaPlane,
+        distorted: &[&LumaPlane],
+        cfg: &FloatAdmConfig,
+    ) -> Result<Vec<[f64; 7]>, FeatureError> {
+        let geometry = (self.width, self.height, self.bpc);
+        FeatureError::check_plane(FEATURE, geometry, reference)?;
+        for d in distorted {
+            FeatureError::check_plane(FEATURE, geometry, d)?;
+        }
+        if self.ladder.is_empty() {
+            let dims = self.pyramid.dims;
+            self.ladder = (1..=SCALES)
+                .map(|s| Bands::new(dims[s].0 * dims[s].1))
+                .collect();
+        }
+        to_float(reference, &mut self.ref_in);
+        let mut dens = [0.0f32; SCALES];
+        for (s, den_s) in dens.iter_mut().enumerate() {
+            let lo_only = s == 0 && cfg.skip_scale0;
+            let (done, rest) = self.ladder.split_at_mut(s);
+            let src = match done.last() {
+                Some(prev) => &prev.a[..],
+                None => &self.ref_in[..],
+            };
+            self.pyramid.dwt(s, src, &mut rest[0], lo_only);
+            if !lo_only {
+                *den_s = den(&rest[0], self.pyramid.dims[s + 1], cfg.rfactor(s), cfg);
+            }
+        }
+        let mut out = Vec::with_capacity(distorted.len());
+        for d in distorted {
+            to_float(d, &mut self.dis_in);
+            let mut per_scale = [(0.0f32, 0.0f32, 0.0f32); SCALES];
+            for (s, slot) in per_scale.iter_mut().enumerate() {
+                let lo_only = s == 0 && cfg.skip_scale0;
+                self.pyramid
+                    .dwt_pingpong(s, &self.dis_in, &mut self.dis_bands, lo_only);
+                let (r, t) = (&self.ladder[s], &self.dis_bands[s % 2]);
+                *slot = Self::scale(
+                    &mut self.masking,
+                    self.pyramid.dims[s + 1],
+                    s,
+                    r,
+                    t,
+                    Some(dens[s]),
+                    cfg,
+                );
+            }
+            out.push(finish(self.width, self.height, &per_scale, cfg));
+        }
+        Ok(out)
+    }
+
+    /// (numerator, denominator, AIM numerator) of scale `s` (bands of `band` size) from its
+    /// reference bands `r` and distorted bands `t`; `den_done`: the denominator when a ladder
+    /// has computed it already.
+    fn scale(
+        masking: &mut Masking,
+        band: (usize, usize),
+        s: usize,
+        r: &Bands,
+        t: &Bands,
+        den_done: Option<f32>,
+        cfg: &FloatAdmConfig,
+    ) -> (f32, f32, f32) {
+        if s == 0 && cfg.skip_scale0 {
+            return (0.0, 1e-10, 0.0);
+        }
+        let rf = cfg.rfactor(s);
+        masking.decouple_csf(r, t, band, rf, cfg.enhn_gain_limit);
+        let d = den_done.unwrap_or_else(|| den(r, band, rf, cfg));
+        let (num, aim) = masking.cm(band, cfg);
+        (num, d, aim)
+    }
+}
+
+/// Samples as libvmaf's float ADM reads them (`picture_copy` with offset -128):
+/// `sample / 2^(bpc - 8) - 128`, exact in `f32`.
+fn to_float(p: &LumaPlane, out: &mut [f32]) {
+    let div = (1u32 << p.bpc.saturating_sub(8)) as f32;
+    for (y, dst) in out.chunks_exact_mut(p.width).enumerate() {
+        for (d, &s) in dst.iter_mut().zip(p.row(y)) {
+            *d = f32::from(s) / div - 128.0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indices_mirror() {
+        assert_eq!(
+            dwt_indices(5),
+            vec![[1, 0, 1, 2], [1, 2, 3, 4], [3, 4, 4, 3]]
+        );
+        assert_eq!(dwt_indices(4), vec![[1, 0, 1, 2], [1, 2, 3, 3]]);
+    }
+
+    #[test]
+    fn identical_frames_score_one() {
+        let (w, h) = (40, 36);
+        let mut rng = crate::features::XorShift(0x1234_5678);
+        let data: Vec<u16> = (0..w * h).map(|_| (rng.next_u64() % 256) as u16).collect();
+        let p = LumaPlane::packed(&data, w, h, 8).unwrap();
+        let mut adm = FloatAdm::new(w, h, 8).unwrap();
+        let v = adm.compute(&p, &p, &FloatAdmConfig::default()).unwrap();
+        assert!((v[0] - 1.0).abs() < 1e-6, "{v:?}");
+        assert!(FloatAdm::new(16, 40, 8).is_err());
+        // A ladder gives each rendition compute's bits, whatever the options.
+        let others: Vec<Vec<u16>> = (0..3)
+            .map(|k| {
+                data.iter()
+                    .map(|&x| (x + (rng.next_u64() % (4 * k + 1)) as u16).min(255))
+                    .collect()
+            })
+            .collect();
+        let planes: Vec<LumaPlane> = others
+            .iter()
+            .map(|d| LumaPlane::packed(d, w, h, 8).unwrap())
+            .collect();
+        let refs: Vec<&LumaPlane> = planes.iter().collect();
+        for cfg in [
+            FloatAdmConfig::default(),
+            FloatAdmConfig {
+                skip_scale0: true,
+                p_norm: 2.0,
+                ..FloatAdmConfig::default()
+            },
+        ] {
+            let ladder = adm.compute_ladder(&p, &refs, &cfg).unwrap();
+            for (d, l) in planes.iter().zip(&ladder) {
+                let single = adm.compute(&p, d, &cfg).unwrap();
+                assert_eq!(single.map(f64::to_bits), l.map(f64::to_bits));
+            }
+        }
+        assert!(FloatAdm::new(MIN_SIZE, MIN_SIZE, 8).is_ok());
+    }
+}
