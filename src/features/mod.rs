@@ -22,6 +22,7 @@
 
 pub mod adm;
 pub mod cambi;
+pub mod ciede;
 pub mod motion;
 pub mod psnr;
 pub mod speed;
@@ -56,6 +57,7 @@ pub static REGISTRY: &[&dyn Feature] = &[
     &ssim::FLOAT_SSIM,
     &ssim::FLOAT_MS_SSIM,
     &ssimulacra2::SSIMULACRA2,
+    &ciede::CIEDE,
 ];
 
 /// The registered feature named `name` (libvmaf's extractor name, e.g. `"psnr"`).
