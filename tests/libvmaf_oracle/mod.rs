@@ -77,7 +77,11 @@ pub fn contents() -> Vec<Content> {
                     // ffmpeg's crop rounds odd sizes of subsampled formats down to even:
                     // crop at 4:4:4, then subsample (chroma sizes round up).
                     Some((cw, ch)) => {
-                        let full = if source == "420p8" { "yuv444p" } else { "yuv444p10le" };
+                        let full = if source == "420p8" {
+                            "yuv444p"
+                        } else {
+                            "yuv444p10le"
+                        };
                         format!("format={full},crop={cw}:{ch}:0:0,format={pix_fmt}")
                     }
                     None => format!("format={pix_fmt}"),
@@ -261,6 +265,9 @@ pub fn against_libvmaf(features: &str, keys: &[&str], tol: f64) {
             }
         }
     }
-    eprintln!("\n{features} against libvmaf 3.2.0 (max |difference| per frame):\n{}\n", table.join("\n"));
+    eprintln!(
+        "\n{features} against libvmaf 3.2.0 (max |difference| per frame):\n{}\n",
+        table.join("\n")
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -122,18 +122,8 @@ impl Ciede {
                 if ry[x] == dy[x] && ru == du && rv == dv {
                     continue; // equal colours differ by exactly 0
                 }
-                let l1 = lab(
-                    f64::from(ry[x]),
-                    f64::from(ru),
-                    f64::from(rv),
-                    self.bpc,
-                );
-                let l2 = lab(
-                    f64::from(dy[x]),
-                    f64::from(du),
-                    f64::from(dv),
-                    self.bpc,
-                );
+                let l1 = lab(f64::from(ry[x]), f64::from(ru), f64::from(rv), self.bpc);
+                let l2 = lab(f64::from(dy[x]), f64::from(du), f64::from(dv), self.bpc);
                 sum += f64::from(ciede2000(l1, l2));
             }
         }

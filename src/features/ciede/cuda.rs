@@ -188,11 +188,7 @@ impl CiedeGpu {
                 &self.total_fn,
                 (1, 1, 1),
                 BLOCK,
-                &mut [
-                    param(&mut p_partial),
-                    param(&mut blocks),
-                    param(&mut p_out),
-                ],
+                &mut [param(&mut p_partial), param(&mut blocks), param(&mut p_out)],
                 "cuLaunchKernel(ciede_total)",
             )
         }

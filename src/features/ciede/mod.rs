@@ -283,7 +283,8 @@ pub fn ciede2000(c1: Lab, c2: Lab) -> f32 {
         (f64::from(h1 + h2) / 2.0) as f32
     };
     let hb = f64::from(hp_bar);
-    let t = (1.0 - 0.17 * (hb - PI / 6.0).cos() + 0.24 * (2.0 * hb).cos()
+    let t = (1.0 - 0.17 * (hb - PI / 6.0).cos()
+        + 0.24 * (2.0 * hb).cos()
         + 0.32 * (3.0 * hb + PI / 30.0).cos()
         - 0.20 * (4.0 * hb - 7.0 * PI / 20.0).cos()) as f32;
     let s_h = (1.0 + 0.015 * f64::from(cp_bar) * f64::from(t)) as f32;
@@ -447,7 +448,7 @@ mod tests {
         assert_eq!(r.source(0, 574, 0), None); // padding column
         assert_eq!(r.source(0, 10, 322), Some((1, 0, 5))); // Cb's last row reads Cr's first
         assert_eq!(r.source(1, 10, 322), None); // past libvmaf's buffer
-        // 4:2:2, 576x4: 288 per row, read as x on row y / 2.
+                                                // 4:2:2, 576x4: 288 per row, read as x on row y / 2.
         let r = ChromaRead::new((576, 4), (288, 4), 10).unwrap();
         assert_eq!((r.width, r.height, r.stride), (288, 4, 288));
         assert_eq!(r.source(0, 300, 3), Some((0, 2, 12)));
