@@ -23,6 +23,9 @@
 pub mod adm;
 pub mod cambi;
 pub mod ciede;
+pub mod float_ansnr;
+pub mod float_moment;
+pub mod float_psnr;
 pub mod motion;
 pub mod psnr;
 pub mod speed;
@@ -58,6 +61,9 @@ pub static REGISTRY: &[&dyn Feature] = &[
     &ssim::FLOAT_MS_SSIM,
     &ssimulacra2::SSIMULACRA2,
     &ciede::CIEDE,
+    &float_psnr::FLOAT_PSNR,
+    &float_ansnr::FLOAT_ANSNR,
+    &float_moment::FLOAT_MOMENT,
 ];
 
 /// The registered feature named `name` (libvmaf's extractor name, e.g. `"psnr"`).

@@ -39,58 +39,51 @@ fn format(pix_fmt: &str) -> (&'static str, usize, (bool, bool)) {
     }
 }
 
-/// The contents: src01 576x324 (3 frames) from the 8-bit file (4:2:0, 4:2:2, 4:4:4), from
-/// the 10-bit file (4:2:0 10-bit, 4:2:2 10-bit, 4:2:0 12-bit, 4:4:4 12-bit), and crops to
-/// odd sizes (575x324 4:2:0 8-bit, 575x323 4:2:2 10-bit and 4:4:4 12-bit).
+/// The contents, from src01 576x324 8-bit (3 frames): 4:2:0, 4:2:2 and 4:4:4 at 8 bits; at
+/// 10 and 12 bits (4:2:0 10-bit, 4:2:2 10-bit, 4:2:0 12-bit, 4:4:4 12-bit) a bicubic resize
+/// of a crop of it, so that the low bits carry content (the 10-bit src01 file is the 8-bit
+/// one shifted up); and odd sizes (575x324 4:2:0 8-bit, 575x323 4:2:2 10-bit and 4:4:4
+/// 12-bit).
 pub fn contents() -> Vec<Content> {
     let pairs = reference_pairs();
-    let mut out = Vec::new();
-    let cases: &[(&str, &str, Option<(usize, usize)>)] = &[
-        ("420p8", "yuv420p", None),
-        ("420p8", "yuv422p", None),
-        ("420p8", "yuv444p", None),
-        ("420p10", "yuv420p10le", None),
-        ("420p10", "yuv422p10le", None),
-        ("420p10", "yuv420p12le", None),
-        ("420p10", "yuv444p12le", None),
+    let p = pairs
+        .iter()
+        .find(|p| p.width == 576 && p.format == "I420")
+        .expect("src01 576x324 8-bit pair");
+    // (pixel format, size, resized to a higher depth)
+    let cases: &[(&str, (usize, usize), bool)] = &[
+        ("yuv420p", (576, 324), false),
+        ("yuv422p", (576, 324), false),
+        ("yuv444p", (576, 324), false),
+        ("yuv420p10le", (576, 324), true),
+        ("yuv422p10le", (576, 324), true),
+        ("yuv420p12le", (576, 324), true),
+        ("yuv444p12le", (576, 324), true),
         // An odd 4:2:0 height makes libvmaf's ciede read past its chroma buffer on the last
         // row (its scores then vary from run to run): odd width only there.
-        ("420p8", "yuv420p", Some((575, 324))),
-        ("420p10", "yuv422p10le", Some((575, 323))),
-        ("420p10", "yuv444p12le", Some((575, 323))),
+        ("yuv420p", (575, 324), false),
+        ("yuv422p10le", (575, 323), true),
+        ("yuv444p12le", (575, 323), true),
     ];
-    for &(source, pix_fmt, crop) in cases {
-        let src_fmt = if source == "420p8" {
-            "yuv420p"
-        } else {
-            "yuv420p10le"
-        };
-        let p = pairs
-            .iter()
-            .find(|p| p.width == 576 && p.reference.display().to_string().contains(source))
-            .expect("src01 576x324 pair");
-        let (w, h) = crop.unwrap_or((576, 324));
+    let mut out = Vec::new();
+    for &(pix_fmt, (w, h), resize) in cases {
         let tag = format!("{w}x{h} {pix_fmt}");
+        let filter = if resize {
+            format!("crop=570:320:3:2,scale={w}:{h}:flags=bicubic,format={pix_fmt}")
+        } else if (w, h) != (576, 324) {
+            // ffmpeg's crop rounds odd sizes of subsampled formats down to even: crop at
+            // 4:4:4, then subsample (chroma sizes round up).
+            format!("format=yuv444p,crop={w}:{h}:0:0,format={pix_fmt}")
+        } else {
+            format!("format={pix_fmt}")
+        };
         let make = |src: &Path, which: &str| {
             made(&format!("src01_{which}_{w}x{h}_{pix_fmt}.yuv"), |dst| {
-                let filter = match crop {
-                    // ffmpeg's crop rounds odd sizes of subsampled formats down to even:
-                    // crop at 4:4:4, then subsample (chroma sizes round up).
-                    Some((cw, ch)) => {
-                        let full = if source == "420p8" {
-                            "yuv444p"
-                        } else {
-                            "yuv444p10le"
-                        };
-                        format!("format={full},crop={cw}:{ch}:0:0,format={pix_fmt}")
-                    }
-                    None => format!("format={pix_fmt}"),
-                };
                 ffmpeg(&[
                     "-f",
                     "rawvideo",
                     "-pix_fmt",
-                    src_fmt,
+                    "yuv420p",
                     "-s",
                     "576x324",
                     "-i",
