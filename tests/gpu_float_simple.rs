@@ -37,13 +37,21 @@ fn src01_luma(name: &str, n: usize) -> Vec<Vec<u16>> {
 fn deepen(y: &[u16], bpc: u32) -> Vec<u16> {
     let up = bpc - 8;
     y.iter()
-        .map(|&v| if up == 0 { v } else { (v << up) | (v >> (8 - up.min(8))) })
+        .map(|&v| {
+            if up == 0 {
+                v
+            } else {
+                (v << up) | (v >> (8 - up.min(8)))
+            }
+        })
         .collect()
 }
 
 /// The top-left `w` x `h` of a 576-wide plane.
 fn crop(y: &[u16], w: usize, h: usize) -> Vec<u16> {
-    (0..h).flat_map(|r| y[r * 576..r * 576 + w].to_vec()).collect()
+    (0..h)
+        .flat_map(|r| y[r * 576..r * 576 + w].to_vec())
+        .collect()
 }
 
 #[test]
@@ -97,7 +105,11 @@ fn float_psnr_moment_ansnr_gpu_equal_cpu() {
                         v
                     };
                     let first = read();
-                    assert_eq!(first, read(), "{w}x{h} {bpc}-bit: words differ between runs");
+                    assert_eq!(
+                        first,
+                        read(),
+                        "{w}x{h} {bpc}-bit: words differ between runs"
+                    );
                     let (sw, aw) = first.split_at(PlaneSumsGpu::RESULT_WORDS);
                     let tag = format!("{w}x{h} {bpc}-bit {layout:?} frame {i}");
                     assert_eq!(PlaneSumsGpu::sums(sw), want_sums, "{tag}: plane sums");
@@ -108,9 +120,15 @@ fn float_psnr_moment_ansnr_gpu_equal_cpu() {
                         "{tag}: ansnr sums GPU ({sig}, {noise}) vs CPU {want_ansnr:?}"
                     );
                 }
-                table.push(format!("| {w}x{h} {bpc}-bit | {layout:?} | {} | yes |", r8.len()));
+                table.push(format!(
+                    "| {w}x{h} {bpc}-bit | {layout:?} | {} | yes |",
+                    r8.len()
+                ));
             }
         }
     }
-    eprintln!("\nfloat_psnr / float_moment / float_ansnr GPU vs CPU:\n{}\n", table.join("\n"));
+    eprintln!(
+        "\nfloat_psnr / float_moment / float_ansnr GPU vs CPU:\n{}\n",
+        table.join("\n")
+    );
 }

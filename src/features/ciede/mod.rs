@@ -329,6 +329,11 @@ impl Feature for CiedeFeature {
         true
     }
 
+    /// A model names it `ciede2000` (libvmaf's provided feature).
+    fn model_output(&self, model_name: &str) -> Option<String> {
+        (model_name == OUTPUT).then(|| OUTPUT.to_owned())
+    }
+
     /// No options (libvmaf's `ciede` has none). Errors: grey frames (`chroma == false`), which
     /// libvmaf refuses too.
     fn configure(&self, options: &Options, chroma: bool) -> Result<Arc<dyn Instance>, String> {

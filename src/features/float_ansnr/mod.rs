@@ -26,8 +26,7 @@ use cudarc::driver::{CudaStream, CudaViewMut};
 
 use super::float_psnr::FloatDepth;
 use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options,
-    Section,
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options, Section,
 };
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
@@ -96,6 +95,12 @@ pub static FLOAT_ANSNR: FloatAnsnrFeature = FloatAnsnrFeature;
 impl Feature for FloatAnsnrFeature {
     fn name(&self) -> &'static str {
         FEATURE
+    }
+
+    /// A model names its outputs as logged (libvmaf resolves only `float_ansnr`, its
+    /// provided feature; `float_anpsnr` is accepted here too).
+    fn model_output(&self, model_name: &str) -> Option<String> {
+        OUTPUTS.contains(&model_name).then(|| model_name.to_owned())
     }
 
     fn section(&self) -> Section {
@@ -221,7 +226,10 @@ mod tests {
     fn refuses_frames_below_3x3_and_odd_depths() {
         let i = FloatAnsnrInstance;
         let e = i.cpu(&Geometry::luma(2, 5, 8)).err().expect("2x5 refused");
-        assert!(matches!(e, FeatureError::FrameTooSmall { min_width: 3, .. }), "{e}");
+        assert!(
+            matches!(e, FeatureError::FrameTooSmall { min_width: 3, .. }),
+            "{e}"
+        );
         assert!(i.cpu(&Geometry::luma(3, 3, 12)).is_ok());
         assert!(i.cpu(&Geometry::luma(3, 3, 14)).is_err());
     }

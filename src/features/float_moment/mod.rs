@@ -19,8 +19,7 @@ use cudarc::driver::{CudaStream, CudaViewMut};
 use super::float_psnr::cuda::PlaneSumsGpu;
 use super::float_psnr::{cpu, FloatDepth, PlaneSums};
 use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options,
-    Section,
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options, Section,
 };
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
@@ -59,6 +58,12 @@ pub static FLOAT_MOMENT: FloatMomentFeature = FloatMomentFeature;
 impl Feature for FloatMomentFeature {
     fn name(&self) -> &'static str {
         FEATURE
+    }
+
+    /// A model names its outputs as logged (`float_moment_ref1st`, ...). libvmaf 3.2.0
+    /// resolves none of them (its extractor declares `float_moment`, a name it never logs).
+    fn model_output(&self, model_name: &str) -> Option<String> {
+        OUTPUTS.contains(&model_name).then(|| model_name.to_owned())
     }
 
     fn section(&self) -> Section {

@@ -43,7 +43,11 @@ impl PlaneSumsGpu {
     ) -> Result<Self, CudaError> {
         check_size(feature, (width, height, bpc), 1)?;
         let m = dev.modules().get("float_psnr")?;
-        let sums = function(m, "float_plane_sums", "cuModuleGetFunction(float_plane_sums)")?;
+        let sums = function(
+            m,
+            "float_plane_sums",
+            "cuModuleGetFunction(float_plane_sums)",
+        )?;
         Ok(Self {
             sums,
             width,

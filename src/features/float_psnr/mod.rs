@@ -21,8 +21,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaViewMut};
 
 use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options,
-    Section,
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options, Section,
 };
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
@@ -116,6 +115,11 @@ pub static FLOAT_PSNR: FloatPsnrFeature = FloatPsnrFeature;
 impl Feature for FloatPsnrFeature {
     fn name(&self) -> &'static str {
         FEATURE
+    }
+
+    /// A model names it `float_psnr` (libvmaf's provided feature).
+    fn model_output(&self, model_name: &str) -> Option<String> {
+        (model_name == FEATURE).then(|| FEATURE.to_owned())
     }
 
     fn section(&self) -> Section {
