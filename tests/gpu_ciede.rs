@@ -394,3 +394,59 @@ fn ciede_gpu_throughput_1080p() {
     );
     assert!(fps > 0.0);
 }
+
+/// Through the element: `backend=cuda` against `backend=cpu` with all four new extractors on
+/// src01 (160x90 8-bit, 576x324 8- and 10-bit 4:2:0 files): `ciede2000` within 1e-4, the
+/// float extractors' keys equal (their GPU sums are the CPU's bit for bit). Covers the CUDA
+/// backend's chroma unpacking and the extractors' own streams.
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn cuda_backend_equals_cpu_backend() {
+    if common::gpu_device().is_none() {
+        return;
+    }
+    let features = "ciede,float_psnr,float_ansnr,float_moment";
+    let exact = [
+        "float_psnr",
+        "float_ansnr",
+        "float_anpsnr",
+        "float_moment_ref1st",
+        "float_moment_dis1st",
+        "float_moment_ref2nd",
+        "float_moment_dis2nd",
+    ];
+    for p in common::reference_pairs() {
+        let score = |backend: &str| {
+            let desc = format!(
+                "vmafcompare name=cmp backend={backend} features={features} ! fakesink {} {}",
+                common::raw_branch(&p.reference, p.width, p.height, p.format, "reference"),
+                common::raw_branch(&p.distorted, p.width, p.height, p.format, "distorted"),
+            );
+            let out = common::run(&desc, common::LONG);
+            assert!(out.errors.is_empty(), "{backend}: {:?}", out.errors);
+            assert_eq!(out.frames.len(), p.frames, "{backend}");
+            out.frames
+        };
+        let (gpu, cpu) = (score("cuda"), score("cpu"));
+        let mut dmax = 0.0f64;
+        for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+            let (a, b) = (g.get("ciede2000"), c.get("ciede2000"));
+            let (a, b) = (a.expect("gpu ciede2000"), b.expect("cpu ciede2000"));
+            assert!(
+                (a - b).abs() <= TOLERANCE,
+                "frame {i}: ciede2000 {a} vs {b}"
+            );
+            dmax = dmax.max((a - b).abs());
+            for k in exact {
+                assert_eq!(g.get(k), c.get(k), "{} frame {i}: {k}", p.format);
+            }
+        }
+        eprintln!(
+            "{}x{} {}: ciede2000 max |cuda - cpu| {dmax:.2e}, float keys equal",
+            p.width, p.height, p.format
+        );
+    }
+}
