@@ -22,8 +22,12 @@
 
 pub mod adm;
 pub mod cambi;
+pub mod ciede;
 pub mod float_adm;
+pub mod float_ansnr;
+pub mod float_moment;
 pub mod float_motion;
+pub mod float_psnr;
 pub mod float_vif;
 pub mod motion;
 pub mod psnr;
@@ -66,6 +70,10 @@ pub static REGISTRY: &[&dyn Feature] = &[
     &ssimulacra2::SSIMULACRA2,
     &speed_temporal::SPEED_TEMPORAL,
     &psnr_hvs::PSNR_HVS,
+    &ciede::CIEDE,
+    &float_psnr::FLOAT_PSNR,
+    &float_ansnr::FLOAT_ANSNR,
+    &float_moment::FLOAT_MOMENT,
 ];
 
 /// The registered feature named `name` (libvmaf's extractor name, e.g. `"psnr"`).

@@ -1,0 +1,133 @@
+//! The CPU half of `ciede`: libvmaf's per-pixel CIELAB conversion and CIEDE2000 with its
+//! rounding points, summed in `f64` in raster order as libvmaf does.
+//!
+//! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/ciede.c.
+
+use super::{ciede2000, lab, score_from_sum, ChromaRead, FEATURE};
+use crate::features::HostFrame;
+use crate::video::frame::{FeatureError, LumaPlane};
+
+/// `ciede` for one geometry: the column map of libvmaf's chroma reading and one row of
+/// upsampled chroma per plane and frame (allocated once).
+pub struct Ciede {
+    width: usize,
+    height: usize,
+    bpc: u32,
+    read: ChromaRead,
+    /// For each column: the chroma rows to add to `y / 2` and the column libvmaf reads, or
+    /// `u32::MAX` for its zero padding (subsampled formats only).
+    columns: Vec<(u32, u32)>,
+    /// Upsampled rows: reference Cb, Cr, distorted Cb, Cr (`width` samples each).
+    rows: Vec<f32>,
+}
+
+impl Ciede {
+    /// The extractor for `width` x `height` frames of `bpc` bits whose chroma libvmaf reads
+    /// as `read` says.
+    pub fn new(width: usize, height: usize, bpc: u32, read: ChromaRead) -> Self {
+        let stride = read.stride.max(1);
+        let columns = (0..width)
+            .map(|x| {
+                let q = if read.mode == super::Subsampling::Both {
+                    x >> 1
+                } else {
+                    x
+                };
+                let col = q % stride;
+                let col = if col < read.width {
+                    col as u32
+                } else {
+                    u32::MAX
+                };
+                ((q / stride) as u32, col)
+            })
+            .collect();
+        Self {
+            width,
+            height,
+            bpc,
+            read,
+            columns,
+            rows: vec![0.0; 4 * width],
+        }
+    }
+
+    /// Fills `row` with chroma plane `plane` (0: Cb, 1: Cr) of `planes` as libvmaf reads it
+    /// for pixel row `y`.
+    fn upsample(&self, planes: &[LumaPlane; 2], plane: usize, y: usize, row: &mut [f32]) {
+        let r = &self.read;
+        if r.mode == super::Subsampling::Full {
+            for (o, &s) in row.iter_mut().zip(planes[plane].row(y)) {
+                *o = f32::from(s);
+            }
+            return;
+        }
+        for (o, &(dr, col)) in row.iter_mut().zip(&self.columns) {
+            *o = 0.0;
+            if col == u32::MAX {
+                continue;
+            }
+            let mut p = plane;
+            let mut rr = (y >> 1) + dr as usize;
+            if rr >= r.height {
+                p += 1;
+                rr -= r.height;
+            }
+            if p < 2 && rr < r.height {
+                *o = f32::from(planes[p].row(rr)[col as usize]);
+            }
+        }
+    }
+
+    /// `ciede2000` of one frame pair: `45 - 20 * log10(mean CIEDE2000)`, +infinity for
+    /// identical frames.
+    ///
+    /// Errors: [`FeatureError::WrongGeometry`] for planes of another geometry or a frame
+    /// without chroma.
+    pub fn score(&mut self, f: &HostFrame) -> Result<f64, FeatureError> {
+        let g = (self.width, self.height, self.bpc);
+        FeatureError::check_plane(FEATURE, g, f.reference)?;
+        FeatureError::check_plane(FEATURE, g, f.distorted)?;
+        let c = f
+            .chroma
+            .ok_or_else(|| FeatureError::wrong_size(FEATURE, g, (0, 0)))?;
+        let (cw, ch) = (c.reference[0].width, c.reference[0].height);
+        for p in c.reference.iter().chain(&c.distorted) {
+            FeatureError::check_plane(FEATURE, (cw, ch, self.bpc), p)?;
+        }
+        // The rows libvmaf reads must lie in the planes given.
+        if self.read.width > cw || self.read.height > ch {
+            return Err(FeatureError::wrong_size(
+                FEATURE,
+                (self.read.width, self.read.height, self.bpc),
+                (cw, ch),
+            ));
+        }
+        let w = self.width;
+        let mut rows = std::mem::take(&mut self.rows);
+        let mut sum = 0.0f64;
+        for y in 0..self.height {
+            {
+                let (ru, rest) = rows.split_at_mut(w);
+                let (rv, rest) = rest.split_at_mut(w);
+                let (du, dv) = rest.split_at_mut(w);
+                self.upsample(&c.reference, 0, y, ru);
+                self.upsample(&c.reference, 1, y, rv);
+                self.upsample(&c.distorted, 0, y, du);
+                self.upsample(&c.distorted, 1, y, dv);
+            }
+            let (ry, dy) = (f.reference.row(y), f.distorted.row(y));
+            for x in 0..w {
+                let (ru, rv, du, dv) = (rows[x], rows[w + x], rows[2 * w + x], rows[3 * w + x]);
+                if ry[x] == dy[x] && ru == du && rv == dv {
+                    continue; // equal colours differ by exactly 0
+                }
+                let l1 = lab(f64::from(ry[x]), f64::from(ru), f64::from(rv), self.bpc);
+                let l2 = lab(f64::from(dy[x]), f64::from(du), f64::from(dv), self.bpc);
+                sum += f64::from(ciede2000(l1, l2));
+            }
+        }
+        self.rows = rows;
+        Ok(score_from_sum(sum, w * self.height))
+    }
+}
