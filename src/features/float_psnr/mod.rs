@@ -54,8 +54,15 @@ impl FloatDepth {
             12 => (255.9375, 84.0),
             16 => (255.99609375, 108.0),
             _ => {
-                super::ciede::check_depth(feature, g)?;
-                unreachable!("check_depth refuses every other depth")
+                return Err(FeatureError::WrongGeometry {
+                    feature,
+                    expected_width: g.width,
+                    expected_height: g.height,
+                    expected_bpc: 8,
+                    width: g.width,
+                    height: g.height,
+                    bpc: g.bpc,
+                })
             }
         };
         Ok(Self {
