@@ -454,6 +454,7 @@ fn float_adm_options_match_libvmaf_3_2_0() {
                 distorted: &dp,
                 previous: None,
                 previous2: None,
+                previous_distorted: None,
                 chroma: None,
             };
             let mut out = vec![0.0; names.len()];
@@ -508,6 +509,7 @@ fn float_adm_ladder_equals_pairs() {
             distorted: dp,
             previous: None,
             previous2: None,
+            previous_distorted: None,
             chroma: None,
         })
         .collect();

@@ -226,6 +226,7 @@ fn enqueue(gpu: &mut CiedeGpu, stream: &Arc<CudaStream>, u: &Uploaded, out: &mut
         reference: u.reference,
         distorted: u.distorted,
         previous: None,
+        previous_distorted: None,
         chroma: Some(&u.chroma),
     };
     gpu.enqueue_frame(
@@ -247,6 +248,7 @@ fn cpu_score(cpu: &mut Ciede, (r, d): (&Frame, &Frame)) -> f64 {
         distorted: &dy,
         previous: None,
         previous2: None,
+        previous_distorted: None,
         chroma: Some(&chroma),
     };
     cpu.score(&f).expect("cpu ciede")
