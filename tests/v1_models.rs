@@ -1,5 +1,5 @@
 //! VMAF v1 end to end (issue 19): all eight libvmaf 3.2.0 v1.0.16 models at once, v0 beside
-//! v1, and the v1 / HFR motion options on a v0 model, scored by vmafcompare's CPU backend
+//! v1, the float models beside both (issue 31), and the v1 / HFR motion options on a v0 model, scored by vmafcompare's CPU backend
 //! through the element and by the oracle (the
 //! ffmpeg + libvmaf of the pip package imageio-ffmpeg) on real content, frame by frame: every
 //! value the oracle logs (CAMBI, SpEED chroma, ADM with the Barten CSF at each viewing
@@ -116,10 +116,19 @@ fn oracle(
     distorted: &Path,
     models: &[(String, String)],
 ) -> Vec<serde_json::Map<String, serde_json::Value>> {
-    let log = temp_path(&format!("oracle_{pix_fmt}_{}.json", models.len()));
+    let first = models.first().map_or("none", |m| m.1.as_str());
+    let log = temp_path(&format!("oracle_{pix_fmt}_{}_{first}.json", models.len()));
     let spec = models
         .iter()
-        .map(|(v, n)| format!("version={}\\:name={n}", v.replace(':', "\\:")))
+        .map(|(v, n)| {
+            // A path entry (`path=FILE`) as it is, else a built-in version.
+            let entry = if v.starts_with("path=") {
+                v.clone()
+            } else {
+                format!("version={v}")
+            };
+            format!("{}\\:name={n}", entry.replace(':', "\\:"))
+        })
         .collect::<Vec<_>>()
         .join("|");
     let size = format!("{W}x{H}");
@@ -241,6 +250,77 @@ fn all_v1(pix_fmt: &str, gst_format: &str) {
         .collect();
     rename[0].1 = "vmaf".into();
     compare(pix_fmt, gst_format, &oracle_models, &prop, &rename);
+}
+
+/// The float models (issue 31: libvmaf's `float_vif`, `float_adm`, `float_motion`) with the
+/// integer and v1 ones in one run: every built-in float model, one by path, at 8 and 10
+/// bits; of the bootstrap collection `vmaf_float_b_v0.6.3`, its model "0" (the oracle takes
+/// it as a file; the interval is the formula tests/multi_model.rs checks).
+fn float_beside_integer_and_v1(pix_fmt: &str, gst_format: &str) {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models");
+    let by_path = shared.join("vmaf_float_v0.6.1.json");
+    let by_path = by_path.to_str().expect("utf-8 path");
+    let entries: Vec<(String, String)> = [
+        ("vmaf_float_v0.6.1", "f"),
+        ("vmaf_float_v0.6.1neg", "fneg"),
+        ("vmaf_float_4k_v0.6.1", "f4k"),
+        ("vmaf_float_b_v0.6.3", "fb"),
+        ("vmaf_v0.6.1", "i"),
+        ("vmaf_4k_v0.6.1neg", "i4kneg"),
+        ("vmaf_v1.0.16_3d0h", "v1"),
+    ]
+    .iter()
+    .map(|(m, n)| ((*m).to_owned(), (*n).to_owned()))
+    .chain(std::iter::once((format!("path={by_path}"), "fpath".to_owned())))
+    .collect();
+    let prop = entries
+        .iter()
+        .enumerate()
+        .map(|(i, (m, n))| {
+            if i == 0 {
+                m.clone()
+            } else {
+                format!("{m}:name={n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    // The oracle names every score; ours calls the first one `vmaf`. The bootstrap keys of
+    // `fb` (fb_bagging, fb_stddev, fb_ci_p95_lo/hi) keep their names in both.
+    let rename: Vec<(String, String)> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, (_, n))| (n.clone(), if i == 0 { "vmaf".into() } else { n.clone() }))
+        .collect();
+    // The oracle cannot load a model collection by name: it gets the collection's model "0"
+    // (what `fb` is) as a file of its own.
+    let member0 = temp_path("vmaf_float_b_v0.6.3_model0.json");
+    let collection: serde_json::Value = serde_json::from_str(
+        &gstvmafcompare::engine::model::builtin_text("vmaf_float_b_v0.6.3").expect("built in"),
+    )
+    .expect("collection JSON");
+    std::fs::write(&member0, collection["0"].to_string()).expect("write model 0");
+    let oracle_entries: Vec<(String, String)> = entries
+        .iter()
+        .map(|(m, n)| {
+            if m == "vmaf_float_b_v0.6.3" {
+                (format!("path={}", member0.display()), n.clone())
+            } else {
+                (m.clone(), n.clone())
+            }
+        })
+        .collect();
+    compare(pix_fmt, gst_format, &oracle_entries, &prop, &rename);
+}
+
+#[test]
+fn float_models_beside_integer_and_v1_8bit() {
+    float_beside_integer_and_v1("yuv420p", "I420");
+}
+
+#[test]
+fn float_models_beside_integer_and_v1_10bit() {
+    float_beside_integer_and_v1("yuv420p10le", "I420_10LE");
 }
 
 #[test]
