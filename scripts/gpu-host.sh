@@ -136,6 +136,46 @@ PY
         --features psnr,float_ssim,float_ms_ssim,ssimulacra2 | tail -1 || fail=1
       .gpu/bin/vmaf_bench --extras --sizes "${EXTRA_SIZES:-1920x1080,3840x2160}" \
         --depths "${EXTRA_DEPTHS:-8}" --repeat "${EXTRA_REPEAT:-3}" || fail=1 ;;
+    metrics)  # issue 31: every libvmaf metric added (ciede, psnr_hvs, speed_temporal, float_vif,
+              # float_adm, float_motion, float_psnr, float_ansnr, float_moment): each GPU half
+              # against its CPU half and through the element, the GPU lessons with all of them
+              # on (no per-frame allocation, fault injection at every allocation step, state
+              # cycles, compute-sanitizer), then the speed tables; METRIC_PARTS picks among
+              # "tests faults cycles sanitizer bench" (one device call each fits its time limit)
+      new=ciede,psnr_hvs,speed_temporal,float_vif,float_adm,float_motion,float_psnr,float_ansnr,float_moment
+      parts=${METRIC_PARTS:-tests faults cycles sanitizer bench}
+      if [[ $parts == *tests* ]]; then
+        for t in gpu_ciede gpu_float_simple gpu_psnr_hvs gpu_float_vif gpu_float_adm gpu_speed_temporal gpu_speed; do
+          .gpu/bin/$t --include-ignored --test-threads=1 --nocapture 2>&1 \
+            | grep -E '^\||test result|panicked|FAILED|max|fps' || fail=1
+        done
+        .gpu/bin/gpu_lessons --include-ignored --test-threads=1 --nocapture 2>&1 \
+          | grep -E '^\||test result|panicked|FAILED' || fail=1
+      fi
+      if [[ $parts == *faults* ]]; then
+        .gpu/bin/gpu_faults --include-ignored --nocapture --test-threads=1 extra_metric 2>&1 \
+          | grep -E 'steps injected|test result|panicked|WRONG|FAILED' || fail=1
+      fi
+      if [[ $parts == *cycles* ]]; then
+        .gpu/bin/gpu_cycles --cycles "${CYCLES:-100}" --mode null --switch --features "$new" | tail -3 || fail=1
+      fi
+      if [[ $parts == *sanitizer* ]]; then
+        for tool in memcheck racecheck initcheck synccheck; do
+          res=$(compute-sanitizer --tool $tool --error-exitcode 9 gst-launch-1.0 -q \
+            filesrc location=.gpu/ref/src01_ref_576x324_420p8_3f.yuv ! rawvideoparse width=576 height=324 format=i420 ! cmp.reference \
+            filesrc location=.gpu/ref/src01_dis_576x324_420p8_3f.yuv ! rawvideoparse width=576 height=324 format=i420 ! cmp.distorted \
+            vmafcompare name=cmp backend=cuda model="vmaf_float_v0.6.1,vmaf_v0.6.1:name=i" features="$new" \
+            ! fakesink 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tr '\n' ' ')
+          echo "| $tool | all new metrics, float + integer model | ${res:-no summary} |"
+          [[ $res == *" 0 errors"* || $res == *" 0 hazards"* ]] || fail=1
+        done
+      fi
+      if [[ $parts == *bench* ]]; then
+        .gpu/bin/metric_bench --backends cuda --data .gpu/ref || fail=1
+        .gpu/bin/metric_bench --backends cpu --data .gpu/ref --threads "${METRIC_THREADS:-1,16}" \
+          --sizes "${METRIC_CPU_SIZES:-1080p}" --depths 8 \
+          --libvmaf "${LIBVMAF:-.gpu/bin/libvmaf-vmaf}" || fail=1
+      fi ;;
     soak)   # not in the default list: a live 1080p pipeline on the GPU for SOAK_SECONDS
             # (default 1500: a device session lasts 30 minutes), RSS and free device memory
             # every minute, index/timestamp drift (CHECKS=soak bash scripts/gpu-host.sh)

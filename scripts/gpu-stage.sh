@@ -28,7 +28,8 @@ pack() {
 # Test and example executables (release profile: optimised, no debug info).
 tests=(gpu cuda_backend dmabuf gpu_faults concurrency bad_input element gpu_ssim gpu_ssimulacra2
   gpu_lessons extra_features multi_model formats gpu_adm_v1 gpu_speed gpu_cambi gpu_scale
-  scaling_input gpu_ladder nvdec)
+  scaling_input gpu_ladder nvdec gpu_ciede gpu_float_simple gpu_psnr_hvs gpu_float_vif
+  gpu_float_adm gpu_speed_temporal)
 cargo test --release --no-run "${tests[@]/#/--test=}" --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -39,9 +40,12 @@ for l in sys.stdin:
   | while read -r name exe; do
       cp "$exe" "$out/bin/$name"
     done
-examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak cpu_bench ladder_bench)
+examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak cpu_bench ladder_bench
+  metric_bench)
 cargo build --release "${examples[@]/#/--example=}"
 for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
+# libvmaf 3.2.0's CLI (static) for the side-by-side CPU tables (metric_bench --libvmaf).
+[[ -x $shared/peers/libvmaf-3.2.0/vmaf ]] && cp "$shared/peers/libvmaf-3.2.0/vmaf" "$out/bin/libvmaf-vmaf"
 # gpu_lessons keeps its symbols: it prints where an allocation per frame comes from.
 for f in "$out"/bin/*; do [[ ${f##*/} == gpu_lessons || ${f##*/} == ladder_bench ]] || strip "$f" 2>/dev/null || true; done
 if [[ $BIN_ONLY == 1 ]]; then

@@ -99,7 +99,8 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const ALL: &str = "psnr,float_ssim,float_ms_ssim,ssimulacra2";
+const ALL: &str = "psnr,float_ssim,float_ms_ssim,ssimulacra2,ciede,psnr_hvs,speed_temporal,\
+                   float_vif,float_adm,float_motion,float_psnr,float_ansnr,float_moment";
 
 /// VMAF v1 (issue 19): CAMBI, SpEED chroma, the Barten-CSF ADM, motion3.
 const V1: &str = "vmaf_v1.0.16_3d0h";
