@@ -2,8 +2,10 @@
 //! order, no fused multiply-add, mirrored borders), then the mean absolute difference with
 //! libvmaf's `f32` row and frame accumulators, so the score is bit-identical to libvmaf's.
 //!
-//! libvmaf keeps the previous frame's blurred plane; this half blurs both planes of the pair
-//! (frames are scored in parallel, so no extractor sees every frame).
+//! libvmaf keeps the previous frame's blurred plane. Frames are scored in parallel here, so an
+//! extractor need not have seen the previous frame: it keeps the last reference it blurred
+//! (its samples and its blurred plane) and reuses the blur when the next pair's previous
+//! plane holds the same samples (every frame on one thread), else blurs both planes.
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/float_motion.c (`extract`),
 //! motion.c (`vmaf_image_sad_c`), common/convolution_avx.c (`convolution_f32_avx_s`).
@@ -22,6 +24,11 @@ pub struct FloatMotion {
     prev: Vec<f32>,
     cur: Vec<f32>,
     pad: Vec<f32>,
+    /// The samples of the last `cur` plane (packed) and its blurred plane; `cached` says
+    /// whether they hold one.
+    last_samples: Vec<u16>,
+    last_blur: Vec<f32>,
+    cached: bool,
 }
 
 impl FloatMotion {
@@ -46,6 +53,9 @@ impl FloatMotion {
             prev: vec![0.0; n],
             cur: vec![0.0; n],
             pad: vec![0.0; width + 4],
+            last_samples: vec![0; n],
+            last_blur: vec![0.0; n],
+            cached: false,
         })
     }
 
@@ -59,16 +69,42 @@ impl FloatMotion {
             FeatureError::check_plane(FEATURE, geo, p)?;
         }
         let (w, h) = (self.width, self.height);
-        for (plane, out) in [(prev, &mut self.prev), (cur, &mut self.cur)] {
-            match &self.filter {
-                None => to_float(plane, out),
-                Some(f) => {
-                    to_float(plane, &mut self.level);
-                    filter_plane(f, &self.level, w, h, &mut self.pad, out);
-                }
+        let reuse = self.cached
+            && self
+                .last_samples
+                .chunks_exact(w)
+                .enumerate()
+                .all(|(y, row)| row == prev.row(y));
+        if reuse {
+            std::mem::swap(&mut self.prev, &mut self.last_blur);
+        } else {
+            self.blur(prev, true);
+        }
+        self.blur(cur, false);
+        let sad = mean_abs_diff(&self.prev, &self.cur, w, h);
+        for (y, row) in self.last_samples.chunks_exact_mut(w).enumerate() {
+            row.copy_from_slice(cur.row(y));
+        }
+        std::mem::swap(&mut self.cur, &mut self.last_blur);
+        self.cached = true;
+        Ok(sad)
+    }
+
+    /// `plane` as float levels, blurred, into `prev` (`into_prev`) or `cur`.
+    fn blur(&mut self, plane: &LumaPlane, into_prev: bool) {
+        let (w, h) = (self.width, self.height);
+        let out = if into_prev {
+            &mut self.prev
+        } else {
+            &mut self.cur
+        };
+        match &self.filter {
+            None => to_float(plane, out),
+            Some(f) => {
+                to_float(plane, &mut self.level);
+                filter_plane(f, &self.level, w, h, &mut self.pad, out);
             }
         }
-        Ok(mean_abs_diff(&self.prev, &self.cur, w, h))
     }
 }
 
@@ -145,6 +181,34 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn reused_blur_gives_the_same_scores() {
+        let (w, h) = (23, 11);
+        let frames: Vec<Vec<u16>> = (0..5u16)
+            .map(|t| {
+                (0..(w * h) as u16)
+                    .map(|i| (i * 7 + t * 13) % 256)
+                    .collect()
+            })
+            .collect();
+        let plane = |i: usize| LumaPlane::packed(&frames[i], w, h, 8).expect("plane");
+        let filter = super::super::FloatMotionOptions::default().filter();
+        let mut seq = FloatMotion::new(w, h, 8, filter.clone()).expect("new");
+        for i in 1..frames.len() {
+            let mut fresh = FloatMotion::new(w, h, 8, filter.clone()).expect("new");
+            let want = fresh.sad(&plane(i - 1), &plane(i)).expect("sad");
+            assert_eq!(
+                seq.sad(&plane(i - 1), &plane(i)).expect("sad"),
+                want,
+                "frame {i}"
+            );
+        }
+        // Out of order: the cache does not match and is not used.
+        let mut fresh = FloatMotion::new(w, h, 8, filter).expect("new");
+        let want = fresh.sad(&plane(0), &plane(2)).expect("sad");
+        assert_eq!(seq.sad(&plane(0), &plane(2)).expect("sad"), want);
     }
 
     #[test]
