@@ -295,7 +295,8 @@ fn options_model(name: &str, vif: serde_json::Value, motion: serde_json::Value) 
 /// The option sets checked: (model file name, VIF options, motion options). The first:
 /// VIF gain limit 1, kernel scale 0.5, sigma_nsq 1.5, scale-2 floor 0.95; motion fps weight
 /// 2, blend factor 0.5, offset 3, the 3-tap filter. Then each prescale method at another
-/// factor (CPU only), with the unfiltered motion, its zeroed variant, and the fps weight 0.
+/// factor (CPU only), with the unfiltered motion plus its halved scale (CPU only), the
+/// zeroed motion, the fps weight 0 and a clip with a blend.
 fn option_models() -> Vec<PathBuf> {
     use serde_json::json;
     [
@@ -309,7 +310,7 @@ fn option_models() -> Vec<PathBuf> {
         (
             "fvif_opts_b.json",
             json!({"vif_prescale": 0.5, "vif_prescale_method": "bilinear"}),
-            json!({"motion_filter_size": 1}),
+            json!({"motion_filter_size": 1, "motion_add_scale1": true}),
         ),
         (
             "fvif_opts_c.json",

@@ -11,6 +11,7 @@
 //! motion.c (`vmaf_image_sad_c`), common/convolution_avx.c (`convolution_f32_avx_s`).
 
 use super::super::float_vif::cpu::{filter_plane, to_float};
+use super::super::float_vif::prescale;
 use super::{FEATURE, MIN_SIZE};
 use crate::video::frame::{FeatureError, LumaPlane};
 
@@ -29,6 +30,8 @@ pub struct FloatMotion {
     last_samples: Vec<u16>,
     last_blur: Vec<f32>,
     cached: bool,
+    /// `motion_add_scale1`: the halved planes (empty without it).
+    half: [Vec<f32>; 2],
 }
 
 impl FloatMotion {
@@ -56,7 +59,21 @@ impl FloatMotion {
             last_samples: vec![0; n],
             last_blur: vec![0.0; n],
             cached: false,
+            half: [Vec::new(), Vec::new()],
         })
+    }
+
+    /// With `on`, the score adds the mean absolute difference of the blurred planes halved
+    /// (`(int)(size * 0.5 + 0.5)`) with libvmaf's bilinear interpolation
+    /// (`motion_add_scale1`).
+    pub fn with_scale1(mut self, on: bool) -> Self {
+        let n = if on {
+            prescale::scaled(self.width, 0.5) * prescale::scaled(self.height, 0.5)
+        } else {
+            0
+        };
+        self.half = [vec![0.0; n], vec![0.0; n]];
+        self
     }
 
     /// The mean over the plane of `|blur(prev) - blur(cur)|` (libvmaf's `float` motion
@@ -81,7 +98,15 @@ impl FloatMotion {
             self.blur(prev, true);
         }
         self.blur(cur, false);
-        let sad = mean_abs_diff(&self.prev, &self.cur, w, h);
+        let mut sad = mean_abs_diff(&self.prev, &self.cur, w, h);
+        if !self.half[0].is_empty() {
+            let half = (prescale::scaled(w, 0.5), prescale::scaled(h, 0.5));
+            let bilinear = prescale::Method::Bilinear;
+            let [hp, hc] = &mut self.half;
+            prescale::scale(bilinear, &self.prev, (w, h), hp, half);
+            prescale::scale(bilinear, &self.cur, (w, h), hc, half);
+            sad += mean_abs_diff(hp, hc, half.0, half.1);
+        }
         for (y, row) in self.last_samples.chunks_exact_mut(w).enumerate() {
             row.copy_from_slice(cur.row(y));
         }
