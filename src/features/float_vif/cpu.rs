@@ -21,6 +21,8 @@ use crate::video::frame::{FeatureError, LumaPlane};
 
 /// `1 / 2^(bpc - 8)`: libvmaf divides 10-, 12- and 16-bit samples by 4, 16 and 256
 /// (`picture_copy`); a power of two, so the product is the same float as the quotient.
+/// Other depths (9, 11, 13..15 bits, which libvmaf's `picture_copy` reads as 8-bit data)
+/// are brought to the 8-bit range the same way.
 pub fn sample_scale(bpc: u32) -> f32 {
     1.0 / (1u32 << (bpc.clamp(8, 16) - 8)) as f32
 }
