@@ -117,27 +117,23 @@ __device__ __forceinline__ void statistic(float mu1, float mu2, float xx, float 
 
 using namespace fvif;
 
-// The statistic's sums over one scale: per block (num, den) in double into
-// `partial[2 * block ..]`. `ref`, `dis`: the scale's `w` x `h` planes. Grid: ceil(w / 32) x
-// ceil(h / 16) blocks of 32 x 8 threads.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-fvif_stats(const Src ref, const Src dis, int32_t w, int32_t h, const Taps taps, const Stat st,
-           double *__restrict__ partial) {
-    constexpr int SW = TW + 2 * RMAX;
-    constexpr int SH = TH + 2 * RMAX;
-    __shared__ float sa[SH * SW];
-    __shared__ float sb[SH * SW];
-    __shared__ float v[5][TH * SW];
-    __shared__ double red[2][BLOCK_THREADS / 32];
-    __shared__ float tf[MAXTAPS];
-    const int r = taps.n / 2;
+// fvif_stats's body for filters of N taps (N == 0: `taps.n` taps), on the kernel's shared
+// arrays: compile-time tap counts unroll the filter loops.
+template <int N>
+__device__ __forceinline__ void stats_body(const Src &ref, const Src &dis, int32_t w, int32_t h,
+                                           const Taps &taps, const Stat &st,
+                                           double *__restrict__ partial, float *sa, float *sb,
+                                           float (*v)[TH * (TW + 2 * RMAX)],
+                                           double (*red)[BLOCK_THREADS / 32], float *tf) {
+    const int n = N > 0 ? N : taps.n;
+    const int r = n / 2;
     const int sw = TW + 2 * r;
     const int sh = TH + 2 * r;
     const int x0 = blockIdx.x * TW;
     const int y0 = blockIdx.y * TH;
     const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
 
-    if (tid < taps.n) {
+    if (tid < n) {
         tf[tid] = taps.f[tid];
     }
     for (int i = tid; i < sh * sw; i += BLOCK_THREADS) {
@@ -153,7 +149,8 @@ fvif_stats(const Src ref, const Src dis, int32_t w, int32_t h, const Taps taps, 
         const int rr = i / sw;
         const int cc = i % sw;
         float m1 = 0.0f, m2 = 0.0f, xx = 0.0f, yy = 0.0f, xy = 0.0f;
-        for (int k = 0; k < taps.n; ++k) {
+#pragma unroll
+        for (int k = 0; k < n; ++k) {
             const float fk = tf[k];
             const float a = sa[(rr + k) * sw + cc];
             const float b = sb[(rr + k) * sw + cc];
@@ -177,7 +174,8 @@ fvif_stats(const Src ref, const Src dis, int32_t w, int32_t h, const Taps taps, 
         const int cc = threadIdx.x;
         if (x0 + cc < w && y0 + rr < h) {
             float q[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-            for (int k = 0; k < taps.n; ++k) {
+#pragma unroll
+            for (int k = 0; k < n; ++k) {
                 const float fk = tf[k];
 #pragma unroll
                 for (int c = 0; c < 5; ++c) {
@@ -208,27 +206,54 @@ fvif_stats(const Src ref, const Src dis, int32_t w, int32_t h, const Taps taps, 
     }
 }
 
-// The next scale: `ref`, `dis` (`w` x `h`) low-passed with `taps` at the even rows and
-// columns, into the packed `nw` x `nh` images `out_ref`, `out_dis` (nw = w / 2, nh = h / 2).
-// Grid: ceil(nw / 32) x ceil(nh / 16) blocks of 32 x 8 threads.
+// The statistic's sums over one scale: per block (num, den) in double into
+// `partial[2 * block ..]`. `ref`, `dis`: the scale's `w` x `h` planes. Grid: ceil(w / 32) x
+// ceil(h / 16) blocks of 32 x 8 threads.
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-fvif_decimate(const Src ref, const Src dis, int32_t w, int32_t h, const Taps taps,
-              float *__restrict__ out_ref, float *__restrict__ out_dis, int32_t nw, int32_t nh) {
-    constexpr int SW = 2 * TW + 2 * RMAX;
-    constexpr int SH = 2 * TH + 2 * RMAX;
+fvif_stats(const Src ref, const Src dis, int32_t w, int32_t h, const Taps taps, const Stat st,
+           double *__restrict__ partial) {
+    constexpr int SW = TW + 2 * RMAX;
+    constexpr int SH = TH + 2 * RMAX;
     __shared__ float sa[SH * SW];
     __shared__ float sb[SH * SW];
-    __shared__ float va[TH * SW];
-    __shared__ float vb[TH * SW];
+    __shared__ float v[5][TH * SW];
+    __shared__ double red[2][BLOCK_THREADS / 32];
     __shared__ float tf[MAXTAPS];
-    const int r = taps.n / 2;
+    switch (taps.n) {
+    case 17:
+        stats_body<17>(ref, dis, w, h, taps, st, partial, sa, sb, v, red, tf);
+        break;
+    case 9:
+        stats_body<9>(ref, dis, w, h, taps, st, partial, sa, sb, v, red, tf);
+        break;
+    case 5:
+        stats_body<5>(ref, dis, w, h, taps, st, partial, sa, sb, v, red, tf);
+        break;
+    case 3:
+        stats_body<3>(ref, dis, w, h, taps, st, partial, sa, sb, v, red, tf);
+        break;
+    default:
+        stats_body<0>(ref, dis, w, h, taps, st, partial, sa, sb, v, red, tf);
+    }
+}
+
+// fvif_decimate's body for filters of N taps (N == 0: `taps.n` taps).
+template <int N>
+__device__ __forceinline__ void decimate_body(const Src &ref, const Src &dis, int32_t w,
+                                              int32_t h, const Taps &taps,
+                                              float *__restrict__ out_ref,
+                                              float *__restrict__ out_dis, int32_t nw, int32_t nh,
+                                              float *sa, float *sb, float *va, float *vb,
+                                              float *tf) {
+    const int n = N > 0 ? N : taps.n;
+    const int r = n / 2;
     const int sw = 2 * TW + 2 * r;
     const int sh = 2 * TH + 2 * r;
     const int x0 = blockIdx.x * TW;
     const int y0 = blockIdx.y * TH;
     const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
 
-    if (tid < taps.n) {
+    if (tid < n) {
         tf[tid] = taps.f[tid];
     }
     for (int i = tid; i < sh * sw; i += BLOCK_THREADS) {
@@ -244,7 +269,8 @@ fvif_decimate(const Src ref, const Src dis, int32_t w, int32_t h, const Taps tap
         const int rr = i / sw;
         const int cc = i % sw;
         float a = 0.0f, b = 0.0f;
-        for (int k = 0; k < taps.n; ++k) {
+#pragma unroll
+        for (int k = 0; k < n; ++k) {
             const float fk = tf[k];
             a = __fadd_rn(a, __fmul_rn(fk, sa[(2 * rr + k) * sw + cc]));
             b = __fadd_rn(b, __fmul_rn(fk, sb[(2 * rr + k) * sw + cc]));
@@ -261,7 +287,8 @@ fvif_decimate(const Src ref, const Src dis, int32_t w, int32_t h, const Taps tap
         const int y = y0 + rr;
         if (x < nw && y < nh) {
             float a = 0.0f, b = 0.0f;
-            for (int k = 0; k < taps.n; ++k) {
+#pragma unroll
+            for (int k = 0; k < n; ++k) {
                 const float fk = tf[k];
                 a = __fadd_rn(a, __fmul_rn(fk, va[rr * sw + 2 * cc + k]));
                 b = __fadd_rn(b, __fmul_rn(fk, vb[rr * sw + 2 * cc + k]));
@@ -269,6 +296,34 @@ fvif_decimate(const Src ref, const Src dis, int32_t w, int32_t h, const Taps tap
             out_ref[(int64_t)y * nw + x] = a;
             out_dis[(int64_t)y * nw + x] = b;
         }
+    }
+}
+
+// The next scale: `ref`, `dis` (`w` x `h`) low-passed with `taps` at the even rows and
+// columns, into the packed `nw` x `nh` images `out_ref`, `out_dis` (nw = w / 2, nh = h / 2).
+// Grid: ceil(nw / 32) x ceil(nh / 16) blocks of 32 x 8 threads.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+fvif_decimate(const Src ref, const Src dis, int32_t w, int32_t h, const Taps taps,
+              float *__restrict__ out_ref, float *__restrict__ out_dis, int32_t nw, int32_t nh) {
+    constexpr int SW = 2 * TW + 2 * RMAX;
+    constexpr int SH = 2 * TH + 2 * RMAX;
+    __shared__ float sa[SH * SW];
+    __shared__ float sb[SH * SW];
+    __shared__ float va[TH * SW];
+    __shared__ float vb[TH * SW];
+    __shared__ float tf[MAXTAPS];
+    switch (taps.n) {
+    case 9:
+        decimate_body<9>(ref, dis, w, h, taps, out_ref, out_dis, nw, nh, sa, sb, va, vb, tf);
+        break;
+    case 5:
+        decimate_body<5>(ref, dis, w, h, taps, out_ref, out_dis, nw, nh, sa, sb, va, vb, tf);
+        break;
+    case 3:
+        decimate_body<3>(ref, dis, w, h, taps, out_ref, out_dis, nw, nh, sa, sb, va, vb, tf);
+        break;
+    default:
+        decimate_body<0>(ref, dis, w, h, taps, out_ref, out_dis, nw, nh, sa, sb, va, vb, tf);
     }
 }
 

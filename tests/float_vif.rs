@@ -264,12 +264,11 @@ fn float_vif_and_float_motion_match_libvmaf_3_2_0() {
     eprintln!("\n{}\n\nlargest: {worst:.2e}\n", table.join("\n"));
 }
 
-/// A VMAF model reading float VIF and float motion with non-default options (libvmaf's
-/// `vmaf_v0.6.1neg` with its VIF and motion names swapped for the float ones; VIF: gain limit
-/// 1, kernel scale 0.5, sigma_nsq 1.5, scale-2 floor 0.95; motion: fps weight 2, blend
-/// factor 0.5, offset 3, the 3-tap filter), written once per test process.
-fn options_model() -> PathBuf {
-    made("fvif_options_model.json", |out| {
+/// A VMAF model reading float VIF and float motion with options: libvmaf's `vmaf_v0.6.1neg`
+/// with its VIF and motion names swapped for the float ones and `vif` / `motion` as their
+/// options, written once per test process as `name`.
+fn options_model(name: &str, vif: serde_json::Value, motion: serde_json::Value) -> PathBuf {
+    made(name, |out| {
         let models = reference_dir().join("../models/vmaf_v0.6.1neg.json");
         let text = std::fs::read_to_string(&models).expect("read vmaf_v0.6.1neg.json");
         let mut m: serde_json::Value = serde_json::from_str(&text).expect("model JSON");
@@ -286,10 +285,6 @@ fn options_model() -> PathBuf {
             })
             .collect();
         md["feature_names"] = names.into();
-        let vif = serde_json::json!({"vif_enhn_gain_limit": 1.0, "vif_kernelscale": 0.5,
-            "vif_sigma_nsq": 1.5, "vif_scale2_min_val": 0.95});
-        let motion = serde_json::json!({"motion_fps_weight": 2.0, "motion_blend_factor": 0.5,
-            "motion_blend_offset": 3.0, "motion_filter_size": 3});
         md["feature_opts_dicts"] = serde_json::json!([
             {"adm_enhn_gain_limit": 1.0}, motion, vif, vif, vif, vif
         ]);
@@ -297,15 +292,61 @@ fn options_model() -> PathBuf {
     })
 }
 
+/// The option sets checked: (model file name, VIF options, motion options). The first:
+/// VIF gain limit 1, kernel scale 0.5, sigma_nsq 1.5, scale-2 floor 0.95; motion fps weight
+/// 2, blend factor 0.5, offset 3, the 3-tap filter. Then each prescale method at another
+/// factor (CPU only), with the unfiltered motion plus its halved scale (CPU only), the
+/// zeroed motion, the fps weight 0 and a clip with a blend.
+fn option_models() -> Vec<PathBuf> {
+    use serde_json::json;
+    [
+        (
+            "fvif_opts_a.json",
+            json!({"vif_enhn_gain_limit": 1.0, "vif_kernelscale": 0.5,
+                   "vif_sigma_nsq": 1.5, "vif_scale2_min_val": 0.95}),
+            json!({"motion_fps_weight": 2.0, "motion_blend_factor": 0.5,
+                   "motion_blend_offset": 3.0, "motion_filter_size": 3}),
+        ),
+        (
+            "fvif_opts_b.json",
+            json!({"vif_prescale": 0.5, "vif_prescale_method": "bilinear"}),
+            json!({"motion_filter_size": 1, "motion_add_scale1": true}),
+        ),
+        (
+            "fvif_opts_c.json",
+            json!({"vif_prescale": 1.5, "vif_prescale_method": "bicubic",
+                   "vif_skip_scale0": true}),
+            json!({"motion_force_zero": true}),
+        ),
+        (
+            "fvif_opts_d.json",
+            json!({"vif_prescale": 0.75, "vif_prescale_method": "lanczos4"}),
+            json!({"motion_fps_weight": 0.0}),
+        ),
+        (
+            "fvif_opts_e.json",
+            json!({"vif_prescale": 2.0}),
+            json!({"motion_max_val": 2.5, "motion_blend_factor": 0.25}),
+        ),
+    ]
+    .into_iter()
+    .map(|(name, vif, motion)| options_model(name, vif, motion))
+    .collect()
+}
+
 /// The options (and their key suffixes, `vif_scale0_egl_1_ks_0.5_s2miv_0.95_snsq_1.5`,
-/// `motion2_mbf_0.5_mbo_3_mfs_3_mfw_2`, ...) through a model file, against libvmaf 3.2.0
-/// with the same file: every key libvmaf logs (VMAF included) within 1e-4.
+/// `motion2_mbf_0.5_mbo_3_mfs_3_mfw_2`, ...) through model files ([`option_models`]),
+/// against libvmaf 3.2.0 with the same files: every key libvmaf logs (VMAF included) within
+/// 1e-4.
 #[test]
 fn options_through_a_model_match_libvmaf_3_2_0() {
-    let model = options_model();
     let pairs = reference_pairs();
     let mut table = vec!["| content | key | max abs deviation |".to_owned()];
-    for p in [&pairs[0], &pairs[2]] {
+    let models = option_models();
+    let mut runs = vec![(&models[0], &pairs[0]), (&models[0], &pairs[2])];
+    runs.extend(models[1..].iter().map(|m| (m, &pairs[0])));
+    let mut seen_first = false;
+    for (model, p) in runs {
         let c = Content {
             tag: format!("src01 {}x{} options", p.width, p.height),
             w: p.width as usize,
@@ -314,7 +355,8 @@ fn options_through_a_model_match_libvmaf_3_2_0() {
             reference: p.reference.clone(),
             distorted: p.distorted.clone(),
         };
-        let log = temp_path(&format!("fvif_opts_oracle_{}.json", c.w));
+        let stem = model.file_stem().and_then(|s| s.to_str()).unwrap_or("m");
+        let log = temp_path(&format!("fvif_opts_oracle_{stem}_{}.json", c.w));
         let size = format!("{}x{}", c.w, c.h);
         let filter = format!(
             "[0:v][1:v]libvmaf=model=path={}:log_fmt=json:log_path={}",
@@ -332,7 +374,7 @@ fn options_through_a_model_match_libvmaf_3_2_0() {
             .expect("run the oracle ffmpeg");
         assert!(status.success(), "libvmaf failed with the options model");
         let theirs = libvmaf_frames(&log);
-        let ours_log = temp_path(&format!("fvif_opts_ours_{}.json", c.w));
+        let ours_log = temp_path(&format!("fvif_opts_ours_{stem}_{}.json", c.w));
         let desc = format!(
             "vmafcompare name=cmp backend=cpu model=\"{}\" results-location=\"{}\" ! fakesink {} {}",
             model.display(),
@@ -344,12 +386,15 @@ fn options_through_a_model_match_libvmaf_3_2_0() {
         assert!(out.errors.is_empty(), "{:?}", out.errors);
         assert_eq!(out.frames.len(), theirs.len());
         let keys: Vec<String> = theirs[0].keys().cloned().collect();
-        assert!(keys
-            .iter()
-            .any(|k| k == "vif_scale0_egl_1_ks_0.5_s2miv_0.95_snsq_1.5"));
-        assert!(keys
-            .iter()
-            .any(|k| k == "motion2_mbf_0.5_mbo_3_mfs_3_mfw_2"));
+        if !seen_first {
+            assert!(keys
+                .iter()
+                .any(|k| k == "vif_scale0_egl_1_ks_0.5_s2miv_0.95_snsq_1.5"));
+            assert!(keys
+                .iter()
+                .any(|k| k == "motion2_mbf_0.5_mbo_3_mfs_3_mfw_2"));
+            seen_first = true;
+        }
         for key in &keys {
             let mut dmax = 0.0f64;
             for (i, (t, o)) in theirs.iter().zip(&out.frames).enumerate() {
@@ -365,7 +410,7 @@ fn options_through_a_model_match_libvmaf_3_2_0() {
                 dmax = dmax.max(d);
             }
             if key.starts_with("vif_") || key.starts_with("motion") || key == "vmaf" {
-                table.push(format!("| {} | {key} | {dmax:.2e} |", c.tag));
+                table.push(format!("| {} {stem} | {key} | {dmax:.2e} |", c.tag));
             }
         }
     }
@@ -403,7 +448,7 @@ fn cuda_equals_cpu() {
         );
         out.frames
     };
-    let model = options_model();
+    let model = option_models().swap_remove(0);
     let with_model = format!("model=\"{}\"", model.display());
     let mut table = vec!["| content | frames | max abs cuda - cpu |".to_owned()];
     let mut worst = 0.0f64;

@@ -2,13 +2,16 @@
 //! order, no fused multiply-add, mirrored borders), then the mean absolute difference with
 //! libvmaf's `f32` row and frame accumulators, so the score is bit-identical to libvmaf's.
 //!
-//! libvmaf keeps the previous frame's blurred plane; this half blurs both planes of the pair
-//! (frames are scored in parallel, so no extractor sees every frame).
+//! libvmaf keeps the previous frame's blurred plane. Frames are scored in parallel here, so an
+//! extractor need not have seen the previous frame: it keeps the last reference it blurred
+//! (its samples and its blurred plane) and reuses the blur when the next pair's previous
+//! plane holds the same samples (every frame on one thread), else blurs both planes.
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/float_motion.c (`extract`),
 //! motion.c (`vmaf_image_sad_c`), common/convolution_avx.c (`convolution_f32_avx_s`).
 
 use super::super::float_vif::cpu::{filter_plane, to_float};
+use super::super::float_vif::prescale;
 use super::{FEATURE, MIN_SIZE};
 use crate::video::frame::{FeatureError, LumaPlane};
 
@@ -22,6 +25,13 @@ pub struct FloatMotion {
     prev: Vec<f32>,
     cur: Vec<f32>,
     pad: Vec<f32>,
+    /// The samples of the last `cur` plane (packed) and its blurred plane; `cached` says
+    /// whether they hold one.
+    last_samples: Vec<u16>,
+    last_blur: Vec<f32>,
+    cached: bool,
+    /// `motion_add_scale1`: the halved planes (empty without it).
+    half: [Vec<f32>; 2],
 }
 
 impl FloatMotion {
@@ -46,7 +56,24 @@ impl FloatMotion {
             prev: vec![0.0; n],
             cur: vec![0.0; n],
             pad: vec![0.0; width + 4],
+            last_samples: vec![0; n],
+            last_blur: vec![0.0; n],
+            cached: false,
+            half: [Vec::new(), Vec::new()],
         })
+    }
+
+    /// With `on`, the score adds the mean absolute difference of the blurred planes halved
+    /// (`(int)(size * 0.5 + 0.5)`) with libvmaf's bilinear interpolation
+    /// (`motion_add_scale1`).
+    pub fn with_scale1(mut self, on: bool) -> Self {
+        let n = if on {
+            prescale::scaled(self.width, 0.5) * prescale::scaled(self.height, 0.5)
+        } else {
+            0
+        };
+        self.half = [vec![0.0; n], vec![0.0; n]];
+        self
     }
 
     /// The mean over the plane of `|blur(prev) - blur(cur)|` (libvmaf's `float` motion
@@ -59,16 +86,50 @@ impl FloatMotion {
             FeatureError::check_plane(FEATURE, geo, p)?;
         }
         let (w, h) = (self.width, self.height);
-        for (plane, out) in [(prev, &mut self.prev), (cur, &mut self.cur)] {
-            match &self.filter {
-                None => to_float(plane, out),
-                Some(f) => {
-                    to_float(plane, &mut self.level);
-                    filter_plane(f, &self.level, w, h, &mut self.pad, out);
-                }
+        let reuse = self.cached
+            && self
+                .last_samples
+                .chunks_exact(w)
+                .enumerate()
+                .all(|(y, row)| row == prev.row(y));
+        if reuse {
+            std::mem::swap(&mut self.prev, &mut self.last_blur);
+        } else {
+            self.blur(prev, true);
+        }
+        self.blur(cur, false);
+        let mut sad = mean_abs_diff(&self.prev, &self.cur, w, h);
+        if !self.half[0].is_empty() {
+            let half = (prescale::scaled(w, 0.5), prescale::scaled(h, 0.5));
+            let bilinear = prescale::Method::Bilinear;
+            let [hp, hc] = &mut self.half;
+            prescale::scale(bilinear, &self.prev, (w, h), hp, half);
+            prescale::scale(bilinear, &self.cur, (w, h), hc, half);
+            sad += mean_abs_diff(hp, hc, half.0, half.1);
+        }
+        for (y, row) in self.last_samples.chunks_exact_mut(w).enumerate() {
+            row.copy_from_slice(cur.row(y));
+        }
+        std::mem::swap(&mut self.cur, &mut self.last_blur);
+        self.cached = true;
+        Ok(sad)
+    }
+
+    /// `plane` as float levels, blurred, into `prev` (`into_prev`) or `cur`.
+    fn blur(&mut self, plane: &LumaPlane, into_prev: bool) {
+        let (w, h) = (self.width, self.height);
+        let out = if into_prev {
+            &mut self.prev
+        } else {
+            &mut self.cur
+        };
+        match &self.filter {
+            None => to_float(plane, out),
+            Some(f) => {
+                to_float(plane, &mut self.level);
+                filter_plane(f, &self.level, w, h, &mut self.pad, out);
             }
         }
-        Ok(mean_abs_diff(&self.prev, &self.cur, w, h))
     }
 }
 
@@ -145,6 +206,34 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn reused_blur_gives_the_same_scores() {
+        let (w, h) = (23, 11);
+        let frames: Vec<Vec<u16>> = (0..5u16)
+            .map(|t| {
+                (0..(w * h) as u16)
+                    .map(|i| (i * 7 + t * 13) % 256)
+                    .collect()
+            })
+            .collect();
+        let plane = |i: usize| LumaPlane::packed(&frames[i], w, h, 8).expect("plane");
+        let filter = super::super::FloatMotionOptions::default().filter();
+        let mut seq = FloatMotion::new(w, h, 8, filter.clone()).expect("new");
+        for i in 1..frames.len() {
+            let mut fresh = FloatMotion::new(w, h, 8, filter.clone()).expect("new");
+            let want = fresh.sad(&plane(i - 1), &plane(i)).expect("sad");
+            assert_eq!(
+                seq.sad(&plane(i - 1), &plane(i)).expect("sad"),
+                want,
+                "frame {i}"
+            );
+        }
+        // Out of order: the cache does not match and is not used.
+        let mut fresh = FloatMotion::new(w, h, 8, filter).expect("new");
+        let want = fresh.sad(&plane(0), &plane(2)).expect("sad");
+        assert_eq!(seq.sad(&plane(0), &plane(2)).expect("sad"), want);
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub struct FloatMotionOptions {
     pub filter_size: u32,
     /// `motion_max_val` (`mmxv`), 0..=10000, default 10000: the scores' upper clip.
     pub max_val: f64,
+    /// `motion_add_scale1` (`mdc`), default false: adds the mean absolute difference of the
+    /// blurred planes halved with bilinear interpolation (CPU only).
+    pub add_scale1: bool,
 }
 
 impl Default for FloatMotionOptions {
@@ -75,12 +78,13 @@ impl Default for FloatMotionOptions {
             blend_offset: 40.0,
             filter_size: 5,
             max_val: 10000.0,
+            add_scale1: false,
         }
     }
 }
 
-/// The option names [`FloatMotionFeature`] takes; `motion_add_scale1` and `motion_add_uv`
-/// are accepted only at their default (false).
+/// The option names [`FloatMotionFeature`] takes; `motion_add_uv` is accepted only at its
+/// default (false).
 const OPTION_KEYS: &[&str] = &[
     "motion_force_zero",
     "motion_fps_weight",
@@ -96,15 +100,13 @@ impl FloatMotionOptions {
     /// Reads libvmaf's option names.
     ///
     /// Errors: an unknown option, a value outside libvmaf's range, a non-integer filter
-    /// size, or `motion_add_scale1` / `motion_add_uv` set (not supported).
+    /// size, or `motion_add_uv` set (not supported).
     pub fn from_options(o: &Options) -> Result<Self, String> {
         o.only(OPTION_KEYS)?;
-        for unsupported in ["motion_add_scale1", "motion_add_uv"] {
-            if o.flag(unsupported, false)? {
-                return Err(format!(
-                    "option '{unsupported}' is not supported by vmafcompare's float_motion"
-                ));
-            }
+        if o.flag("motion_add_uv", false)? {
+            return Err(
+                "option 'motion_add_uv' is not supported by vmafcompare's float_motion".to_owned(),
+            );
         }
         let d = Self::default();
         let fs = o.number("motion_filter_size", f64::from(d.filter_size), 0.0..=9.0)?;
@@ -120,6 +122,7 @@ impl FloatMotionOptions {
             blend_offset: o.number("motion_blend_offset", d.blend_offset, 0.0..=1000.0)?,
             filter_size: fs as u32,
             max_val: o.number("motion_max_val", d.max_val, 0.0..=10000.0)?,
+            add_scale1: o.flag("motion_add_scale1", d.add_scale1)?,
         })
     }
 
@@ -155,6 +158,9 @@ impl FloatMotionOptions {
         }
         if self.force_zero {
             parts.push(("motion_force_zero", "force_0", None));
+        }
+        if self.add_scale1 {
+            parts.push(("motion_add_scale1", "mdc", None));
         }
         suffix(parts)
     }
@@ -301,7 +307,8 @@ impl Instance for FloatMotionInstance {
 
     fn cpu(&self, g: &Geometry) -> Result<Box<dyn CpuExtractor>, FeatureError> {
         Ok(Box::new(FloatMotionCpu {
-            motion: cpu::FloatMotion::new(g.width, g.height, g.bpc, self.opts.filter())?,
+            motion: cpu::FloatMotion::new(g.width, g.height, g.bpc, self.opts.filter())?
+                .with_scale1(self.opts.add_scale1),
             opts: self.opts,
         }))
     }
@@ -313,6 +320,12 @@ impl Instance for FloatMotionInstance {
         g: &Geometry,
     ) -> Result<Box<dyn CudaExtractor>, CudaError> {
         self.check(g)?;
+        if self.opts.add_scale1 {
+            return Err(CudaError::Driver {
+                call: "float_motion on CUDA (motion_add_scale1 is computed with backend=cpu only)",
+                code: "CUDA_ERROR_NOT_SUPPORTED".to_owned(),
+            });
+        }
         Ok(Box::new(FloatMotionCuda {
             gpu: cuda::FloatMotionGpu::new(
                 dev,
@@ -415,9 +428,10 @@ mod tests {
             force_zero: true,
             filter_size: 3,
             fps_weight: 2.0,
+            add_scale1: true,
             ..FloatMotionOptions::default()
         };
-        assert_eq!(o.key(), "_mfs_3_force_0_mfw_2");
+        assert_eq!(o.key(), "_mdc_mfs_3_force_0_mfw_2");
         assert_eq!(FloatMotionOptions::default().key(), "");
     }
 }

@@ -16,11 +16,13 @@
 //! convolution_avx.c and convolution_internal.h (the same sums, mirrored edges),
 //! libvmaf/src/feature/picture_copy.c (samples to floats).
 
-use super::{statistic, FloatVifConfig, Scales, StatParams, SCALES};
+use super::{prescale, statistic, FloatVifConfig, Scales, StatParams, SCALES};
 use crate::video::frame::{FeatureError, LumaPlane};
 
 /// `1 / 2^(bpc - 8)`: libvmaf divides 10-, 12- and 16-bit samples by 4, 16 and 256
 /// (`picture_copy`); a power of two, so the product is the same float as the quotient.
+/// Other depths (9, 11, 13..15 bits, which libvmaf's `picture_copy` reads as 8-bit data)
+/// are brought to the 8-bit range the same way.
 pub fn sample_scale(bpc: u32) -> f32 {
     1.0 / (1u32 << (bpc.clamp(8, 16) - 8)) as f32
 }
@@ -193,6 +195,8 @@ fn statistic_row(h: [&[f32]; 5], p: &StatParams, num: &mut [f32], den: &mut [f32
 pub struct FloatVif {
     width: usize,
     height: usize,
+    /// The size after the prescale (the input size without one).
+    scaled: (usize, usize),
     bpc: u32,
     cfg: FloatVifConfig,
     filters: [Vec<f32>; SCALES],
@@ -220,23 +224,28 @@ impl FloatVif {
         cfg: FloatVifConfig,
     ) -> Result<Self, FeatureError> {
         FeatureError::check_new(super::FEATURE, (width, height, bpc), cfg.min_size())?;
+        let scaled = cfg.scaled_size(width, height);
+        let m = cfg.min_scaled_size();
+        FeatureError::check_new(super::FEATURE, (scaled.0, scaled.1, bpc), (m, m))?;
         let filters = std::array::from_fn(|s| cfg.filter(s));
         let rmax = filters.iter().map(|f| f.len() / 2).max().unwrap_or(0);
-        let n = width * height;
+        let n = (width * height).max(scaled.0 * scaled.1);
+        let sw = scaled.0;
         Ok(Self {
             width,
             height,
+            scaled,
             bpc,
             cfg,
             filters,
             a: vec![0.0; n],
             b: vec![0.0; n],
-            na: vec![0.0; n.div_ceil(4)],
-            nb: vec![0.0; n.div_ceil(4)],
-            pads: std::array::from_fn(|_| vec![0.0; width + 2 * rmax]),
-            rows: std::array::from_fn(|_| vec![0.0; width]),
-            num: vec![0.0; width],
-            den: vec![0.0; width],
+            na: vec![0.0; n],
+            nb: vec![0.0; n],
+            pads: std::array::from_fn(|_| vec![0.0; sw + 2 * rmax]),
+            rows: std::array::from_fn(|_| vec![0.0; sw]),
+            num: vec![0.0; sw],
+            den: vec![0.0; sw],
         })
     }
 
@@ -254,11 +263,20 @@ impl FloatVif {
         for p in [reference, distorted] {
             FeatureError::check_plane(super::FEATURE, geo, p)?;
         }
-        to_float(reference, &mut self.a);
-        to_float(distorted, &mut self.b);
+        let source = (self.width, self.height);
+        if self.scaled == source {
+            to_float(reference, &mut self.a);
+            to_float(distorted, &mut self.b);
+        } else {
+            let method = self.cfg.method();
+            to_float(reference, &mut self.na);
+            to_float(distorted, &mut self.nb);
+            prescale::scale(method, &self.na, source, &mut self.a, self.scaled);
+            prescale::scale(method, &self.nb, source, &mut self.b, self.scaled);
+        }
         let params = self.cfg.stat_params();
         let mut out = Scales::default();
-        let (mut w, mut h) = (self.width, self.height);
+        let (mut w, mut h) = self.scaled;
         for s in 0..SCALES {
             if s > 0 {
                 self.decimate(s, w, h);

@@ -100,8 +100,9 @@ impl FloatVifGpu {
     /// planes of `bpc` bits with the options `cfg`.
     ///
     /// Errors: [`CudaError::Geometry`] below [`FloatVifConfig::min_size`];
-    /// [`CudaError::Driver`] for filters longer than 17 taps (`vif_kernelscale` above 1:
-    /// CPU only) or a kernel lookup; [`CudaError::OutOfMemory`].
+    /// [`CudaError::Driver`] for filters longer than 17 taps (`vif_kernelscale` above 1) or
+    /// a rescaling `vif_prescale` (both CPU only), or a kernel lookup;
+    /// [`CudaError::OutOfMemory`].
     pub fn new(
         dev: &GpuDevice,
         stream: &Arc<CudaStream>,
@@ -112,6 +113,12 @@ impl FloatVifGpu {
     ) -> Result<Self, CudaError> {
         let (min, _) = cfg.min_size();
         check_size(FEATURE, (width, height, bpc), min)?;
+        if cfg.scaled_size(width, height) != (width, height) {
+            return Err(CudaError::Driver {
+                call: "float_vif on CUDA (vif_prescale is computed with backend=cpu only)",
+                code: "CUDA_ERROR_NOT_SUPPORTED".to_owned(),
+            });
+        }
         let mut taps = [Taps::default(); SCALES];
         for (s, t) in taps.iter_mut().enumerate() {
             let f = cfg.filter(s);

@@ -17,6 +17,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod prescale;
 
 use std::sync::Arc;
 
@@ -79,8 +80,7 @@ const OPTIONS: [(&str, &str); 9] = [
     ("vif_skip_scale0", "ssclz"),
 ];
 
-/// The prescale methods libvmaf names (`vif_prescale_method`); only a `vif_prescale` of 1
-/// (no rescaling, where the method has no effect) is supported here.
+/// The prescale methods libvmaf names (`vif_prescale_method`).
 const PRESCALE_METHODS: [&str; 4] = ["nearest", "bilinear", "bicubic", "lanczos4"];
 
 /// The options of a `float_vif` instance; [`Default`] gives libvmaf's defaults.
@@ -91,7 +91,8 @@ pub struct FloatVifConfig {
     /// `vif_kernelscale` (`ks`), one of libvmaf's 21 valid scales in 0.1..=4, default 1:
     /// multiplies the Gaussians' length and deviation.
     pub kernelscale: f64,
-    /// `vif_prescale` (`ps`), 0.1..=4, default 1; only 1 is supported.
+    /// `vif_prescale` (`ps`), 0.1..=4, default 1: the planes are rescaled to
+    /// `(int)(size * prescale + 0.5)` before VIF (CPU only).
     pub prescale: f64,
     /// `vif_prescale_method` (`pm`), default `nearest`.
     pub prescale_method: String,
@@ -134,7 +135,7 @@ impl FloatVifConfig {
     /// Reads `options` (libvmaf's names, see [`OPTIONS`]).
     ///
     /// Errors: an unknown option, a value outside libvmaf's range, a kernel scale libvmaf
-    /// does not accept, an unknown prescale method, or a prescale other than 1.
+    /// does not accept or an unknown prescale method.
     pub fn from_options(o: &Options) -> Result<Self, String> {
         let names: Vec<&str> = OPTIONS.iter().map(|(n, _)| *n).collect();
         o.only(&names)?;
@@ -149,11 +150,6 @@ impl FloatVifConfig {
             ));
         }
         let prescale = o.number("vif_prescale", d.prescale, 0.1..=4.0)?;
-        if prescale != 1.0 {
-            return Err(format!(
-                "option 'vif_prescale' = {prescale} is not supported by vmafcompare (only 1)"
-            ));
-        }
         let prescale_method = match o.0.get("vif_prescale_method") {
             None => d.prescale_method.clone(),
             Some(OptionValue::Text(t)) if PRESCALE_METHODS.contains(&t.as_str()) => t.clone(),
@@ -243,15 +239,37 @@ impl FloatVifConfig {
         out
     }
 
-    /// The smallest plane the four scales are defined on: every scale's plane (the size
-    /// halved, rounding down, `s` times) must be larger than its filter's radius, or the
-    /// mirrored borders would read outside it (16x16 at kernel scale 1).
-    pub fn min_size(&self) -> (usize, usize) {
-        let n = (0..SCALES)
+    /// The smallest plane the four scales are defined on, after the prescale: every
+    /// scale's plane (the size halved, rounding down, `s` times) must be larger than its
+    /// filter's radius, or the mirrored borders would read outside it (16x16 at kernel
+    /// scale 1).
+    pub fn min_scaled_size(&self) -> usize {
+        (0..SCALES)
             .map(|s| (self.filter_len(s) / 2 + 1) << s)
             .max()
-            .unwrap_or(1);
+            .unwrap_or(1)
+    }
+
+    /// The smallest input plane: [`FloatVifConfig::min_scaled_size`] after the prescale.
+    pub fn min_size(&self) -> (usize, usize) {
+        let m = self.min_scaled_size();
+        let n = (1..=m * 64)
+            .find(|&n| prescale::scaled(n, self.prescale) >= m)
+            .unwrap_or(m);
         (n, n)
+    }
+
+    /// The planes' size after the prescale.
+    pub fn scaled_size(&self, width: usize, height: usize) -> (usize, usize) {
+        (
+            prescale::scaled(width, self.prescale),
+            prescale::scaled(height, self.prescale),
+        )
+    }
+
+    /// The prescale method.
+    pub fn method(&self) -> prescale::Method {
+        prescale::Method::from_name(&self.prescale_method).unwrap_or(prescale::Method::Nearest)
     }
 
     /// The statistic's constants.
