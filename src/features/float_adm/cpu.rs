@@ -85,7 +85,13 @@ impl Bands {
 /// row (all but the first and the last one or two) are read straight from `e` and `o` in a
 /// loop without branches or bounds checks; the others through their mirrored indices.
 fn hpass(e: &[f32], o: &[f32], ix: &[[usize; 4]], f: &[f32; 4], out: &mut [f32]) {
-    let col = |c: usize| if c.is_multiple_of(2) { e[c / 2] } else { o[c / 2] };
+    let col = |c: usize| {
+        if c.is_multiple_of(2) {
+            e[c / 2]
+        } else {
+            o[c / 2]
+        }
+    };
     let general = |x: &[usize; 4]| taps(f, col(x[0]), col(x[1]), col(x[2]), col(x[3]));
     let w = e.len() + o.len();
     // Output j reads columns 2j - 1 ..= 2j + 2: inside the row for 1 <= j < (w - 1) / 2.
@@ -649,6 +655,27 @@ mod tests {
             vec![[1, 0, 1, 2], [1, 2, 3, 4], [3, 4, 4, 3]]
         );
         assert_eq!(dwt_indices(4), vec![[1, 0, 1, 2], [1, 2, 3, 3]]);
+    }
+
+    #[test]
+    fn horizontal_pass_equals_index_tables() {
+        let mut rng = crate::features::XorShift(0x9e37_79b9);
+        for w in 3usize..=21 {
+            let x: Vec<f32> = (0..w)
+                .map(|_| (rng.next_u64() % 1000) as f32 / 7.0)
+                .collect();
+            let (mut e, mut o) = (vec![0.0; w.div_ceil(2)], vec![0.0; w / 2]);
+            deinterleave(&x, &mut e, &mut o);
+            let ix = dwt_indices(w);
+            for f in [&DB2_LO, &DB2_HI] {
+                let mut out = vec![0.0; ix.len()];
+                hpass(&e, &o, &ix, f, &mut out);
+                for (j, t) in ix.iter().enumerate() {
+                    let want = taps(f, x[t[0]], x[t[1]], x[t[2]], x[t[3]]);
+                    assert_eq!(out[j].to_bits(), want.to_bits(), "w {w} j {j}");
+                }
+            }
+        }
     }
 
     #[test]
