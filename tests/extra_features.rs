@@ -265,7 +265,10 @@ fn unknown_feature_is_refused() {
     let text = out.errors.join("\n");
     assert!(text.contains("unknown feature 'vif_hd'"), "{text}");
     assert!(
-        text.contains("psnr, cambi, speed_chroma, adm, motion, vif, float_adm, float_motion, float_vif, float_ssim, float_ms_ssim"),
+        text.contains(
+            "psnr, cambi, speed_chroma, adm, motion, vif, float_adm, float_motion, float_vif, \
+             float_ssim, float_ms_ssim"
+        ),
         "{text}"
     );
 }

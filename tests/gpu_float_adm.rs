@@ -5,7 +5,8 @@
 //! a synthetic 1920x1080 10-bit pair and an odd 575x323 8-bit one, over the input layouts
 //! the backend passes (1-byte planes, packed and pitched 16-bit planes), and option sets
 //! (gain limit 1, Barten's CSF, p-norm 2.5 with bypassed masking, skipped scale 0 with the
-//! harmonic `adm3`). Skipped (with a printed reason) where no GPU is usable.
+//! harmonic `adm3`); and through the element, `backend=cuda` against `backend=cpu`. Skipped
+//! (with a printed reason) where no GPU is usable.
 //!
 //! Run: `cargo test --release --test gpu_float_adm -- --nocapture` (prints the largest
 //! difference per key).
@@ -261,4 +262,39 @@ fn float_adm_gpu_matches_cpu() {
         "\n{}\nlargest GPU-CPU difference: {worst:.2e}\n",
         table.join("\n")
     );
+}
+
+/// Through the element: `backend=cuda features=float_adm` against `backend=cpu` on src01
+/// 576x324 8-bit, every key of every frame within 1e-5 (the registry's CUDA half: its result
+/// words and read-back).
+#[test]
+fn float_adm_element_cuda_matches_cpu() {
+    if common::gpu_device().is_none() {
+        return;
+    }
+    let p = &common::reference_pairs()[2];
+    let run = |backend: &str| {
+        let desc = format!(
+            "vmafcompare name=cmp backend={backend} features=float_adm ! fakesink {} {}",
+            common::raw_branch(&p.reference, p.width, p.height, p.format, "reference"),
+            common::raw_branch(&p.distorted, p.width, p.height, p.format, "distorted"),
+        );
+        let out = common::run(&desc, common::LONG);
+        assert!(out.errors.is_empty(), "{backend}: {:?}", out.errors);
+        assert_eq!(out.frames.len(), p.frames, "{backend}");
+        out
+    };
+    let (cpu, gpu) = (run("cpu"), run("cuda"));
+    let mut worst = 0.0f64;
+    for (c, g) in cpu.frames.iter().zip(&gpu.frames) {
+        for key in KEYS {
+            let (c, g) = (
+                c.get(key).expect("cpu value"),
+                g.get(key).expect("cuda value"),
+            );
+            assert!((c - g).abs() <= TOLERANCE, "{key}: cpu {c} cuda {g}");
+            worst = worst.max((c - g).abs());
+        }
+    }
+    eprintln!("element: largest backend=cuda - backend=cpu difference {worst:.2e}");
 }

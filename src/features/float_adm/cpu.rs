@@ -80,48 +80,106 @@ impl Bands {
     }
 }
 
+/// The horizontal half of a DWT level: `out[j]` is filter `f` over columns `ix[j]` of a row
+/// given as its even (`e`) and odd (`o`) columns. Outputs whose four columns lie inside the
+/// row (all but the first and the last one or two) are read straight from `e` and `o` in a
+/// loop without branches or bounds checks; the others through their mirrored indices.
+fn hpass(e: &[f32], o: &[f32], ix: &[[usize; 4]], f: &[f32; 4], out: &mut [f32]) {
+    let col = |c: usize| {
+        if c.is_multiple_of(2) {
+            e[c / 2]
+        } else {
+            o[c / 2]
+        }
+    };
+    let general = |x: &[usize; 4]| taps(f, col(x[0]), col(x[1]), col(x[2]), col(x[3]));
+    let w = e.len() + o.len();
+    // Output j reads columns 2j - 1 ..= 2j + 2: inside the row for 1 <= j < (w - 1) / 2.
+    let j1 = ((w.saturating_sub(1)) / 2).clamp(1, out.len().max(1));
+    if let (Some(first), Some(x)) = (out.first_mut(), ix.first()) {
+        *first = general(x);
+    }
+    let n = j1 - 1;
+    if n > 0 {
+        let (o0, e1, o1, e2) = (&o[..n], &e[1..][..n], &o[1..][..n], &e[2..][..n]);
+        let mid = &mut out[1..][..n];
+        for k in 0..n {
+            mid[k] = taps(f, o0[k], e1[k], o1[k], e2[k]);
+        }
+    }
+    for (y, x) in out.iter_mut().zip(ix).skip(j1) {
+        *y = general(x);
+    }
+}
+
+/// Row scratch of a DWT level: the vertical pass's low and high rows, each also split into
+/// its even and odd columns.
+struct DwtRows {
+    lo: Vec<f32>,
+    hi: Vec<f32>,
+    lo_e: Vec<f32>,
+    lo_o: Vec<f32>,
+    hi_e: Vec<f32>,
+    hi_o: Vec<f32>,
+}
+
+impl DwtRows {
+    fn new(w: usize) -> Self {
+        Self {
+            lo: vec![0.0; w],
+            hi: vec![0.0; w],
+            lo_e: vec![0.0; w.div_ceil(2)],
+            lo_o: vec![0.0; w / 2],
+            hi_e: vec![0.0; w.div_ceil(2)],
+            hi_o: vec![0.0; w / 2],
+        }
+    }
+}
+
+/// Splits `x` into its even and odd entries.
+fn deinterleave(x: &[f32], e: &mut [f32], o: &mut [f32]) {
+    for (k, v) in e.iter_mut().enumerate() {
+        *v = x[2 * k];
+    }
+    for (k, v) in o.iter_mut().enumerate() {
+        *v = x[2 * k + 1];
+    }
+}
+
 /// One DWT level of the `w` x `h` plane `src` (row pitch `w`) into `out` (`(w + 1) / 2`
 /// a row); only the approximation band when `lo_only` (`adm_dwt2_lo_s`). `ix`, `iy`: the
-/// tap indices ([`dwt_indices`]); `lo`, `hi`: `w`-sample row scratch.
-#[allow(clippy::too_many_arguments)]
+/// tap indices ([`dwt_indices`]); `t`: row scratch for at least `w` samples.
 fn dwt(
     src: &[f32],
     w: usize,
     iy: &[[usize; 4]],
     ix: &[[usize; 4]],
     out: &mut Bands,
-    lo: &mut [f32],
-    hi: &mut [f32],
+    t: &mut DwtRows,
     lo_only: bool,
 ) {
     let bw = ix.len();
+    let (ne, no) = (w.div_ceil(2), w / 2);
     for (i, y) in iy.iter().enumerate() {
-        let r = y.map(|r| &src[r * w..r * w + w]);
+        let [r0, r1, r2, r3] = y.map(|r| &src[r * w..r * w + w]);
+        let (lo, hi) = (&mut t.lo[..w], &mut t.hi[..w]);
         for j in 0..w {
-            let (s0, s1, s2, s3) = (r[0][j], r[1][j], r[2][j], r[3][j]);
+            let (s0, s1, s2, s3) = (r0[j], r1[j], r2[j], r3[j]);
             lo[j] = taps(&DB2_LO, s0, s1, s2, s3);
             hi[j] = taps(&DB2_HI, s0, s1, s2, s3);
         }
+        let (lo_e, lo_o) = (&mut t.lo_e[..ne], &mut t.lo_o[..no]);
+        deinterleave(lo, lo_e, lo_o);
         let row = i * bw..(i + 1) * bw;
-        let a = &mut out.a[row.clone()];
-        for (o, x) in a.iter_mut().zip(ix) {
-            *o = taps(&DB2_LO, lo[x[0]], lo[x[1]], lo[x[2]], lo[x[3]]);
-        }
+        hpass(lo_e, lo_o, ix, &DB2_LO, &mut out.a[row.clone()]);
         if lo_only {
             continue;
         }
-        let v = &mut out.v[row.clone()];
-        for (o, x) in v.iter_mut().zip(ix) {
-            *o = taps(&DB2_HI, lo[x[0]], lo[x[1]], lo[x[2]], lo[x[3]]);
-        }
-        let hh = &mut out.h[row.clone()];
-        for (o, x) in hh.iter_mut().zip(ix) {
-            *o = taps(&DB2_LO, hi[x[0]], hi[x[1]], hi[x[2]], hi[x[3]]);
-        }
-        let d = &mut out.d[row];
-        for (o, x) in d.iter_mut().zip(ix) {
-            *o = taps(&DB2_HI, hi[x[0]], hi[x[1]], hi[x[2]], hi[x[3]]);
-        }
+        hpass(lo_e, lo_o, ix, &DB2_HI, &mut out.v[row.clone()]);
+        let (hi_e, hi_o) = (&mut t.hi_e[..ne], &mut t.hi_o[..no]);
+        deinterleave(hi, hi_e, hi_o);
+        hpass(hi_e, hi_o, ix, &DB2_LO, &mut out.h[row.clone()]);
+        hpass(hi_e, hi_o, ix, &DB2_HI, &mut out.d[row]);
     }
 }
 
@@ -159,21 +217,69 @@ struct Csf {
     fa: [Vec<f32>; 3],
 }
 
-/// One band's threshold term at `(i, j)` of a `w`-wide band: the 8 neighbours' weights `f`
-/// (rows `up`, `mid`, `dn`; columns `jm`, `jp` mirrored at the edges) and the centre's
-/// `|c| / 15`, summed in libvmaf's order (the centre added in `f64`).
+/// One band's threshold term at column `j` of a row: the 8 neighbours' weights `f` (rows
+/// `up`, `mid`, `dn`; columns `jm`, `jp`, mirrored at the edges) and the centre's `|c| / 15`,
+/// summed in libvmaf's order (the centre added in `f64`).
 #[inline(always)]
-fn band_thr(up: &[f32], mid: &[f32], dn: &[f32], c: f32, j: usize, jm: usize, jp: usize) -> f32 {
-    let mut s = up[jm];
-    s += up[j];
-    s += up[jp];
-    s += mid[jm];
+fn band_thr(up: [f32; 3], mid: [f32; 2], dn: [f32; 3], c: f32) -> f32 {
+    let mut s = up[0];
+    s += up[1];
+    s += up[2];
+    s += mid[0];
     s = (f64::from(s) + ONE_BY_15 * f64::from(c.abs())) as f32;
-    s += mid[jp];
-    s += dn[jm];
-    s += dn[j];
-    s += dn[jp];
+    s += mid[1];
+    s += dn[0];
+    s += dn[1];
+    s += dn[2];
     s
+}
+
+/// Adds one band's threshold terms ([`band_thr`]) of columns `left..right` of a `w`-wide row
+/// to `thr` (one per column): `f` the weights of rows `up`, `mid`, `dn`, `c` the masker's row.
+/// Columns 0 and `w - 1` mirror their outer neighbour; the others run in a loop without
+/// branches or bounds checks.
+fn add_band_thr(
+    thr: &mut [f32],
+    (up, mid, dn): (&[f32], &[f32], &[f32]),
+    c: &[f32],
+    left: usize,
+    right: usize,
+    w: usize,
+) {
+    let at = |j: usize| {
+        let jm = if j == 0 { 1 } else { j - 1 };
+        let jp = if j + 1 == w { w - 1 } else { j + 1 };
+        band_thr(
+            [up[jm], up[j], up[jp]],
+            [mid[jm], mid[jp]],
+            [dn[jm], dn[j], dn[jp]],
+            c[j],
+        )
+    };
+    let j0 = left.max(1);
+    let j1 = right.min(w - 1).max(j0);
+    if left < j0 {
+        thr[0] += at(0);
+    }
+    let n = j1 - j0;
+    let out = &mut thr[j0 - left..j0 - left + n];
+    let (u0, u1, u2) = (&up[j0 - 1..][..n], &up[j0..][..n], &up[j0 + 1..][..n]);
+    let (m0, m2) = (&mid[j0 - 1..][..n], &mid[j0 + 1..][..n]);
+    let (d0, d1, d2) = (&dn[j0 - 1..][..n], &dn[j0..][..n], &dn[j0 + 1..][..n]);
+    let cc = &c[j0..][..n];
+    for k in 0..n {
+        out[k] += band_thr(
+            [u0[k], u1[k], u2[k]],
+            [m0[k], m2[k]],
+            [d0[k], d1[k], d2[k]],
+            cc[k],
+        );
+    }
+    if right > j1 {
+        for j in j1..right {
+            thr[j - left] += at(j);
+        }
+    }
 }
 
 /// The masking stage's scratch: the CSF-weighted parts of the current scale and row buffers.
@@ -242,28 +348,20 @@ impl Masking {
             // Thresholds: DLM's from the additive part, AIM's from the restored part.
             for (thr, (f, ctr)) in self.thr.iter_mut().zip([(&c.fa, &c.a), (&c.fr, &c.r)]) {
                 let thr = &mut thr[..n];
+                thr.fill(0.0);
                 if bypass {
-                    thr.fill(0.0);
                     continue;
                 }
-                for (jj, t) in thr.iter_mut().enumerate() {
-                    let j = reg.left + jj;
-                    let jm = if j == 0 { 1 } else { j - 1 };
-                    let jp = if j + 1 == bw { bw - 1 } else { j + 1 };
-                    let mut sum = 0.0f32;
-                    for b in 0..3 {
-                        let band = &f[b];
-                        sum += band_thr(
-                            &band[up * bw..up * bw + bw],
-                            &band[i * bw..i * bw + bw],
-                            &band[dn * bw..dn * bw + bw],
-                            ctr[b][i * bw + j],
-                            j,
-                            jm,
-                            jp,
-                        );
-                    }
-                    *t = sum;
+                for b in 0..3 {
+                    let row = |r: usize| &f[b][r * bw..r * bw + bw];
+                    add_band_thr(
+                        thr,
+                        (row(up), row(i), row(dn)),
+                        &ctr[b][i * bw..i * bw + bw],
+                        reg.left,
+                        reg.right,
+                        bw,
+                    );
                 }
             }
             // Masked values, each band's row summed in order.
@@ -323,8 +421,7 @@ struct Pyramid {
     /// DWT tap indices per scale, rows and columns.
     iy: Vec<Vec<[usize; 4]>>,
     ix: Vec<Vec<[usize; 4]>>,
-    lo: Vec<f32>,
-    hi: Vec<f32>,
+    rows: DwtRows,
 }
 
 impl Pyramid {
@@ -337,8 +434,7 @@ impl Pyramid {
             &self.iy[s],
             &self.ix[s],
             out,
-            &mut self.lo,
-            &mut self.hi,
+            &mut self.rows,
             lo_only,
         );
     }
@@ -347,7 +443,11 @@ impl Pyramid {
     /// `bands[s % 2]` from `input` or `bands[1 - s % 2].a`.
     fn dwt_pingpong(&mut self, s: usize, input: &[f32], bands: &mut [Bands; 2], lo_only: bool) {
         let [b0, b1] = bands;
-        let (out, prev) = if s.is_multiple_of(2) { (b0, &*b1) } else { (b1, &*b0) };
+        let (out, prev) = if s.is_multiple_of(2) {
+            (b0, &*b1)
+        } else {
+            (b1, &*b0)
+        };
         let src = if s == 0 { input } else { &prev.a[..] };
         self.dwt(s, src, out, lo_only);
     }
@@ -392,8 +492,7 @@ impl FloatAdm {
                 dims,
                 iy: (0..SCALES).map(|s| dwt_indices(dims[s].1)).collect(),
                 ix: (0..SCALES).map(|s| dwt_indices(dims[s].0)).collect(),
-                lo: vec![0.0; width],
-                hi: vec![0.0; width],
+                rows: DwtRows::new(width),
             },
             ref_in: vec![0.0; width * height],
             dis_in: vec![0.0; width * height],
@@ -556,6 +655,27 @@ mod tests {
             vec![[1, 0, 1, 2], [1, 2, 3, 4], [3, 4, 4, 3]]
         );
         assert_eq!(dwt_indices(4), vec![[1, 0, 1, 2], [1, 2, 3, 3]]);
+    }
+
+    #[test]
+    fn horizontal_pass_equals_index_tables() {
+        let mut rng = crate::features::XorShift(0x9e37_79b9);
+        for w in 3usize..=21 {
+            let x: Vec<f32> = (0..w)
+                .map(|_| (rng.next_u64() % 1000) as f32 / 7.0)
+                .collect();
+            let (mut e, mut o) = (vec![0.0; w.div_ceil(2)], vec![0.0; w / 2]);
+            deinterleave(&x, &mut e, &mut o);
+            let ix = dwt_indices(w);
+            for f in [&DB2_LO, &DB2_HI] {
+                let mut out = vec![0.0; ix.len()];
+                hpass(&e, &o, &ix, f, &mut out);
+                for (j, t) in ix.iter().enumerate() {
+                    let want = taps(f, x[t[0]], x[t[1]], x[t[2]], x[t[3]]);
+                    assert_eq!(out[j].to_bits(), want.to_bits(), "w {w} j {j}");
+                }
+            }
+        }
     }
 
     #[test]
