@@ -44,7 +44,9 @@ fmotion_sad(const Plane prev, const Plane cur, int32_t w, int32_t h, float scale
     __shared__ float va[TH * SW];
     __shared__ float vb[TH * SW];
     __shared__ double red[BLOCK_THREADS / 32];
-    __shared__ float tf[5];
+    // The taps, padded to 8 with zeros: the compiler may read them three at a time
+    // (compute-sanitizer saw a 12-byte read at tf[4] with five entries).
+    __shared__ float tf[8];
     const int r = taps.n / 2;
     const int sw = TW + 2 * r;
     const int sh = TH + 2 * r;
@@ -52,8 +54,8 @@ fmotion_sad(const Plane prev, const Plane cur, int32_t w, int32_t h, float scale
     const int y0 = blockIdx.y * TH;
     const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
 
-    if (tid < taps.n) {
-        tf[tid] = taps.f[tid];
+    if (tid < 8) {
+        tf[tid] = (tid < taps.n && tid < 5) ? taps.f[tid] : 0.0f;
     }
     for (int i = tid; i < sh * sw; i += BLOCK_THREADS) {
         const int rr = i / sw;
