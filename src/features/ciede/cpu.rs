@@ -3,7 +3,10 @@
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/ciede.c.
 
-use super::{ciede2000, lab, score_from_sum, ChromaRead, FEATURE};
+use super::{
+    ciede2000, lab, lab_of_linear, linear_blue, linear_green, linear_red, score_from_sum,
+    ChromaRead, Lab, FEATURE,
+};
 use crate::features::HostFrame;
 use crate::video::frame::{FeatureError, LumaPlane};
 
@@ -19,6 +22,11 @@ pub struct Ciede {
     columns: Vec<(u32, u32)>,
     /// Upsampled rows: reference Cb, Cr, distorted Cb, Cr (`width` samples each).
     rows: Vec<f32>,
+    /// At 8 bits: linear-light red by `Y << 8 | Cr` and blue by `Y << 8 | Cb` (2 x 512 KiB),
+    /// the same `f64` values [`super::lab`] computes (they depend on two samples only), so
+    /// two of the three transfer curves per colour are a table read. Empty above 8 bits.
+    red: Vec<f64>,
+    blue: Vec<f64>,
 }
 
 impl Ciede {
@@ -42,6 +50,14 @@ impl Ciede {
                 ((q / stride) as u32, col)
             })
             .collect();
+        let table = |f: fn(f64, f64, u32) -> f64| -> Vec<f64> {
+            if bpc != 8 {
+                return Vec::new();
+            }
+            (0..1usize << 16)
+                .map(|i| f((i >> 8) as f64, (i & 255) as f64, 8))
+                .collect()
+        };
         Self {
             width,
             height,
@@ -49,7 +65,29 @@ impl Ciede {
             read,
             columns,
             rows: vec![0.0; 4 * width],
+            red: table(linear_red),
+            blue: table(linear_blue),
         }
+    }
+
+    /// [`super::lab`] of samples `y`, `u`, `v`, red and blue from the 8-bit tables when there
+    /// are tables.
+    #[inline]
+    fn lab(&self, y: u16, u: f32, v: f32) -> Lab {
+        let (yf, uf, vf) = (f64::from(y), f64::from(u), f64::from(v));
+        if self.red.is_empty()
+            || y > 255
+            || !(0.0..=255.0).contains(&u)
+            || !(0.0..=255.0).contains(&v)
+        {
+            return lab(yf, uf, vf, self.bpc);
+        }
+        let (yi, ui, vi) = (usize::from(y) << 8, u as usize, v as usize);
+        lab_of_linear(
+            self.red[yi | vi],
+            linear_green(yf, uf, vf, 8),
+            self.blue[yi | ui],
+        )
     }
 
     /// Fills `row` with chroma plane `plane` (0: Cb, 1: Cr) of `planes` as libvmaf reads it
@@ -122,12 +160,47 @@ impl Ciede {
                 if ry[x] == dy[x] && ru == du && rv == dv {
                     continue; // equal colours differ by exactly 0
                 }
-                let l1 = lab(f64::from(ry[x]), f64::from(ru), f64::from(rv), self.bpc);
-                let l2 = lab(f64::from(dy[x]), f64::from(du), f64::from(dv), self.bpc);
+                let l1 = self.lab(ry[x], ru, rv);
+                let l2 = self.lab(dy[x], du, dv);
                 sum += f64::from(ciede2000(l1, l2));
             }
         }
         self.rows = rows;
         Ok(score_from_sum(sum, w * self.height))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::ciede::{ChromaRead, Subsampling};
+
+    /// The 8-bit tables give every colour exactly `lab`'s bits.
+    #[test]
+    fn tables_equal_the_conversion() {
+        let c = Ciede::new(
+            8,
+            8,
+            8,
+            ChromaRead {
+                mode: Subsampling::Full,
+                width: 8,
+                height: 8,
+                stride: 8,
+            },
+        );
+        for y in (0..256u16).step_by(3) {
+            for u in (0..256u16).step_by(5) {
+                for v in (0..256u16).step_by(7) {
+                    let t = c.lab(y, f32::from(u), f32::from(v));
+                    let l = lab(f64::from(y), f64::from(u), f64::from(v), 8);
+                    assert_eq!(
+                        (t.l.to_bits(), t.a.to_bits(), t.b.to_bits()),
+                        (l.l.to_bits(), l.a.to_bits(), l.b.to_bits()),
+                        "({y}, {u}, {v})"
+                    );
+                }
+            }
+        }
     }
 }

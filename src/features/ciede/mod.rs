@@ -201,17 +201,45 @@ fn lab_f(t: f64) -> f32 {
     }
 }
 
-/// The CIELAB colour of one Y'CbCr sample triple of `bpc` bits, libvmaf's `get_lab_color`
-/// (limited range, libvmaf's "BT.709" matrix, sRGB curve, D65; see the module docs).
-/// `y`, `u`, `v`: sample values (`0..2^bpc`).
-pub fn lab(y: f64, u: f64, v: f64, bpc: u32) -> Lab {
+/// The normalised components of one Y'CbCr sample triple of `bpc` bits, libvmaf's limited
+/// range: `(Y' , Cb, Cr)` with `Y' = (y - 16 s) / (219 s)`, `C = (c - 128 s) / (224 s)`,
+/// `s = 2^(bpc - 8)`.
+#[inline]
+fn normalise(y: f64, u: f64, v: f64, bpc: u32) -> (f64, f64, f64) {
     let scale = f64::from(1u32 << (bpc.clamp(8, 16) - 8));
-    let y = (y - 16.0 * scale) * (1.0 / (219.0 * scale));
-    let u = (u - 128.0 * scale) * (1.0 / (224.0 * scale));
-    let v = (v - 128.0 * scale) * (1.0 / (224.0 * scale));
-    let r = linear(y + 1.28033 * v);
-    let g = linear(y - 0.21482 * u - 0.38059 * v);
-    let b = linear(y + 2.12798 * u);
+    (
+        (y - 16.0 * scale) * (1.0 / (219.0 * scale)),
+        (u - 128.0 * scale) * (1.0 / (224.0 * scale)),
+        (v - 128.0 * scale) * (1.0 / (224.0 * scale)),
+    )
+}
+
+/// Linear-light red of samples `y`, `v` (`Cr`) at `bpc` bits: libvmaf's matrix row and curve.
+/// It depends on (Y, Cr) alone, so the CPU half tabulates it at 8 bits ([`cpu`]).
+#[inline]
+pub fn linear_red(y: f64, v: f64, bpc: u32) -> f64 {
+    let (y, _, v) = normalise(y, 128.0 * f64::from(1u32 << (bpc.clamp(8, 16) - 8)), v, bpc);
+    linear(y + 1.28033 * v)
+}
+
+/// Linear-light blue of samples `y`, `u` (`Cb`) at `bpc` bits, as [`linear_red`].
+#[inline]
+pub fn linear_blue(y: f64, u: f64, bpc: u32) -> f64 {
+    let (y, u, _) = normalise(y, u, 128.0 * f64::from(1u32 << (bpc.clamp(8, 16) - 8)), bpc);
+    linear(y + 2.12798 * u)
+}
+
+/// Linear-light green of samples `y`, `u`, `v` at `bpc` bits, as [`linear_red`].
+#[inline]
+pub fn linear_green(y: f64, u: f64, v: f64, bpc: u32) -> f64 {
+    let (y, u, v) = normalise(y, u, v, bpc);
+    linear(y - 0.21482 * u - 0.38059 * v)
+}
+
+/// The CIELAB colour of linear-light sRGB `r`, `g`, `b` (D65), rounded as libvmaf's
+/// `get_lab_color` rounds it.
+#[inline]
+pub fn lab_of_linear(r: f64, g: f64, b: f64) -> Lab {
     let x = r * 0.4124564390896921 + g * 0.357576077643909 + b * 0.18043748326639894;
     let yy = r * 0.21267285140562248 + g * 0.715152155287818 + b * 0.07217499330655958;
     let z = r * 0.019333895582329317 + g * 0.119192025881303 + b * 0.9503040785363677;
@@ -223,6 +251,17 @@ pub fn lab(y: f64, u: f64, v: f64, bpc: u32) -> Lab {
         a: (500.0 * (fx - fy)) as f32,
         b: (200.0 * (fy - fz)) as f32,
     }
+}
+
+/// The CIELAB colour of one Y'CbCr sample triple of `bpc` bits, libvmaf's `get_lab_color`
+/// (limited range, libvmaf's "BT.709" matrix, sRGB curve, D65; see the module docs).
+/// `y`, `u`, `v`: sample values (`0..2^bpc`).
+pub fn lab(y: f64, u: f64, v: f64, bpc: u32) -> Lab {
+    lab_of_linear(
+        linear_red(y, v, bpc),
+        linear_green(y, u, v, bpc),
+        linear_blue(y, u, bpc),
+    )
 }
 
 const PI: f64 = std::f64::consts::PI;
