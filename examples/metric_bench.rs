@@ -334,8 +334,14 @@ fn cpu_fps(c: &Content, what: &What, threads: usize, n: usize) -> Result<f64, Bo
         }
         let pair = if chroma {
             Some(ChromaPair {
-                reference: [plane(&p.c[0][0], cw, ch, bpc)?, plane(&p.c[0][1], cw, ch, bpc)?],
-                distorted: [plane(&p.c[1][0], cw, ch, bpc)?, plane(&p.c[1][1], cw, ch, bpc)?],
+                reference: [
+                    plane(&p.c[0][0], cw, ch, bpc)?,
+                    plane(&p.c[0][1], cw, ch, bpc)?,
+                ],
+                distorted: [
+                    plane(&p.c[1][0], cw, ch, bpc)?,
+                    plane(&p.c[1][1], cw, ch, bpc)?,
+                ],
             })
         } else {
             None
@@ -403,7 +409,9 @@ fn size(s: &str) -> Result<(usize, usize), BoxError> {
         "1080p" => Ok((1920, 1080)),
         "2160p" => Ok((3840, 2160)),
         _ => {
-            let (w, h) = s.split_once('x').ok_or_else(|| format!("size {s}: not WxH"))?;
+            let (w, h) = s
+                .split_once('x')
+                .ok_or_else(|| format!("size {s}: not WxH"))?;
             Ok((w.parse()?, h.parse()?))
         }
     }
@@ -529,12 +537,9 @@ fn bench() -> Result<bool, BoxError> {
             }
             if args.backends.iter().any(|b| b == "cpu") {
                 for &t in &threads {
-                    let all_rows = std::iter::once((
-                        "vmaf_v0.6.1".to_owned(),
-                        vmaf(),
-                        None::<What>,
-                    ))
-                    .chain(rows.iter().cloned());
+                    let all_rows =
+                        std::iter::once(("vmaf_v0.6.1".to_owned(), vmaf(), None::<What>))
+                            .chain(rows.iter().cloned());
                     for (name, alone, _) in all_rows {
                         let ours = cpu_fps(&c, &alone, t, args.cpu_frames);
                         let theirs = match &args.libvmaf {

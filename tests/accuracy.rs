@@ -121,9 +121,17 @@ fn every_frame_matches_libvmaf_3_2_0() {
             let (lo, hi) = (sorted[r.floor() as usize], sorted[r.ceil() as usize]);
             let want = lo + (hi - lo) * (r - r.floor());
             assert!((got - want).abs() < 1e-9, "{key}: summary {got} vs {want}");
-            let logged = pooled[key].as_f64().unwrap_or_else(|| panic!("{key} in the log"));
-            assert!((logged - want).abs() < 1e-6, "{key}: log {logged} vs {want}");
-            assert!(vm.min <= got && got <= vm.mean.max(vm.max), "{key} within the range");
+            let logged = pooled[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{key} in the log"));
+            assert!(
+                (logged - want).abs() < 1e-6,
+                "{key}: log {logged} vs {want}"
+            );
+            assert!(
+                vm.min <= got && got <= vm.mean.max(vm.max),
+                "{key} within the range"
+            );
         }
         table.push(format!(
             "| src01 {}x{} {} | {} | {:.2e} | {:.2e} |",

@@ -139,7 +139,11 @@ fn scores_the_carphone_pair_as_libvmaf_does() {
     // The lows are the log's pooled percentiles (the summary's, libvmaf's interpolation).
     let logged: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&log).expect("log written")).expect("json");
-    for (i, key) in [(5, "percentile_1"), (6, "percentile_5"), (7, "percentile_10")] {
+    for (i, key) in [
+        (5, "percentile_1"),
+        (6, "percentile_5"),
+        (7, "percentile_10"),
+    ] {
         let v = logged["pooled_metrics"]["vmaf"][key].as_f64().expect(key);
         assert_eq!(format!("{:.6}", r[i]), format!("{v:.6}"), "{key}");
     }

@@ -127,7 +127,11 @@ fn inject_every_step(model: &str) {
     assert!(cpu.errors.is_empty(), "cpu: {:?}", cpu.errors);
     let expected = scores(&cpu);
     assert_eq!(expected.len(), 3);
-    let tolerance = if model.contains("features=") { 1e-4 } else { 0.0 };
+    let tolerance = if model.contains("features=") {
+        1e-4
+    } else {
+        0.0
+    };
     // Warm-up: the driver's lazy per-process allocations.
     let warm = run(&desc("cuda", model), LONG);
     assert!(warm.errors.is_empty(), "cuda: {:?}", warm.errors);

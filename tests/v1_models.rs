@@ -271,7 +271,10 @@ fn float_beside_integer_and_v1(pix_fmt: &str, gst_format: &str) {
     ]
     .iter()
     .map(|(m, n)| ((*m).to_owned(), (*n).to_owned()))
-    .chain(std::iter::once((format!("path={by_path}"), "fpath".to_owned())))
+    .chain(std::iter::once((
+        format!("path={by_path}"),
+        "fpath".to_owned(),
+    )))
     .collect();
     let prop = entries
         .iter()

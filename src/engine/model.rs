@@ -19,7 +19,10 @@ pub const BUILTIN_MODELS: &[(&str, &str)] = &[
     ("vmaf_v0.6.1", include_str!("models/vmaf_v0.6.1.json")),
     ("vmaf_v0.6.1neg", include_str!("models/vmaf_v0.6.1neg.json")),
     ("vmaf_4k_v0.6.1", include_str!("models/vmaf_4k_v0.6.1.json")),
-    ("vmaf_4k_v0.6.1neg", include_str!("models/vmaf_4k_v0.6.1neg.json")),
+    (
+        "vmaf_4k_v0.6.1neg",
+        include_str!("models/vmaf_4k_v0.6.1neg.json"),
+    ),
     // A bootstrap collection: model "0" and 20 bootstrap members (see `NamedModel`).
     ("vmaf_b_v0.6.3", include_str!("models/vmaf_b_v0.6.3.json")),
     // VMAF v1 (libvmaf 3.2.0, model/vmaf_v1.0.16/ and model/vmaf_v1.0.16_hfr/): CAMBI,
@@ -76,7 +79,12 @@ pub const FLOAT_BUILTIN_MODELS: &[(&str, &str)] = &[
 
 /// The JSON text of built-in model `name` ([`BUILTIN_MODELS`] or [`FLOAT_BUILTIN_MODELS`]).
 pub fn builtin_text(name: &str) -> Option<String> {
-    let integer = |n: &str| BUILTIN_MODELS.iter().find(|(b, _)| *b == n).map(|(_, t)| *t);
+    let integer = |n: &str| {
+        BUILTIN_MODELS
+            .iter()
+            .find(|(b, _)| *b == n)
+            .map(|(_, t)| *t)
+    };
     if let Some(text) = integer(name) {
         return Some(text.to_owned());
     }

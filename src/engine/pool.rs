@@ -221,7 +221,10 @@ mod tests {
             p.add(&[f64::from((i * 37) % 101)]);
         }
         let a = p.get("a").expect("pooled");
-        assert_eq!((a.percentile_1, a.percentile_5, a.percentile_10), (1.0, 5.0, 10.0));
+        assert_eq!(
+            (a.percentile_1, a.percentile_5, a.percentile_10),
+            (1.0, 5.0, 10.0)
+        );
         // Ten values 10, 20, ..., 100: rank 0.09 for the 1st percentile.
         let mut q = Pool::new(vec!["b".to_owned()].into());
         for i in 1..=10u32 {
@@ -230,7 +233,11 @@ mod tests {
         let b = q.get("b").expect("pooled");
         assert!((b.percentile_1 - 10.9).abs() < 1e-12, "{}", b.percentile_1);
         assert!((b.percentile_5 - 14.5).abs() < 1e-12, "{}", b.percentile_5);
-        assert!((b.percentile_10 - 19.0).abs() < 1e-12, "{}", b.percentile_10);
+        assert!(
+            (b.percentile_10 - 19.0).abs() < 1e-12,
+            "{}",
+            b.percentile_10
+        );
         assert!(q.exact());
     }
 
@@ -259,8 +266,16 @@ mod tests {
         assert!(!p.exact());
         let a = p.get("a").expect("pooled");
         let last = (n - 1) as f64;
-        for (got, q) in [(a.percentile_1, 0.01), (a.percentile_5, 0.05), (a.percentile_10, 0.10)] {
-            assert!((got - q * last).abs() < 0.002 * last, "{q}: {got} vs {}", q * last);
+        for (got, q) in [
+            (a.percentile_1, 0.01),
+            (a.percentile_5, 0.05),
+            (a.percentile_10, 0.10),
+        ] {
+            assert!(
+                (got - q * last).abs() < 0.002 * last,
+                "{q}: {got} vs {}",
+                q * last
+            );
         }
         assert_eq!(a.min, 0.0);
         assert_eq!(a.max, last);
