@@ -69,7 +69,7 @@ struct Args {
     /// Frames per CUDA measurement.
     #[arg(long, default_value_t = 300)]
     frames: usize,
-    /// Frames per CPU measurement (and per libvmaf run).
+    /// Frames per CPU measurement (and per libvmaf run); at least 12 per thread.
     #[arg(long, default_value_t = 48)]
     cpu_frames: usize,
     /// CPU thread counts (`all`: one per core).
@@ -541,9 +541,11 @@ fn bench() -> Result<bool, BoxError> {
                         std::iter::once(("vmaf_v0.6.1".to_owned(), vmaf(), None::<What>))
                             .chain(rows.iter().cloned());
                     for (name, alone, _) in all_rows {
-                        let ours = cpu_fps(&c, &alone, t, args.cpu_frames);
+                        // At least 12 frames per thread: fewer leave a pool's tail idle.
+                        let n = args.cpu_frames.max(12 * t);
+                        let ours = cpu_fps(&c, &alone, t, n);
                         let theirs = match &args.libvmaf {
-                            Some(cli) => libvmaf_fps(cli, &c, &alone, t, args.cpu_frames),
+                            Some(cli) => libvmaf_fps(cli, &c, &alone, t, n),
                             None => Err("no --libvmaf".into()),
                         };
                         let line = format!(
@@ -569,8 +571,8 @@ fn bench() -> Result<bool, BoxError> {
     }
     if args.backends.iter().any(|b| b == "cpu") {
         println!(
-            "\nCPU backend, {} frames per run ({} cores here):\n",
-            args.cpu_frames,
+            "\nCPU backend, at least {} frames per run and 12 per thread ({} cores here):\n",
+            args.cpu_frames.max(12),
             threads_per_core()
         );
         println!("{}", cpu_rows.join("\n"));

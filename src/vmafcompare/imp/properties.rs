@@ -90,7 +90,14 @@ impl ObjectImpl for VmafCompare {
                          (libvmaf's; frames of at least 176x176), ssimulacra2 (on RGB converted \
                          with the reference caps' colorimetry, named in the log), cambi \
                          (banding, libvmaf's defaults) and speed_chroma (speed_chroma_u, _v, \
-                         _uv; libvmaf's defaults), the VMAF v1 features. Reported in \
+                         _uv; libvmaf's defaults), the VMAF v1 features; and the rest of \
+                         libvmaf 3.2.0's extractors under its names and log keys: ciede \
+                         (ciede2000, libvmaf's fixed limited-range BT.709 reading), psnr_hvs \
+                         (psnr_hvs_y, _cb, _cr, psnr_hvs), speed_temporal, float_vif \
+                         (vif_scale0..3), float_adm (adm2, aim, adm3, adm_scale0..3), \
+                         float_motion (motion, motion2, motion3), float_psnr, float_ansnr \
+                         (float_ansnr, float_anpsnr) and float_moment (float_moment_ref1st, \
+                         _dis1st, _ref2nd, _dis2nd). Reported in \
                          the frame message, the buffer meta, the summary and the log under \
                          these names; computed by the selected backend (GPU or CPU). Metrics \
                          that read chroma need the same chroma subsampling on both pads. \
