@@ -54,11 +54,19 @@ fn bikes() -> String {
 
 /// Raw reference and distorted files of `FRAMES` frames in ffmpeg's `pix_fmt`.
 fn content(pix_fmt: &str) -> (PathBuf, PathBuf) {
+    // The tests of one format share its files: made once, by the first that asks, while the
+    // others wait (a test reading a file another is writing would see it cut short).
+    static MADE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    let reference = temp_path(&format!("bikes_ref_{pix_fmt}.yuv"));
+    let distorted = temp_path(&format!("bikes_dis_{pix_fmt}.yuv"));
+    if made.iter().any(|m| m == pix_fmt) {
+        return (reference, distorted);
+    }
+    made.push(pix_fmt.to_owned());
     let ff = oracle_ffmpeg();
     let src = bikes();
-    let reference = temp_path(&format!("bikes_ref_{pix_fmt}.yuv"));
     let encoded = temp_path(&format!("bikes_{pix_fmt}.mkv"));
-    let distorted = temp_path(&format!("bikes_dis_{pix_fmt}.yuv"));
     let frames = FRAMES.to_string();
     let scale = format!("scale={W}:{H}");
     let base = ["-hide_banner", "-loglevel", "error", "-y", "-i"];
