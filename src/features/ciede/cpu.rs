@@ -10,6 +10,45 @@ use super::{
 use crate::features::HostFrame;
 use crate::video::frame::{FeatureError, LumaPlane};
 
+use std::sync::{Arc, OnceLock};
+
+/// Linear-light red by `Y << bpc | Cr` and blue by `Y << bpc | Cb` at 8 or 10 bits: the same
+/// `f64` values [`super::lab`] computes (each depends on two samples only), so two of the
+/// three transfer curves per colour are a table read. 2 x 512 KiB at 8 bits, 2 x 8 MiB at
+/// 10, made once per process on first use and shared by every extractor.
+struct Tables {
+    bpc: u32,
+    red: Vec<f64>,
+    blue: Vec<f64>,
+}
+
+impl Tables {
+    /// The tables of `bpc` bits (8 or 10), `None` at other depths.
+    fn shared(bpc: u32) -> Option<Arc<Tables>> {
+        static EIGHT: OnceLock<Arc<Tables>> = OnceLock::new();
+        static TEN: OnceLock<Arc<Tables>> = OnceLock::new();
+        let cell = match bpc {
+            8 => &EIGHT,
+            10 => &TEN,
+            _ => return None,
+        };
+        let table = |f: fn(f64, f64, u32) -> f64| -> Vec<f64> {
+            let mask = (1usize << bpc) - 1;
+            (0..1usize << (2 * bpc))
+                .map(|i| f((i >> bpc) as f64, (i & mask) as f64, bpc))
+                .collect()
+        };
+        let tables = cell.get_or_init(|| {
+            Arc::new(Tables {
+                bpc,
+                red: table(linear_red),
+                blue: table(linear_blue),
+            })
+        });
+        Some(tables.clone())
+    }
+}
+
 /// `ciede` for one geometry: the column map of libvmaf's chroma reading and one row of
 /// upsampled chroma per plane and frame (allocated once).
 pub struct Ciede {
@@ -22,11 +61,8 @@ pub struct Ciede {
     columns: Vec<(u32, u32)>,
     /// Upsampled rows: reference Cb, Cr, distorted Cb, Cr (`width` samples each).
     rows: Vec<f32>,
-    /// At 8 bits: linear-light red by `Y << 8 | Cr` and blue by `Y << 8 | Cb` (2 x 512 KiB),
-    /// the same `f64` values [`super::lab`] computes (they depend on two samples only), so
-    /// two of the three transfer curves per colour are a table read. Empty above 8 bits.
-    red: Vec<f64>,
-    blue: Vec<f64>,
+    /// The red and blue tables at 8 and 10 bits.
+    tables: Option<Arc<Tables>>,
 }
 
 impl Ciede {
@@ -50,14 +86,6 @@ impl Ciede {
                 ((q / stride) as u32, col)
             })
             .collect();
-        let table = |f: fn(f64, f64, u32) -> f64| -> Vec<f64> {
-            if bpc != 8 {
-                return Vec::new();
-            }
-            (0..1usize << 16)
-                .map(|i| f((i >> 8) as f64, (i & 255) as f64, 8))
-                .collect()
-        };
         Self {
             width,
             height,
@@ -65,28 +93,27 @@ impl Ciede {
             read,
             columns,
             rows: vec![0.0; 4 * width],
-            red: table(linear_red),
-            blue: table(linear_blue),
+            tables: Tables::shared(bpc),
         }
     }
 
-    /// [`super::lab`] of samples `y`, `u`, `v`, red and blue from the 8-bit tables when there
-    /// are tables.
+    /// [`super::lab`] of samples `y`, `u`, `v`, red and blue from the tables when there are
+    /// tables.
     #[inline]
     fn lab(&self, y: u16, u: f32, v: f32) -> Lab {
         let (yf, uf, vf) = (f64::from(y), f64::from(u), f64::from(v));
-        if self.red.is_empty()
-            || y > 255
-            || !(0.0..=255.0).contains(&u)
-            || !(0.0..=255.0).contains(&v)
-        {
+        let Some(t) = self.tables.as_deref() else {
+            return lab(yf, uf, vf, self.bpc);
+        };
+        let top = ((1u32 << t.bpc) - 1) as f32;
+        if f32::from(y) > top || !(0.0..=top).contains(&u) || !(0.0..=top).contains(&v) {
             return lab(yf, uf, vf, self.bpc);
         }
-        let (yi, ui, vi) = (usize::from(y) << 8, u as usize, v as usize);
+        let (yi, ui, vi) = (usize::from(y) << t.bpc, u as usize, v as usize);
         lab_of_linear(
-            self.red[yi | vi],
-            linear_green(yf, uf, vf, 8),
-            self.blue[yi | ui],
+            t.red[yi | vi],
+            linear_green(yf, uf, vf, t.bpc),
+            t.blue[yi | ui],
         )
     }
 
@@ -175,30 +202,34 @@ mod tests {
     use super::*;
     use crate::features::ciede::{ChromaRead, Subsampling};
 
-    /// The 8-bit tables give every colour exactly `lab`'s bits.
+    /// The 8- and 10-bit tables give every colour exactly `lab`'s bits.
     #[test]
     fn tables_equal_the_conversion() {
-        let c = Ciede::new(
-            8,
-            8,
-            8,
-            ChromaRead {
-                mode: Subsampling::Full,
-                width: 8,
-                height: 8,
-                stride: 8,
-            },
-        );
-        for y in (0..256u16).step_by(3) {
-            for u in (0..256u16).step_by(5) {
-                for v in (0..256u16).step_by(7) {
-                    let t = c.lab(y, f32::from(u), f32::from(v));
-                    let l = lab(f64::from(y), f64::from(u), f64::from(v), 8);
-                    assert_eq!(
-                        (t.l.to_bits(), t.a.to_bits(), t.b.to_bits()),
-                        (l.l.to_bits(), l.a.to_bits(), l.b.to_bits()),
-                        "({y}, {u}, {v})"
-                    );
+        for (bpc, step) in [(8u32, 1usize), (10, 4)] {
+            let c = Ciede::new(
+                8,
+                8,
+                bpc,
+                ChromaRead {
+                    mode: Subsampling::Full,
+                    width: 8,
+                    height: 8,
+                    stride: 8,
+                },
+            );
+            assert!(c.tables.is_some());
+            let top = 1u16 << bpc;
+            for y in (0..top).step_by(3 * step) {
+                for u in (0..top).step_by(5 * step) {
+                    for v in (0..top).step_by(7 * step + 1) {
+                        let t = c.lab(y, f32::from(u), f32::from(v));
+                        let l = lab(f64::from(y), f64::from(u), f64::from(v), bpc);
+                        assert_eq!(
+                            (t.l.to_bits(), t.a.to_bits(), t.b.to_bits()),
+                            (l.l.to_bits(), l.a.to_bits(), l.b.to_bits()),
+                            "{bpc} bits ({y}, {u}, {v})"
+                        );
+                    }
                 }
             }
         }
