@@ -34,7 +34,7 @@ const KEYS: [&str; 7] = [
     "adm_scale3",
 ];
 
-/// A raw pair: files, size, ffmpeg pix_fmt and GStreamer format nick.
+/// A raw pair: files, size and ffmpeg pix_fmt.
 struct Pair {
     tag: String,
     reference: PathBuf,
@@ -42,7 +42,6 @@ struct Pair {
     w: usize,
     h: usize,
     pix_fmt: &'static str,
-    nick: &'static str,
     frames: usize,
 }
 
@@ -87,7 +86,6 @@ fn pairs() -> Vec<Pair> {
             w: 576,
             h: 324,
             pix_fmt: "yuv420p",
-            nick: "i420",
             frames: 3,
         },
         Pair {
@@ -97,7 +95,6 @@ fn pairs() -> Vec<Pair> {
             w: 576,
             h: 324,
             pix_fmt: "yuv420p10le",
-            nick: "i420-10le",
             frames: 3,
         },
         Pair {
@@ -107,18 +104,17 @@ fn pairs() -> Vec<Pair> {
             w: 160,
             h: 90,
             pix_fmt: "yuv420p",
-            nick: "i420",
             frames: 48,
         },
     ];
-    // (tag, source pair, target pix_fmt, GStreamer nick): ffmpeg's conversions.
+    // (tag, source pair, target pix_fmt): ffmpeg's conversions.
     let derived = [
-        ("576x324 420p12", 1, "yuv420p12le", "i420-12le"),
-        ("576x324 422p8", 0, "yuv422p", "y42b"),
-        ("576x324 444p10", 1, "yuv444p10le", "y444-10le"),
+        ("576x324 420p12", 1, "yuv420p12le"),
+        ("576x324 422p8", 0, "yuv422p"),
+        ("576x324 444p10", 1, "yuv444p10le"),
     ];
     let mut more = Vec::new();
-    for (tag, base, fout, nick) in derived {
+    for (tag, base, fout) in derived {
         let base = &v[base];
         let fin = base.pix_fmt;
         let name = |side: &str| format!("float_adm_{side}_{}.yuv", tag.replace(' ', "_"));
@@ -129,7 +125,6 @@ fn pairs() -> Vec<Pair> {
             w: base.w,
             h: base.h,
             pix_fmt: fout,
-            nick,
             frames: base.frames,
         });
     }
@@ -160,16 +155,15 @@ fn pairs() -> Vec<Pair> {
         w: 575,
         h: 323,
         pix_fmt: "yuv420p",
-        nick: "i420",
         frames: 3,
     };
     v.push(odd);
     // Genuine high-bit-depth samples at an odd size: the carphone pair (H.264) upscaled in
     // 10 and 12 bits.
     let (pristine, distorted) = carphone_pair();
-    for (tag, pix_fmt, nick) in [
-        ("carphone 353x289 420p10", "yuv420p10le", "i420-10le"),
-        ("carphone 353x289 444p12", "yuv444p12le", "y444-12le"),
+    for (tag, pix_fmt) in [
+        ("carphone 353x289 420p10", "yuv420p10le"),
+        ("carphone 353x289 444p12", "yuv444p12le"),
     ] {
         let make = |clip: &str, side: &str| {
             made(
@@ -198,7 +192,6 @@ fn pairs() -> Vec<Pair> {
             w: 353,
             h: 289,
             pix_fmt,
-            nick,
             frames: 5,
         });
     }
@@ -243,33 +236,7 @@ fn oracle(
 }
 
 fn branch(p: &Pair, file: &Path, pad: &str) -> String {
-    // Files are packed (ffmpeg's layout: no row padding), unlike GStreamer's default layout
-    // where a row's bytes are not a multiple of 4.
-    let bps = if p.nick.ends_with("le") { 2 } else { 1 };
-    let (cw, ch) = match &p.nick[..4] {
-        "i420" => (p.w.div_ceil(2), p.h.div_ceil(2)),
-        "y42b" => (p.w.div_ceil(2), p.h),
-        _ => (p.w, p.h),
-    };
-    let (ys, cs) = (p.w * bps, cw * bps);
-    let layout = if ys % 4 != 0 || cs % 4 != 0 {
-        let y = ys * p.h;
-        format!(
-            " plane-strides=\"<{ys},{cs},{cs}>\" plane-offsets=\"<0,{y},{}>\" frame-size={}",
-            y + cs * ch,
-            y + 2 * cs * ch
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "filesrc location=\"{}\" ! rawvideoparse width={} height={} format={}{layout} \
-         framerate=25/1 ! cmp.{pad}",
-        file.display(),
-        p.w,
-        p.h,
-        p.nick
-    )
+    packed_raw_branch(file, p.w, p.h, p.pix_fmt, pad)
 }
 
 /// The metric names of a JSON log's first frame, in the order written.
@@ -404,7 +371,6 @@ fn float_adm_options_match_libvmaf_3_2_0() {
         w: 576,
         h: 324,
         pix_fmt: "yuv420p",
-        nick: "i420",
         frames: 3,
     };
     let features: Vec<String> = sets

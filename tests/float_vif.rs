@@ -45,37 +45,9 @@ struct Content {
     distorted: PathBuf,
 }
 
-/// GStreamer's format nick, bytes per sample and chroma subsampling (log2 x, y) of an ffmpeg
-/// pixel format.
-fn layout(pix_fmt: &str) -> (&'static str, usize, (u32, u32)) {
-    match pix_fmt {
-        "yuv420p" => ("i420", 1, (1, 1)),
-        "yuv420p10le" => ("i420-10le", 2, (1, 1)),
-        "yuv420p12le" => ("i420-12le", 2, (1, 1)),
-        "yuv422p" => ("y42b", 1, (1, 0)),
-        "yuv444p" => ("y444", 1, (0, 0)),
-        "yuv444p10le" => ("y444-10le", 2, (0, 0)),
-        other => panic!("no layout for {other}"),
-    }
-}
-
-/// A `rawvideoparse` branch for a tightly packed planar file (ffmpeg's rawvideo layout, with
-/// explicit strides: GStreamer's default pads rows to 4 bytes).
+/// A `rawvideoparse` branch for a tightly packed planar file (ffmpeg's rawvideo layout).
 fn branch(c: &Content, path: &Path, pad: &str) -> String {
-    let (format, bps, (sx, sy)) = layout(c.pix_fmt);
-    let (cw, ch) = (c.w.div_ceil(1 << sx), c.h.div_ceil(1 << sy));
-    let (ys, cs) = (c.w * bps, cw * bps);
-    let (yb, cb) = (ys * c.h, cs * ch);
-    format!(
-        "filesrc location=\"{}\" ! rawvideoparse width={} height={} format={format} \
-         framerate=25/1 plane-strides=\"<{ys},{cs},{cs}>\" plane-offsets=\"<0,{yb},{}>\" \
-         frame-size={} ! cmp.{pad}",
-        path.display(),
-        c.w,
-        c.h,
-        yb + cb,
-        yb + 2 * cb,
-    )
+    packed_raw_branch(path, c.w, c.h, c.pix_fmt, pad)
 }
 
 /// `src` (a raw file of `from` at `w` x `h`) converted by the oracle's ffmpeg with `vf` and

@@ -34,39 +34,9 @@ struct Pair {
 }
 
 impl Pair {
-    /// GStreamer's format name, bytes per sample and chroma subsampling (x, y shifts).
-    fn format(&self) -> (&'static str, usize, (u32, u32)) {
-        match self.pix_fmt {
-            "yuv420p" => ("i420", 1, (1, 1)),
-            "yuv422p" => ("y42b", 1, (1, 0)),
-            "yuv444p" => ("y444", 1, (0, 0)),
-            "yuv420p10le" => ("i420-10le", 2, (1, 1)),
-            "yuv422p10le" => ("i422-10le", 2, (1, 0)),
-            "yuv444p10le" => ("y444-10le", 2, (0, 0)),
-            "yuv420p12le" => ("i420-12le", 2, (1, 1)),
-            "yuv422p12le" => ("i422-12le", 2, (1, 0)),
-            "yuv444p12le" => ("y444-12le", 2, (0, 0)),
-            other => panic!("no GStreamer format for {other}"),
-        }
-    }
-
-    /// A `rawvideoparse` branch into pad `pad` reading `path` in ffmpeg's packed layout (which
-    /// GStreamer's default strides, rounded to 4 bytes, do not match for odd sizes).
+    /// A `rawvideoparse` branch into pad `pad` reading `path` in ffmpeg's packed layout.
     fn branch(&self, path: &Path, pad: &str) -> String {
-        let (format, bytes, (sx, sy)) = self.format();
-        let (cw, ch) = (self.w.div_ceil(1 << sx), self.h.div_ceil(1 << sy));
-        let (ys, cs) = (self.w * bytes, cw * bytes);
-        let (y, c) = (ys * self.h, cs * ch);
-        format!(
-            "filesrc location=\"{}\" ! rawvideoparse width={} height={} format={format} \
-             framerate=25/1 plane-strides=\"<{ys},{cs},{cs}>\" \
-             plane-offsets=\"<0,{y},{}>\" frame-size={} ! cmp.{pad}",
-            path.display(),
-            self.w,
-            self.h,
-            y + c,
-            y + 2 * c,
-        )
+        packed_raw_branch(path, self.w, self.h, self.pix_fmt, pad)
     }
 }
 

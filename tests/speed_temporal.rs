@@ -74,32 +74,7 @@ impl Clip {
 
     /// A `filesrc ! rawvideoparse` branch into pad `pad`, with the file's packed strides.
     fn branch(&self, path: &Path, pad: &str) -> String {
-        let format = match self.pix_fmt {
-            "yuv420p" => "i420",
-            "yuv420p10le" => "i420-10le",
-            "yuv420p12le" => "i420-12le",
-            "yuv422p10le" => "i422-10le",
-            "yuv444p12le" => "y444-12le",
-            "yuv444p" => "y444",
-            other => panic!("no raw format for {other}"),
-        };
-        let b = self.bytes();
-        let (cw, ch) = self.chroma();
-        let (y, c) = (self.w * self.h * b, cw * ch * b);
-        format!(
-            "filesrc location=\"{}\" ! rawvideoparse width={} height={} format={format} \
-             framerate=25/1 plane-strides=\"<{},{},{}>\" plane-offsets=\"<0,{},{}>\" \
-             frame-size={} ! cmp.{pad}",
-            path.display(),
-            self.w,
-            self.h,
-            self.w * b,
-            cw * b,
-            cw * b,
-            y,
-            y + c,
-            self.frame_bytes()
-        )
+        packed_raw_branch(path, self.w, self.h, self.pix_fmt, pad)
     }
 
     /// Frame `i`'s luma samples of `path`.

@@ -97,6 +97,49 @@ pub fn raw_branch(path: &std::path::Path, w: u32, h: u32, format: &str, pad: &st
     )
 }
 
+/// ffmpeg's planar YUV pixel format (`yuv422p10le`) -> GStreamer's format nick for
+/// `rawvideoparse` (`i422-10le`), bytes per sample and the chroma subsampling shifts (x, y).
+/// Panics for a format the tests do not use.
+pub fn planar_format(pix_fmt: &str) -> (&'static str, usize, (u32, u32)) {
+    match pix_fmt {
+        "yuv420p" => ("i420", 1, (1, 1)),
+        "yuv422p" => ("y42b", 1, (1, 0)),
+        "yuv444p" => ("y444", 1, (0, 0)),
+        "yuv420p10le" => ("i420-10le", 2, (1, 1)),
+        "yuv422p10le" => ("i422-10le", 2, (1, 0)),
+        "yuv444p10le" => ("y444-10le", 2, (0, 0)),
+        "yuv420p12le" => ("i420-12le", 2, (1, 1)),
+        "yuv422p12le" => ("i422-12le", 2, (1, 0)),
+        "yuv444p12le" => ("y444-12le", 2, (0, 0)),
+        other => panic!("no GStreamer format for {other}"),
+    }
+}
+
+/// A `filesrc ! rawvideoparse` branch into `cmp.<pad>` reading `path`, raw `w` x `h` frames
+/// in ffmpeg's tightly packed layout of `pix_fmt` (chroma sizes rounded up, no row
+/// padding): explicit strides and offsets, since GStreamer's default layout pads rows to 4
+/// bytes.
+pub fn packed_raw_branch(
+    path: &std::path::Path,
+    w: usize,
+    h: usize,
+    pix_fmt: &str,
+    pad: &str,
+) -> String {
+    let (format, bytes, (sx, sy)) = planar_format(pix_fmt);
+    let (cw, ch) = (w.div_ceil(1 << sx), h.div_ceil(1 << sy));
+    let (ys, cs) = (w * bytes, cw * bytes);
+    let (y, c) = (ys * h, cs * ch);
+    format!(
+        "filesrc location=\"{}\" ! rawvideoparse width={w} height={h} format={format} \
+         framerate=25/1 plane-strides=\"<{ys},{cs},{cs}>\" plane-offsets=\"<0,{y},{}>\" \
+         frame-size={} ! cmp.{pad}",
+        path.display(),
+        y + c,
+        y + 2 * c,
+    )
+}
+
 /// What a run of a pipeline containing `vmafcompare name=cmp` produced.
 #[derive(Default, Debug)]
 pub struct RunOutput {

@@ -22,23 +22,6 @@ pub struct Content {
     pub frames: usize,
 }
 
-/// ffmpeg's pixel format -> (GStreamer's format for rawvideoparse, bytes per sample,
-/// chroma subsampling (horizontal, vertical)).
-fn format(pix_fmt: &str) -> (&'static str, usize, (bool, bool)) {
-    match pix_fmt {
-        "yuv420p" => ("i420", 1, (true, true)),
-        "yuv422p" => ("y42b", 1, (true, false)),
-        "yuv444p" => ("y444", 1, (false, false)),
-        "yuv420p10le" => ("i420-10le", 2, (true, true)),
-        "yuv422p10le" => ("i422-10le", 2, (true, false)),
-        "yuv444p10le" => ("y444-10le", 2, (false, false)),
-        "yuv420p12le" => ("i420-12le", 2, (true, true)),
-        "yuv422p12le" => ("i422-12le", 2, (true, false)),
-        "yuv444p12le" => ("y444-12le", 2, (false, false)),
-        other => panic!("no format for {other}"),
-    }
-}
-
 /// The contents, from src01 576x324 8-bit (3 frames): 4:2:0, 4:2:2 and 4:4:4 at 8 bits; at
 /// 10 and 12 bits (4:2:0 10-bit, 4:2:2 10-bit, 4:2:0 12-bit, 4:4:4 12-bit) a bicubic resize
 /// of a crop of it, so that the low bits carry content (the 10-bit src01 file is the 8-bit
@@ -111,19 +94,7 @@ pub fn contents() -> Vec<Content> {
 
 /// A `rawvideoparse` branch reading `path` (ffmpeg's tightly packed layout) into pad `pad`.
 fn branch(c: &Content, path: &Path, pad: &str) -> String {
-    let (gst_fmt, bytes, (sh, sv)) = format(c.pix_fmt);
-    let (w, h) = (c.width, c.height);
-    let cw = if sh { w.div_ceil(2) } else { w };
-    let ch = if sv { h.div_ceil(2) } else { h };
-    let (ys, cs) = (w * bytes, cw * bytes);
-    let (o1, o2) = (ys * h, ys * h + cs * ch);
-    format!(
-        "filesrc location=\"{}\" ! rawvideoparse width={w} height={h} format={gst_fmt} \
-         plane-strides=\"<{ys},{cs},{cs}>\" plane-offsets=\"<0,{o1},{o2}>\" \
-         frame-size={} framerate=25/1 ! cmp.{pad}",
-        path.display(),
-        o2 + cs * ch
-    )
+    packed_raw_branch(path, c.width, c.height, c.pix_fmt, pad)
 }
 
 /// Per-frame values of `keys`: vmafcompare (`backend`, `features`), read from its log.
