@@ -61,22 +61,12 @@ pub const OUTPUT: &str = "ciede2000";
 /// libvmaf's alignment of picture rows, in samples.
 const ROW_ALIGN: usize = 32;
 
-/// Checks that `bpc` is a depth libvmaf's float and colour extractors take (8, 10, 12, 16).
+/// Checks that `bpc` is a depth libvmaf's float and colour extractors take (8, 10, 12, 16),
+/// as [`super::float_psnr::FloatDepth::new`] does for the float ones.
 ///
 /// Errors: [`FeatureError::WrongGeometry`] naming the depth (reported against 8 bits).
 pub fn check_depth(feature: &'static str, g: &Geometry) -> Result<(), FeatureError> {
-    if matches!(g.bpc, 8 | 10 | 12 | 16) {
-        return Ok(());
-    }
-    Err(FeatureError::WrongGeometry {
-        feature,
-        expected_width: g.width,
-        expected_height: g.height,
-        expected_bpc: 8,
-        width: g.width,
-        height: g.height,
-        bpc: g.bpc,
-    })
+    super::float_psnr::FloatDepth::new(feature, g).map(|_| ())
 }
 
 /// The chroma subsampling of a frame, from its luma and chroma plane sizes.

@@ -7,6 +7,7 @@
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/adm.c and adm_tools.c.
 
 use super::super::adm::Region;
+use super::super::float_vif::cpu::to_float;
 use super::{
     cos_1deg_sq, finish, pool, FloatAdmConfig, DB2_HI, DB2_LO, MIN_SIZE, ONE_BY_15, ONE_BY_30,
     SCALES,
@@ -630,17 +631,6 @@ impl FloatAdm {
         let d = den_done.unwrap_or_else(|| den(r, band, rf, cfg));
         let (num, aim) = masking.cm(band, cfg);
         (num, d, aim)
-    }
-}
-
-/// Samples as libvmaf's float ADM reads them (`picture_copy` with offset -128):
-/// `sample / 2^(bpc - 8) - 128`, exact in `f32`.
-fn to_float(p: &LumaPlane, out: &mut [f32]) {
-    let div = (1u32 << p.bpc.saturating_sub(8)) as f32;
-    for (y, dst) in out.chunks_exact_mut(p.width).enumerate() {
-        for (d, &s) in dst.iter_mut().zip(p.row(y)) {
-            *d = f32::from(s) / div - 128.0;
-        }
     }
 }
 
