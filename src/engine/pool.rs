@@ -168,32 +168,32 @@ impl Pool {
         if self.count == 0 {
             return Vec::new();
         }
-        let n = self.count as f64;
         self.names
             .iter()
             .enumerate()
-            .map(|(i, name)| {
-                let [percentile_1, percentile_5, percentile_10] = self.values[i].lows();
-                (
-                    name.as_str(),
-                    Pooled {
-                        min: self.min[i],
-                        max: self.max[i],
-                        mean: self.sum[i] / n,
-                        harmonic_mean: n / self.inv_sum[i] - 1.0,
-                        percentile_1,
-                        percentile_5,
-                        percentile_10,
-                    },
-                )
-            })
+            .map(|(i, name)| (name.as_str(), self.pooled_at(i)))
             .collect()
     }
 
-    /// Pooled statistics of metric `name`.
+    /// Pooled statistics of metric `name`; `None` for an unknown name or no frame pooled.
     pub fn get(&self, name: &str) -> Option<Pooled> {
         let i = self.names.iter().position(|n| n == name)?;
-        self.pooled().into_iter().nth(i).map(|(_, p)| p)
+        (self.count > 0).then(|| self.pooled_at(i))
+    }
+
+    /// Pooled statistics of the metric at `i` (`count > 0`).
+    fn pooled_at(&self, i: usize) -> Pooled {
+        let n = self.count as f64;
+        let [percentile_1, percentile_5, percentile_10] = self.values[i].lows();
+        Pooled {
+            min: self.min[i],
+            max: self.max[i],
+            mean: self.sum[i] / n,
+            harmonic_mean: n / self.inv_sum[i] - 1.0,
+            percentile_1,
+            percentile_5,
+            percentile_10,
+        }
     }
 }
 
