@@ -10,7 +10,13 @@
 //! With `--input cuda` the frames pass `cudaupload` (GStreamer CUDA memory, read in place).
 //! With `--devices 0,1` (and `--mode null`) cycle `i` runs on `device-id` = the list's entry
 //! `i mod len`, so the element opens and closes alternate GPUs; device memory is read and
-//! checked on each of them.
+//! checked on each of them. The warm-up runs one cycle on each listed device before the
+//! baseline is read: the first scoring run in a device's context makes the driver allocate
+//! memory it keeps for the context's life (2 MiB was seen on an H200, see the README's
+//! "Several GPUs"), which a baseline read before that run would count as lost. The table's
+//! "first use" column shows that amount per device.
+//! `--leak-mib N` keeps N MiB of device memory per measured cycle on the cycle's device, a
+//! planted leak the check must report (FAILED), to show that it still sees one.
 //! Exits 1 when more than 1 MiB of device memory is missing at the end, a handle count grew,
 //! or RSS grew by more than 4 MiB between the first and the last tenth of the cycles.
 //!
@@ -70,6 +76,10 @@ struct Args {
     /// needs `--mode null` when more than one (the device is chosen at NULL -> READY).
     #[arg(long, default_value = "0", value_delimiter = ',')]
     devices: Vec<usize>,
+    /// A planted leak: keep this many MiB of device memory allocated after each measured
+    /// cycle, on that cycle's device (the check must then fail).
+    #[arg(long, default_value_t = 0)]
+    leak_mib: usize,
 }
 
 /// Resident set size of this process in bytes (`/proc/self/statm`).
@@ -258,15 +268,38 @@ fn run(args: &Args) -> Result<bool, String> {
             .map_err(|e| format!("to {away:?}: {e}"))?;
         res
     };
-    // One warm-up cycle: the driver's and GStreamer's lazy one-time allocations.
-    run_once().map_err(|e| format!("warm-up cycle: {e}"))?;
+    // Warm-up: one cycle on each device (the list's order), for the driver's and
+    // GStreamer's lazy one-time allocations in each device's context. What each device's
+    // first cycle kept is its "first use" amount.
+    let mut first_use = vec![0.0f64; devs.len()];
+    for k in 0..args.devices.len() {
+        let at = free();
+        run_once().map_err(|e| format!("warm-up cycle on device {}: {e}", args.devices[k]))?;
+        for (i, (b, a)) in at.iter().zip(free()).enumerate() {
+            first_use[i] += *b as f64 - a as f64;
+        }
+    }
+    // After one warm-up cycle per entry, measured cycle i runs on the list's entry i mod len.
     let before = (free(), fault::live(), fds());
     let mut rss_at = Vec::with_capacity(args.cycles);
+    let mut planted = Vec::new();
     for i in 0..args.cycles {
         run_once().map_err(|e| format!("cycle {i}: {e}"))?;
+        if args.leak_mib > 0 {
+            let dev = args.devices[i % args.devices.len()];
+            let pos = devs.iter().position(|d| d.ordinal() == dev).ok_or("no device")?;
+            planted.push(
+                devs[pos]
+                    .context()
+                    .default_stream()
+                    .alloc_zeros::<u8>(args.leak_mib << 20)
+                    .map_err(|e| format!("planted leak: {e}"))?,
+            );
+        }
         rss_at.push(rss());
     }
     let after = (free(), fault::live(), fds());
+    drop(planted);
     let _ = pipeline.set_state(gst::State::Null);
     // In NULL only this program's own device is left: one context and its modules.
     let in_null = fault::live();
@@ -299,11 +332,11 @@ fn run(args: &Args) -> Result<bool, String> {
             .join(", ")
     };
     println!(
-        "| cycles | mode | input | switch | devices | device free before / after (MiB) | lost (MiB) | RSS first / last tenth, peak (MiB) | handles [ctx, mod, stream, event] before / after / in NULL | fds before / after | summaries | verdict |"
+        "| cycles | mode | input | switch | devices | first use (MiB) | device free before / after (MiB) | lost (MiB) | RSS first / last tenth, peak (MiB) | handles [ctx, mod, stream, event] before / after / in NULL | fds before / after | summaries | verdict |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     println!(
-        "| {} | {:?} | {:?} | {} | {} | {} / {} | {} | {:.1} / {:.1}, {:.1} | {:?} / {:?} / {:?} | {} / {} | {} | {} |",
+        "| {} | {:?} | {:?} | {} | {} | {} | {} / {} | {} | {:.1} / {:.1}, {:.1} | {:?} / {:?} / {:?} | {} / {} | {} | {} |",
         args.cycles,
         args.mode,
         args.input,
@@ -313,6 +346,11 @@ fn run(args: &Args) -> Result<bool, String> {
             .map(|d| d.to_string())
             .collect::<Vec<_>>()
             .join(" -> "),
+        first_use
+            .iter()
+            .map(|l| format!("{:.3}", mib(*l)))
+            .collect::<Vec<_>>()
+            .join(", "),
         list(&before.0),
         list(&after.0),
         lost.iter()
