@@ -179,6 +179,12 @@ impl<T> LadderScorer<T> {
         self.backend.reads_components()
     }
 
+    /// Whether host rows are best given with a [`Hold`](crate::video::frame::Hold)
+    /// (see [`Backend::defers_host_rows`]).
+    pub fn defers_host_rows(&self) -> bool {
+        self.backend.defers_host_rows()
+    }
+
     /// Rendition `k`'s scorer (names, pooling, frames pushed); `None` outside the slots.
     pub fn rendition(&self, k: usize) -> Option<&Scorer<T>> {
         self.renditions.get(k)

@@ -112,6 +112,13 @@ pub trait Backend: Send {
     fn reads_device(&self) -> bool {
         false
     }
+    /// Whether the backend keeps host rows that carry a [`Hold`](crate::video::frame::Hold)
+    /// past the submission and reads them later (the CPU backend on a pool, whose workers
+    /// convert them), so that the caller should map frames with one. Without a hold, rows
+    /// are copied before the submission returns.
+    fn defers_host_rows(&self) -> bool {
+        false
+    }
     /// Features of the oldest submitted frame not yet collected. `wait == false`: `None` when
     /// that frame is not finished yet; `wait == true`: blocks until it is. `None` as well when
     /// nothing is in flight.
@@ -485,6 +492,12 @@ impl<T> Scorer<T> {
     /// Whether the backend reads [`LumaInput::Device`] planes in place.
     pub fn reads_device(&self) -> bool {
         self.backend.reads_device()
+    }
+
+    /// Whether host rows are best given with a [`Hold`](crate::video::frame::Hold)
+    /// ([`Backend::defers_host_rows`]).
+    pub fn defers_host_rows(&self) -> bool {
+        self.backend.defers_host_rows()
     }
 
     /// Metric names in log order.

@@ -240,6 +240,45 @@ impl SampleLayout {
     }
 }
 
+/// What keeps the bytes of a host mapping valid and unchanged for as long as it (or a clone)
+/// lives: e.g. an `Arc` of a readable `gst_video::VideoFrame`, which holds its buffer mapped
+/// (and, since it holds a reference, no one can map that buffer for writing meanwhile).
+///
+/// A view that carries one ([`HostLuma::held`], [`HostComponent::held`]) can be
+/// [detached](Detached) from the submission's borrow, so that a backend reads the rows later
+/// on another thread instead of copying them before the submission returns (the CPU backend
+/// on a pool: the conversion moves from the streaming thread to the worker).
+pub type Hold = std::sync::Arc<dyn std::any::Any + Send + Sync>;
+
+/// A host view ([`HostLuma`] or [`HostComponent`]) detached from the borrow it was made
+/// under, with a clone of the [`Hold`] that keeps its bytes valid. The view is lent out for
+/// no longer than the `Detached` lives ([`Detached::view`]).
+pub struct Detached<T> {
+    /// Borrows bytes that `_hold` keeps alive; never handed out as `'static`.
+    view: T,
+    _hold: Hold,
+}
+
+impl<T> std::fmt::Debug for Detached<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detached").finish_non_exhaustive()
+    }
+}
+
+impl Detached<HostLuma<'static>> {
+    /// The rows, for as long as `self` lives.
+    pub fn view(&self) -> HostLuma<'_> {
+        self.view
+    }
+}
+
+impl Detached<HostComponent<'static>> {
+    /// The component, for as long as `self` lives.
+    pub fn view(&self) -> HostComponent<'_> {
+        self.view
+    }
+}
+
 /// The luma rows of a mapped buffer in host memory, as the buffer holds them (no conversion
 /// yet): `height` rows of `width` samples, `stride` bytes apart.
 #[derive(Debug, Clone, Copy)]
@@ -254,6 +293,9 @@ pub struct HostLuma<'a> {
     pub height: usize,
     /// Sample storage and shifts.
     pub layout: SampleLayout,
+    /// What keeps `data` valid beyond the borrow, when the mapping has an owner
+    /// ([`HostLuma::held`]); `None` for a plain borrow.
+    hold: Option<&'a Hold>,
 }
 
 impl<'a> HostLuma<'a> {
@@ -280,7 +322,36 @@ impl<'a> HostLuma<'a> {
             width,
             height,
             layout,
+            hold: None,
         })
+    }
+
+    /// The same rows, with `hold` as what keeps them valid, so that a backend may
+    /// [`detach`](HostLuma::detach) them and read them after the submission returns.
+    ///
+    /// # Safety
+    /// `hold` (and every clone of it) must keep the bytes of `data` valid and unchanged for
+    /// as long as it lives, whatever happens to the borrow `'a`.
+    pub unsafe fn held(self, hold: &'a Hold) -> Self {
+        Self {
+            hold: Some(hold),
+            ..self
+        }
+    }
+
+    /// The rows detached from the borrow `'a`, with a clone of their hold; `None` for rows
+    /// without one (the caller copies them instead).
+    pub fn detach(&self) -> Option<Detached<HostLuma<'static>>> {
+        let hold = self.hold?.clone();
+        let view = HostLuma {
+            hold: None,
+            ..*self
+        };
+        // SAFETY: `held`'s contract: the hold, kept next to the view in the `Detached`,
+        // keeps `data` valid and unchanged while it lives, and `Detached::view` lends the
+        // rows for no longer than the `Detached` (and so the hold) lives.
+        let view = unsafe { std::mem::transmute::<HostLuma<'_>, HostLuma<'static>>(view) };
+        Some(Detached { view, _hold: hold })
     }
 
     /// The `width * layout.bytes` bytes of row `y` (`y < height`; a view built with
@@ -410,6 +481,8 @@ pub struct HostComponent<'a> {
     pub height: usize,
     /// Sample storage and shifts.
     pub layout: SampleLayout,
+    /// What keeps `data` valid beyond the borrow ([`HostComponent::held`]).
+    hold: Option<&'a Hold>,
 }
 
 impl<'a> HostComponent<'a> {
@@ -442,7 +515,35 @@ impl<'a> HostComponent<'a> {
             width,
             height,
             layout,
+            hold: None,
         })
+    }
+
+    /// The same component, with `hold` as what keeps it valid (see [`HostLuma::held`]).
+    ///
+    /// # Safety
+    /// As [`HostLuma::held`]: `hold` keeps the bytes of `data` valid and unchanged while it
+    /// (or a clone) lives.
+    pub unsafe fn held(self, hold: &'a Hold) -> Self {
+        Self {
+            hold: Some(hold),
+            ..self
+        }
+    }
+
+    /// The component detached from the borrow `'a` (see [`HostLuma::detach`]); `None`
+    /// without a hold.
+    pub fn detach(&self) -> Option<Detached<HostComponent<'static>>> {
+        let hold = self.hold?.clone();
+        let view = HostComponent {
+            hold: None,
+            ..*self
+        };
+        // SAFETY: as in `HostLuma::detach`: `held`'s contract, and the view is lent for no
+        // longer than the hold lives.
+        let view =
+            unsafe { std::mem::transmute::<HostComponent<'_>, HostComponent<'static>>(view) };
+        Some(Detached { view, _hold: hold })
     }
 
     /// Converts the component into packed right-aligned `u16` samples at the scoring depth
@@ -454,6 +555,14 @@ impl<'a> HostComponent<'a> {
             let Some(row) = self.data.get(start..) else {
                 continue;
             };
+            let plain = self.layout.bytes == 1 && self.layout.up == 0 && self.layout.depth >= 8;
+            if plain && self.pixel_stride == 1 && row.len() >= self.width {
+                // Planar 8-bit (I420, Y42B, Y444): the same samples, widened in one pass.
+                for (d, s) in dst.iter_mut().zip(row) {
+                    *d = u16::from(*s);
+                }
+                continue;
+            }
             for (x, d) in dst.iter_mut().enumerate() {
                 let at = x * self.pixel_stride;
                 if at + self.layout.bytes <= row.len() {

@@ -29,7 +29,9 @@ use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
 use crate::features::{vmaf_layout, CpuExtractor, Geometry, HostFrame, Layout, RawFeatures};
 use crate::video::colour::YuvToRgb;
-use crate::video::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
+use crate::video::frame::{
+    ChromaInput, ChromaPair, ComponentInput, FeatureError, LumaInput, LumaPlane,
+};
 
 /// What every frame of one backend is scored with: the geometry and the layout's instances.
 #[derive(Debug, Clone)]
@@ -447,10 +449,13 @@ impl CpuBackend {
         Ok(self)
     }
 
-    /// Scores the frames submitted through [`Backend`] on `pool`: each submission copies the
-    /// two luma planes (and the chroma planes, when given) and hands the pair to a worker;
-    /// up to `pool.threads() + 1` frames are in flight ([`Backend::max_in_flight`]) and
-    /// [`Backend::collect`] returns them in submission order. A frame's motion reads the
+    /// Scores the frames submitted through [`Backend`] on `pool`: each submission hands the
+    /// pair to a worker with its planes, copied, or, for host rows with a
+    /// [`Hold`](crate::video::frame::Hold), kept mapped and converted by the worker
+    /// ([`Backend::defers_host_rows`]; chroma then comes as buffer components,
+    /// [`Backend::reads_components`]), so that the submitting (streaming) thread does no
+    /// per-pixel work; up to `2 * pool.threads() + 1` frames are in flight
+    /// ([`Backend::max_in_flight`]) and [`Backend::collect`] returns them in submission order. A frame's motion reads the
     /// previous submitted reference, so every value equals the one-thread result. The
     /// backend keeps `pool` alive; its threads stop when the last holder drops it.
     ///
@@ -513,7 +518,73 @@ impl Backend for CpuBackend {
     }
 
     fn max_in_flight(&self) -> usize {
-        self.parallel.as_ref().map_or(1, |p| p.threads() + 1)
+        self.parallel.as_ref().map_or(1, |p| p.in_flight())
+    }
+
+    fn reads_components(&self) -> bool {
+        // On a pool, unscaled pairs: the workers convert chroma from the buffers' layouts.
+        self.parallel.is_some() && self.ladder.is_none() && self.scaling.is_identity()
+    }
+
+    fn defers_host_rows(&self) -> bool {
+        self.parallel.is_some()
+    }
+
+    fn submit_components(
+        &mut self,
+        reference: LumaInput<'_>,
+        distorted: LumaInput<'_>,
+        chroma: Option<ChromaInput<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        if self.reads_components() {
+            if let Some(p) = self.parallel.as_mut() {
+                return p.submit_components(
+                    &self.plan,
+                    &reference,
+                    &distorted,
+                    chroma.as_ref(),
+                    full,
+                );
+            }
+        }
+        // Otherwise chroma is packed here, as the element packs it for submit_frame.
+        let Some(c) = chroma else {
+            return self.submit_frame(reference, distorted, None, full);
+        };
+        let mut packed: [[Vec<u16>; 2]; 2] = Default::default();
+        let mut sizes = [(0, 0); 2];
+        for (k, comps) in [&c.reference, &c.distorted].into_iter().enumerate() {
+            for (comp, out) in comps.iter().zip(packed[k].iter_mut()) {
+                let ComponentInput::Host(h) = comp else {
+                    return Err(device_refused());
+                };
+                h.to_packed(out);
+                sizes[k] = (h.width, h.height);
+            }
+        }
+        let bpc = self.plan.geometry.bpc;
+        fn plane(
+            v: &[u16],
+            (w, h): (usize, usize),
+            bpc: u32,
+        ) -> Result<LumaPlane<'_>, EngineError> {
+            LumaPlane::packed(v, w, h, bpc).ok_or_else(|| EngineError::Backend {
+                backend: "cpu",
+                message: "internal: a chroma plane smaller than its size".into(),
+            })
+        }
+        let pair = ChromaPair {
+            reference: [
+                plane(&packed[0][0], sizes[0], bpc)?,
+                plane(&packed[0][1], sizes[0], bpc)?,
+            ],
+            distorted: [
+                plane(&packed[1][0], sizes[1], bpc)?,
+                plane(&packed[1][1], sizes[1], bpc)?,
+            ],
+        };
+        self.submit_frame(reference, distorted, Some(pair), full)
     }
 
     fn parallel(&self) -> usize {

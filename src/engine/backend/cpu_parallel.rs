@@ -11,29 +11,59 @@
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 use super::cpu::{
     device_refused, scale_into, CpuPool, Extractors, FramePlan, LadderPlanes, RenditionBuffers,
 };
-use crate::engine::frame::{Chroma, ChromaPair, FeatureError, LumaInput, LumaPlane};
+use crate::engine::frame::{
+    Chroma, ChromaInput, ChromaPair, ComponentInput, FeatureError, LumaInput, LumaPlane,
+};
 use crate::engine::ladder::LadderFeatures;
 use crate::engine::scale::{LadderScaling, StreamScaler};
 use crate::engine::scorer::{EngineError, RawFeatures};
+use crate::video::frame::{Detached, HostComponent, HostLuma};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Plane buffers given back by finished jobs, reused by the next submissions.
-type FreeList = Arc<Mutex<Vec<Vec<u16>>>>;
+type FreeList = Arc<Mutex<Free>>;
 
-/// Buffers kept on the free list at most (the rest are freed).
-const MAX_FREE: usize = 64;
+/// Buffers kept on the free list at least; more when more frames are in flight
+/// ([`Parallel::in_flight`]): a buffer freed and allocated again each frame costs page
+/// faults and, in a process of many threads, `munmap`'s TLB shootdowns on every core.
+const MIN_FREE: usize = 64;
+
+/// The free buffers and how many may be kept.
+#[derive(Default)]
+struct Free {
+    buffers: Vec<Vec<u16>>,
+    keep: usize,
+}
+
+/// A buffer from the free list (or a new, empty one).
+fn take(free: &FreeList) -> Vec<u16> {
+    lock(free).buffers.pop().unwrap_or_default()
+}
+
+/// Host rows not converted yet: read by the first worker that needs the plane.
+enum Pending {
+    Luma(Detached<HostLuma<'static>>),
+    Component(Detached<HostComponent<'static>>),
+}
 
 /// A packed plane owned by a job; its samples return to the free list when it drops.
+///
+/// Filled when it is made (a copy in the submitting thread), or, for rows whose mapping has
+/// a [`Hold`](crate::video::frame::Hold), by the first worker that views it (the rows stay
+/// mapped until then): the conversion then runs on the pool, in parallel, instead of in the
+/// streaming thread. Frame i's reference is viewed by jobs i, i + 1 and i + 2 (motion); the
+/// first converts it, the others wait for that ([`OnceLock`]).
 struct Owned {
-    data: Vec<u16>,
+    data: OnceLock<Vec<u16>>,
+    pending: Mutex<Option<Pending>>,
     width: usize,
     height: usize,
     bpc: u32,
@@ -41,26 +71,47 @@ struct Owned {
 }
 
 impl Owned {
+    fn filled(data: Vec<u16>, (width, height): (usize, usize), bpc: u32, free: &FreeList) -> Self {
+        Self {
+            data: OnceLock::from(data),
+            pending: Mutex::new(None),
+            width,
+            height,
+            bpc,
+            free: free.clone(),
+        }
+    }
+
+    fn deferred(
+        pending: Pending,
+        (width, height): (usize, usize),
+        bpc: u32,
+        free: &FreeList,
+    ) -> Self {
+        Self {
+            data: OnceLock::new(),
+            pending: Mutex::new(Some(pending)),
+            width,
+            height,
+            bpc,
+            free: free.clone(),
+        }
+    }
+
     /// A packed copy of `p` in a buffer from `free`.
     fn copy(p: &LumaPlane, free: &FreeList) -> Self {
-        let mut data = lock(free).pop().unwrap_or_default();
+        let mut data = take(free);
         data.clear();
         data.reserve(p.width * p.height);
         for y in 0..p.height {
             data.extend_from_slice(p.row(y));
         }
-        Self {
-            data,
-            width: p.width,
-            height: p.height,
-            bpc: p.bpc,
-            free: free.clone(),
-        }
+        Self::filled(data, (p.width, p.height), p.bpc, free)
     }
 
-    /// A packed copy of a luma input: packed planes copied, host rows converted. The size is
-    /// checked against `plan` (or `size`, a scaled stream's source size) here, so a wrong
-    /// frame fails at submission.
+    /// A packed plane of a luma input: packed planes copied, host rows converted (by the
+    /// first worker that views them when they are held). The size is checked against `plan`
+    /// (or `size`, a scaled stream's source size) here, so a wrong frame fails at submission.
     fn luma(
         plan: &FramePlan,
         input: &LumaInput<'_>,
@@ -81,29 +132,62 @@ impl Owned {
                         FeatureError::wrong_size("vmaf", geometry, (h.width, h.height)).into(),
                     );
                 }
-                let mut data = lock(free).pop().unwrap_or_default();
-                h.to_packed(&mut data);
-                Ok(Self {
-                    data,
-                    width: h.width,
-                    height: h.height,
-                    bpc: plan.geometry.bpc,
-                    free: free.clone(),
+                let size = (h.width, h.height);
+                let bpc = plan.geometry.bpc;
+                Ok(match h.detach() {
+                    Some(d) => Self::deferred(Pending::Luma(d), size, bpc, free),
+                    None => {
+                        let mut data = take(free);
+                        h.to_packed(&mut data);
+                        Self::filled(data, size, bpc, free)
+                    }
                 })
             }
             LumaInput::Device(_) => Err(device_refused()),
         }
     }
 
+    /// A packed plane of a chroma component in its buffer's own layout, at `bpc` bits
+    /// (converted by the first worker that views it when it is held).
+    fn component(
+        input: &ComponentInput<'_>,
+        bpc: u32,
+        free: &FreeList,
+    ) -> Result<Self, EngineError> {
+        let ComponentInput::Host(c) = input else {
+            return Err(device_refused());
+        };
+        let size = (c.width, c.height);
+        Ok(match c.detach() {
+            Some(d) => Self::deferred(Pending::Component(d), size, bpc, free),
+            None => {
+                let mut data = take(free);
+                c.to_packed(&mut data);
+                Self::filled(data, size, bpc, free)
+            }
+        })
+    }
+
     fn view(&self) -> Result<LumaPlane<'_>, EngineError> {
-        LumaPlane::packed(&self.data, self.width, self.height, self.bpc).ok_or_else(|| {
+        let data = self.data.get_or_init(|| {
+            let mut data = take(&self.free);
+            // Taken once: the rows (and the buffer mapping they keep) go as soon as they are
+            // converted.
+            match lock(&self.pending).take() {
+                Some(Pending::Luma(d)) => d.view().to_packed(&mut data),
+                Some(Pending::Component(d)) => d.view().to_packed(&mut data),
+                None => data.clear(),
+            }
+            data
+        });
+        LumaPlane::packed(data, self.width, self.height, self.bpc).ok_or_else(|| {
             EngineError::Backend {
                 backend: "cpu",
                 message: format!(
                     "internal: a {}x{} plane of {} samples",
                     self.width,
                     self.height,
-                    self.data.len()
+                    data.len()
                 ),
             }
         })
@@ -112,10 +196,12 @@ impl Owned {
 
 impl Drop for Owned {
     fn drop(&mut self) {
-        let data = std::mem::take(&mut self.data);
+        let Some(data) = self.data.take() else {
+            return;
+        };
         let mut free = lock(&self.free);
-        if data.capacity() > 0 && free.len() < MAX_FREE {
-            free.push(data);
+        if data.capacity() > 0 && free.buffers.len() < free.keep.max(MIN_FREE) {
+            free.buffers.push(data);
         }
     }
 }
@@ -387,6 +473,27 @@ impl Parallel {
         self.pool.threads()
     }
 
+    /// Frames in flight at most before the submitting thread waits for the oldest
+    /// ([`Backend::max_in_flight`](crate::engine::scorer::Backend::max_in_flight)): two per
+    /// thread, and one more. Results leave in order, so with one frame per thread a worker
+    /// that finished early waited for the oldest frame to be collected; measured on a
+    /// 32-core GPU host (1080p, `vmaf_v0.6.1`, `scripts/cpu-vs-libvmaf.py`), `threads + 1`
+    /// gave 141 / 203 fps at 16 / 32 threads and `2 threads + 1` 172 / 270 (`3 threads + 1`:
+    /// 189 / 270, but at 2160p more frames in flight only cost memory: 57 -> 49 fps at 32
+    /// threads). Each frame in flight holds its planes: at 3840x2160 with 32 threads about
+    /// 2.2 GB of luma.
+    pub(crate) fn in_flight(&self) -> usize {
+        2 * self.pool.threads() + 1
+    }
+
+    /// Lets the free list keep enough buffers for the frames in flight, each of `planes`
+    /// planes (and the two previous references that motion reads).
+    fn keep_free(&self, planes: usize) {
+        let keep = (self.in_flight() + 3) * planes;
+        let mut free = lock(&self.free);
+        free.keep = free.keep.max(keep);
+    }
+
     /// Copies the pair and starts scoring it on the pool.
     ///
     /// Errors: [`EngineError::Feature`] for planes of another geometry, a device plane.
@@ -414,6 +521,7 @@ impl Parallel {
         full: bool,
         scale: Option<&Arc<StreamScaler>>,
     ) -> Result<(), EngineError> {
+        self.keep_free(if chroma.is_some() { 6 } else { 2 });
         let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
         let distorted = Arc::new(Owned::luma(
             plan,
@@ -425,6 +533,56 @@ impl Parallel {
             reference: c.reference.each_ref().map(|p| Owned::copy(p, &self.free)),
             distorted: c.distorted.each_ref().map(|p| Owned::copy(p, &self.free)),
         });
+        self.start(plan, reference, distorted, chroma, full, scale)
+    }
+
+    /// [`Parallel::submit`] with the chroma components in their buffers' own layouts (host
+    /// rows; converted by the worker when their mapping is held).
+    ///
+    /// Errors: as [`Parallel::submit`].
+    pub(crate) fn submit_components(
+        &mut self,
+        plan: &Arc<FramePlan>,
+        reference: &LumaInput<'_>,
+        distorted: &LumaInput<'_>,
+        chroma: Option<&ChromaInput<'_>>,
+        full: bool,
+    ) -> Result<(), EngineError> {
+        self.keep_free(if chroma.is_some() { 6 } else { 2 });
+        let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
+        let distorted = Arc::new(Owned::luma(plan, distorted, &self.free, None)?);
+        let bpc = plan.geometry.bpc;
+        let chroma = match chroma {
+            Some(c) => {
+                let [r0, r1] = &c.reference;
+                let [d0, d1] = &c.distorted;
+                let free = &self.free;
+                Some(Chroma {
+                    reference: [
+                        Owned::component(r0, bpc, free)?,
+                        Owned::component(r1, bpc, free)?,
+                    ],
+                    distorted: [
+                        Owned::component(d0, bpc, free)?,
+                        Owned::component(d1, bpc, free)?,
+                    ],
+                })
+            }
+            None => None,
+        };
+        self.start(plan, reference, distorted, chroma, full, None)
+    }
+
+    /// Starts the job of one pair whose planes are owned.
+    fn start(
+        &mut self,
+        plan: &Arc<FramePlan>,
+        reference: Arc<Owned>,
+        distorted: Arc<Owned>,
+        chroma: Option<Chroma<Owned>>,
+        full: bool,
+        scale: Option<&Arc<StreamScaler>>,
+    ) -> Result<(), EngineError> {
         let prev = self.prev.replace(reference.clone());
         // The backend scales a distorted stream itself when an instance reads its previous
         // frame, so the kept plane is at the scoring size.
@@ -462,6 +620,8 @@ impl Parallel {
         renditions: &[RenditionInput<'_, '_>],
         scaling: &LadderScaling,
     ) -> Result<(), EngineError> {
+        let per_frame = (1 + renditions.len()) * if reference_chroma.is_some() { 3 } else { 1 };
+        self.keep_free(per_frame);
         let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
         let reference_chroma =
             reference_chroma.map(|c| c.each_ref().map(|p| Owned::copy(p, &self.free)));
