@@ -398,3 +398,47 @@ fn element_scores_are_the_same_with_a_pool() {
         assert_eq!(threads_named_settled("vmafcompare-cpu", 0), 0);
     }
 }
+
+/// On a pool the element maps host frames with a hold and the workers convert luma and
+/// chroma from the buffers' own layouts (the streaming thread copies nothing): every layout
+/// the element takes gives the frames of one thread, bit for bit, through VMAF v0 and v1
+/// (CAMBI, SpEED chroma) and PSNR's chroma, on Netflix's 576x324 pair.
+#[test]
+fn element_pool_converts_every_layout_in_its_workers() {
+    let _g = serial();
+    common::init();
+    let p = common::reference_pairs()
+        .into_iter()
+        .find(|p| p.width == 576 && p.format == "I420")
+        .expect("the 576x324 8-bit pair");
+    for (format, model, features) in [
+        ("NV12", "vmaf_v0.6.1,vmaf_v1.0.16_3d0h", "psnr"),
+        ("P010_10LE", "vmaf_v0.6.1,vmaf_v1.0.16_3d0h", "psnr"),
+        ("Y444", "vmaf_v1.0.16_3d0h", "psnr"),
+        ("Y42B", "vmaf_v0.6.1", "psnr"),
+        ("I420_10LE", "vmaf_v1.0.16_3d0h", "psnr"),
+        ("GRAY8", "vmaf_v0.6.1", ""),
+    ] {
+        let branch = |path: &std::path::Path, pad: &str| {
+            common::raw_branch(path, p.width, p.height, p.format, pad).replace(
+                " ! cmp.",
+                &format!(" ! videoconvert ! video/x-raw,format={format} ! cmp."),
+            )
+        };
+        let run = |threads: u32| {
+            let desc = format!(
+                "{} {} vmafcompare name=cmp backend=cpu threads={threads} model=\"{model}\" \
+                 features=\"{features}\" ! appsink name=out sync=false",
+                branch(&p.reference, "reference"),
+                branch(&p.distorted, "distorted"),
+            );
+            let out = common::run(&desc, common::LONG);
+            assert!(out.errors.is_empty(), "{format}: {:?}", out.errors);
+            assert_eq!(out.frames.len(), p.frames, "{format}");
+            out.frames
+        };
+        let one = run(1);
+        assert_eq!(one, run(3), "{format}: 3 threads against 1");
+        assert_eq!(threads_named_settled("vmafcompare-cpu", 0), 0);
+    }
+}

@@ -12,7 +12,6 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
-use gst_video::prelude::*;
 
 use super::{
     FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend,
@@ -29,6 +28,7 @@ use crate::engine::{
     LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan, Scored, Scorer, YuvToRgb,
 };
 use crate::engine::{CpuBackend, CudaBackend, Geometry};
+use crate::video::frame::Hold;
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
 mod caps;

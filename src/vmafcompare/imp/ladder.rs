@@ -66,7 +66,7 @@ struct Pending {
 #[derive(Default)]
 pub(super) struct LadderState {
     pub(super) renditions: Vec<Rendition>,
-    scorer: Option<LadderScorer<RTag>>,
+    pub(super) scorer: Option<LadderScorer<RTag>>,
     /// `(width, height, bpc)` scored at.
     geometry: Option<(u32, u32, u32)>,
     /// Reference and renditions' sizes the backend was made for.

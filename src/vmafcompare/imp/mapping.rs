@@ -13,6 +13,14 @@ pub(super) enum MappedLuma<'a> {
         frame: gst_video::VideoFrameRef<&'a gst::BufferRef>,
         layout: SampleLayout,
     },
+    /// Mapped in host memory for as long as the backend keeps `hold` (a clone of `frame`):
+    /// for a backend that reads the rows after the submission returns
+    /// ([`Scorer::defers_host_rows`]: the CPU backend's workers convert them).
+    Held {
+        frame: Arc<gst_video::VideoFrame<gst_video::video_frame::Readable>>,
+        hold: Hold,
+        layout: SampleLayout,
+    },
     /// Device memory, moved into the backend by the submission (`None` afterwards), with
     /// the frame's chroma components in the same memory (`None` for grey formats).
     Device(Option<DeviceLuma>, Option<[DeviceComponent; 2]>),
@@ -85,7 +93,12 @@ impl MappedLuma<'_> {
     /// The backend's view of the plane.
     pub(super) fn input(&mut self) -> Result<LumaInput<'_>, String> {
         match self {
-            MappedLuma::Host { frame, layout } => host_luma(frame, *layout),
+            MappedLuma::Host { frame, layout } => host_luma(frame, *layout, None),
+            MappedLuma::Held {
+                frame,
+                hold,
+                layout,
+            } => host_luma(&**frame, *layout, Some(hold)),
             MappedLuma::Device(d, _) => take_device(d),
         }
     }
@@ -103,11 +116,23 @@ impl MappedLuma<'_> {
         match self {
             MappedLuma::Host { frame, layout } => {
                 let c = if chroma {
-                    host_components(frame, bpc)?
+                    host_components(frame, bpc, None)?
                 } else {
                     None
                 };
-                Ok((host_luma(frame, *layout)?, c))
+                Ok((host_luma(frame, *layout, None)?, c))
+            }
+            MappedLuma::Held {
+                frame,
+                hold,
+                layout,
+            } => {
+                let c = if chroma {
+                    host_components(&**frame, bpc, Some(hold))?
+                } else {
+                    None
+                };
+                Ok((host_luma(&**frame, *layout, Some(hold))?, c))
             }
             MappedLuma::Device(d, c) => {
                 let c = c.filter(|_| chroma).map(|c| c.map(ComponentInput::Device));
@@ -125,7 +150,8 @@ impl MappedLuma<'_> {
     pub(super) fn components(&self, bpc: u32) -> Result<Option<[ComponentInput<'_>; 2]>, String> {
         match self {
             MappedLuma::Device(_, c) => Ok(c.map(|c| c.map(ComponentInput::Device))),
-            MappedLuma::Host { frame, .. } => host_components(frame, bpc),
+            MappedLuma::Host { frame, .. } => host_components(frame, bpc, None),
+            MappedLuma::Held { frame, hold, .. } => host_components(&**frame, bpc, Some(hold)),
         }
     }
 
@@ -154,17 +180,44 @@ impl MappedLuma<'_> {
     }
 }
 
-/// The luma plane of a host-mapped frame.
-pub(super) fn host_luma<'b>(
-    frame: &'b gst_video::VideoFrameRef<&gst::BufferRef>,
+/// A frame mapped in host memory: borrowed for one submission, or owned (held).
+pub(super) trait HostFrame: gst_video::video_frame::VideoFrameExt {
+    /// The mapped bytes of plane `plane`.
+    fn bytes(&self, plane: u32) -> Result<&[u8], glib::BoolError>;
+}
+
+impl HostFrame for gst_video::VideoFrameRef<&gst::BufferRef> {
+    fn bytes(&self, plane: u32) -> Result<&[u8], glib::BoolError> {
+        self.plane_data(plane)
+    }
+}
+
+impl HostFrame for gst_video::VideoFrame<gst_video::video_frame::Readable> {
+    fn bytes(&self, plane: u32) -> Result<&[u8], glib::BoolError> {
+        self.plane_data(plane)
+    }
+}
+
+/// The luma plane of a host-mapped frame; with `hold` (what keeps `frame` mapped) when the
+/// backend reads it later.
+pub(super) fn host_luma<'b, F: HostFrame>(
+    frame: &'b F,
     layout: SampleLayout,
+    hold: Option<&'b Hold>,
 ) -> Result<LumaInput<'b>, String> {
     let (w, h) = (frame.width() as usize, frame.height() as usize);
     let stride = frame.plane_stride()[0] as usize;
     let data = frame
-        .plane_data(0)
+        .bytes(0)
         .map_err(|e| format!("cannot read the luma plane: {e}"))?;
     HostLuma::new(data, stride, w, h, layout)
+        .map(|l| match hold {
+            // SAFETY: `hold` is an `Arc` of the owned, readable video frame `data` was taken
+            // from: its mapping (and its reference to the buffer, which keeps anyone from
+            // mapping the buffer for writing) lasts as long as the hold or a clone does.
+            Some(hold) => unsafe { l.held(hold) },
+            None => l,
+        })
         .map(LumaInput::Host)
         .ok_or_else(|| {
             format!(
@@ -185,9 +238,10 @@ pub(super) fn take_device(d: &mut Option<DeviceLuma>) -> Result<LumaInput<'stati
 /// shifted up, as their luma); `Ok(None)` for formats without chroma (GRAY8).
 ///
 /// Errors: a text when a component does not fit the mapped plane.
-pub(super) fn host_components<'b>(
-    frame: &'b gst_video::VideoFrameRef<&gst::BufferRef>,
+pub(super) fn host_components<'b, F: HostFrame>(
+    frame: &'b F,
     bpc: u32,
+    hold: Option<&'b Hold>,
 ) -> Result<Option<[ComponentInput<'b>; 2]>, String> {
     let finfo = frame.format_info();
     if finfo.n_components() < 3 {
@@ -198,9 +252,14 @@ pub(super) fn host_components<'b>(
             component_geometry(&finfo, (frame.width(), frame.height()), c, bpc);
         let stride = frame.plane_stride().get(plane).copied().unwrap_or(0).max(0) as usize;
         let data = frame
-            .plane_data(plane as u32)
+            .bytes(plane as u32)
             .map_err(|e| format!("cannot read chroma plane {plane}: {e}"))?;
         HostComponent::new(data, stride, pixel_stride, offset, (cw, ch), layout)
+            .map(|c| match hold {
+                // SAFETY: as in `host_luma`: `hold` owns the mapping `data` comes from.
+                Some(hold) => unsafe { c.held(hold) },
+                None => c,
+            })
             .map(ComponentInput::Host)
             .ok_or_else(|| {
                 format!(
@@ -308,9 +367,6 @@ impl VmafCompare {
                 }
             }
         }
-        let frame =
-            gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), &video.info)
-                .map_err(|e| format!("cannot map buffer: {e}"))?;
         let path = if is_cuda {
             InputPath::CudaDownload
         } else if dmabuf.is_some() {
@@ -318,6 +374,31 @@ impl VmafCompare {
         } else {
             InputPath::System
         };
+        let defers = state.scorer.as_ref().is_some_and(|s| s.defers_host_rows())
+            || state
+                .ladder
+                .as_ref()
+                .and_then(|l| l.scorer.as_ref())
+                .is_some_and(|s| s.defers_host_rows());
+        if defers {
+            // The backend reads the rows after this submission: the frame keeps its own
+            // reference to the buffer, mapped until the backend drops the hold.
+            let frame = gst_video::VideoFrame::from_buffer_readable(buffer.clone(), &video.info)
+                .map_err(|_| "cannot map buffer".to_owned())?;
+            let frame = Arc::new(frame);
+            let hold: Hold = frame.clone();
+            return Ok((
+                MappedLuma::Held {
+                    frame,
+                    hold,
+                    layout,
+                },
+                path,
+            ));
+        }
+        let frame =
+            gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), &video.info)
+                .map_err(|e| format!("cannot map buffer: {e}"))?;
         Ok((MappedLuma::Host { frame, layout }, path))
     }
 
