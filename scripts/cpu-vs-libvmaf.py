@@ -130,7 +130,8 @@ def measure(make, perf, n, tag, tmp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--libvmaf", required=True, help="libvmaf 3.2.0's vmaf CLI")
+    ap.add_argument("--libvmaf", required=True,
+                    help="libvmaf 3.2.0's vmaf CLI ('none': our rows only)")
     ap.add_argument("--reference", required=True, help="reference H.264 clip (MP4)")
     ap.add_argument("--distorted", required=True, help="distorted H.264 clip (MP4)")
     ap.add_argument("--reference2160", help="2160p reference clip (adds 2160p rows)")
@@ -186,9 +187,10 @@ def main():
                     ours, e1 = measure(lambda k, log: ours_cmd(raw["ref"], raw["dis"], w, h, bits, t,
                                                                model, k, log),
                                        a.perf, n, "ours", tmp)
-                    theirs, e2 = measure(lambda k, log: theirs_cmd(a.libvmaf, raw["ref"], raw["dis"],
-                                                                   w, h, bits, t, model, k, log),
-                                         a.perf, n, "libvmaf", tmp)
+                    theirs, e2 = (None, None) if a.libvmaf == "none" else measure(
+                        lambda k, log: theirs_cmd(a.libvmaf, raw["ref"], raw["dis"], w, h, bits,
+                                                  t, model, k, log),
+                        a.perf, n, "libvmaf", tmp)
                     for e in (e1, e2):
                         if e:
                             print(f"{w}x{h} {bits}-bit {model} {t} threads: {e}", file=sys.stderr)
