@@ -287,7 +287,10 @@ fn run(args: &Args) -> Result<bool, String> {
         run_once().map_err(|e| format!("cycle {i}: {e}"))?;
         if args.leak_mib > 0 {
             let dev = args.devices[i % args.devices.len()];
-            let pos = devs.iter().position(|d| d.ordinal() == dev).ok_or("no device")?;
+            let pos = devs
+                .iter()
+                .position(|d| d.ordinal() == dev)
+                .ok_or("no device")?;
             planted.push(
                 devs[pos]
                     .context()
