@@ -119,9 +119,10 @@ fn auto_backend_with_auto_device_scores_with_or_without_a_gpu() {
     assert_eq!(active(&cmp), -1, "back in NULL");
 }
 
-/// Two elements with `device-id=-1` brought to READY in one process: on different GPUs when
-/// there are two or more (each counts the other's claim), both on device 0 with one; the
-/// claims go at READY->NULL.
+/// Two elements with `device-id=-1` of one pipeline brought to READY one after the other: on
+/// different GPUs when there are two or more (the second counts the first's claim, and the
+/// context the first offered, which the bin hands to the second, does not pull it along),
+/// both on device 0 with one; the claims go at READY->NULL.
 #[test]
 #[cfg_attr(
     not(gpu_tests),
@@ -141,6 +142,8 @@ fn two_auto_elements_spread_over_the_gpus() {
             .unwrap()
     };
     let (a, b) = (make(), make());
+    let p = gst::Pipeline::new();
+    p.add_many([&a, &b]).unwrap();
     a.set_state(gst::State::Ready).expect("a: READY");
     b.set_state(gst::State::Ready).expect("b: READY");
     let (da, db) = (active(&a), active(&b));

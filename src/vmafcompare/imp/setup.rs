@@ -45,6 +45,37 @@ impl Prepared {
     }
 }
 
+/// Where the pipeline's CUDA context came from ([`VmafCompare::find_cuda_context`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ContextOrigin {
+    /// Set on the element (by the application, or a bin answering a need-context message).
+    Pipeline,
+    /// A peer of a sink pad answered a context query.
+    Upstream,
+    /// The src pad's peer answered.
+    Downstream,
+}
+
+impl std::fmt::Display for ContextOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ContextOrigin::Pipeline => "pipeline's",
+            ContextOrigin::Upstream => "upstream",
+            ContextOrigin::Downstream => "downstream",
+        })
+    }
+}
+
+/// Marks the `GstCudaContext`s a vmafcompare element offers to the pipeline (its own primary
+/// context, wrapped) from those of the elements that make frames.
+const OFFER_KEY: &str = "vmafcompare-offer";
+
+/// Whether `ctx` is a context a vmafcompare element offered (see [`OFFER_KEY`]).
+fn is_offer(ctx: &gst::Object) -> bool {
+    // SAFETY: only the presence is read, never the value.
+    unsafe { ctx.data::<bool>(OFFER_KEY).is_some() }
+}
+
 /// The device `element` is bound to, if it is a CUDA element that takes only one: its
 /// readable `cuda-device-id` (a `guint` on nvcodec's decoders, a `gint` with -1 = any on its
 /// filters such as `cudaupload`) or `vmafnvdec`'s `device-id`, with the property's name.
@@ -223,6 +254,8 @@ impl VmafCompare {
         let Some(context) = lib.new_context(&wrapped) else {
             return;
         };
+        // SAFETY: the key is ours and only ever holds a `bool` (read by `is_offer`).
+        unsafe { wrapped.set_data(OFFER_KEY, true) };
         *lock(&self.cuda_context) = Some(wrapped);
         gst::debug!(
             CAT,
@@ -239,20 +272,23 @@ impl VmafCompare {
     /// Looks for the pipeline's `gst.cuda.context` of device `device_id` (-1: any) and keeps
     /// it as the element's shared context: the one set on the element already, else a
     /// neighbour's answer to a context query (upstream first), else the application's or a
-    /// bin's answer to a need-context message. Returns where it came from (`pipeline's`,
-    /// `upstream`, `downstream`), `None` when there is none (or no `libgstcuda-1.0`).
-    pub(super) fn find_cuda_context(&self, device_id: i32) -> Option<&'static str> {
+    /// bin's answer to a need-context message. Returns where it came from, `None` when there
+    /// is none (or no `libgstcuda-1.0`).
+    pub(super) fn find_cuda_context(&self, device_id: i32) -> Option<ContextOrigin> {
         let lib = gst_cuda::library().filter(|l| l.load_driver())?;
         if lock(&self.cuda_context).is_some() {
-            return Some("pipeline's");
+            return Some(ContextOrigin::Pipeline);
         }
         let obj = self.obj();
         let element = obj.upcast_ref::<gst::Element>().clone();
         let pads = obj
             .sink_pads()
             .into_iter()
-            .map(|p| (p, "upstream"))
-            .chain([(obj.src_pad().upcast_ref::<gst::Pad>().clone(), "downstream")]);
+            .map(|p| (p, ContextOrigin::Upstream))
+            .chain([(
+                obj.src_pad().upcast_ref::<gst::Pad>().clone(),
+                ContextOrigin::Downstream,
+            )]);
         for (pad, origin) in pads {
             let mut q = gst::query::Context::new(CONTEXT_TYPE);
             if pad.peer_query(&mut q) {
@@ -275,7 +311,7 @@ impl VmafCompare {
         );
         if lock(&self.cuda_context).is_some() {
             gst::debug!(CAT, imp = self, "CUDA context from the application or bin");
-            return Some("pipeline's");
+            return Some(ContextOrigin::Pipeline);
         }
         None
     }
@@ -297,47 +333,76 @@ impl VmafCompare {
     /// element upstream is bound to, else the least-loaded GPU
     /// ([`pick::claim_least_loaded`]). Logs the choice and why at info level.
     ///
+    /// A context that another vmafcompare element only offered (the bin keeps every
+    /// have-context and hands it to the next element that asks) says nothing about where the
+    /// frames are: it is set aside, else every element of a pipeline would follow the first
+    /// one's GPU; it is shared again when the pick lands on its device.
+    ///
     /// Errors: no driver or no device (from counting the devices).
     fn pick_device(&self) -> Result<DeviceClaim, crate::cuda::CudaError> {
+        let mut offer = None;
         if let Some(origin) = self.find_cuda_context(AUTO_DEVICE_ID) {
-            let ctx = lock(&self.cuda_context).clone();
+            let ctx = lock(&self.cuda_context).take();
             let ordinal = gst_cuda::library()
-                .zip(ctx)
-                .and_then(|(lib, c)| lib.context_device(&c));
-            if let Some(ordinal) = ordinal {
-                gst::info!(
+                .zip(ctx.as_ref())
+                .and_then(|(lib, c)| lib.context_device(c));
+            match (ordinal, ctx) {
+                (Some(ordinal), Some(ctx))
+                    if origin == ContextOrigin::Pipeline && is_offer(&ctx) =>
+                {
+                    gst::debug!(
+                        CAT,
+                        imp = self,
+                        "the pipeline's CUDA context (device {ordinal}) is another vmafcompare's \
+                         offer: not a reason to pick its device"
+                    );
+                    offer = Some((ordinal, ctx));
+                }
+                (Some(ordinal), Some(ctx)) => {
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "device-id=-1: CUDA device {ordinal} (the {origin} CUDA context's device)"
+                    );
+                    *lock(&self.cuda_context) = Some(ctx);
+                    return Ok(DeviceClaim::new(ordinal));
+                }
+                _ => gst::debug!(
                     CAT,
                     imp = self,
-                    "device-id=-1: CUDA device {ordinal} (the {origin} CUDA context's device)"
-                );
-                return Ok(DeviceClaim::new(ordinal));
+                    "the {origin} CUDA context does not tell its device: not used"
+                ),
             }
-            gst::debug!(
-                CAT,
-                imp = self,
-                "the {origin} CUDA context does not tell its device: not used"
-            );
-            *lock(&self.cuda_context) = None;
         }
-        if let Some((ordinal, name, property)) = self.upstream_bound_device() {
+        let claim = if let Some((ordinal, name, property)) = self.upstream_bound_device() {
             gst::info!(
                 CAT,
                 imp = self,
                 "device-id=-1: CUDA device {ordinal} (upstream {name} is bound to it: \
                  {property}={ordinal})"
             );
-            return Ok(DeviceClaim::new(ordinal));
+            DeviceClaim::new(ordinal)
+        } else {
+            let (claim, choice) = pick::claim_least_loaded()?;
+            for note in &choice.notes {
+                gst::debug!(CAT, imp = self, "device-id=-1: {note}");
+            }
+            gst::info!(
+                CAT,
+                imp = self,
+                "device-id=-1: CUDA device {} ({choice})",
+                claim.ordinal()
+            );
+            claim
+        };
+        if let Some((ordinal, ctx)) = offer.filter(|(o, _)| *o == claim.ordinal()) {
+            gst::debug!(
+                CAT,
+                imp = self,
+                "sharing the offered context of device {ordinal}"
+            );
+            *lock(&self.cuda_context) = Some(ctx);
         }
-        let (claim, choice) = pick::claim_least_loaded()?;
-        for note in &choice.notes {
-            gst::debug!(CAT, imp = self, "device-id=-1: {note}");
-        }
-        gst::info!(
-            CAT,
-            imp = self,
-            "device-id=-1: CUDA device {} ({choice})",
-            claim.ordinal()
-        );
         Ok(claim)
     }
 
