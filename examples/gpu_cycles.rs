@@ -212,7 +212,7 @@ fn run(args: &Args) -> Result<bool, String> {
     let cmp = pipeline.by_name("cmp").ok_or("no vmafcompare")?;
     let mut cycle = 0usize;
     let mut run_once = || -> Result<(), String> {
-        cmp.set_property("device-id", args.devices[cycle % args.devices.len()] as u32);
+        cmp.set_property("device-id", args.devices[cycle % args.devices.len()] as i32);
         cycle += 1;
         // The first size before PLAYING: no stale caps of the last cycle go out first.
         r.set_caps(Some(&caps(sizes[0].0, sizes[0].1)));

@@ -39,9 +39,9 @@ struct Args {
     /// vmafcompare backend: cpu, cuda or auto.
     #[arg(long, default_value = "cpu")]
     backend: String,
-    /// CUDA device ordinal (device-id).
-    #[arg(long, default_value_t = 0)]
-    device_id: u32,
+    /// CUDA device ordinal (device-id; -1: the element picks one).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    device_id: i32,
     /// Frame width.
     #[arg(long, default_value_t = 320)]
     width: u32,
@@ -96,20 +96,6 @@ fn main() {
 fn run(args: &Args) -> Result<(), String> {
     gst::init().map_err(|e| e.to_string())?;
     gstvmafcompare::plugin_register_static().map_err(|e| e.to_string())?;
-    let gpu = if args.backend == "cpu" {
-        None
-    } else {
-        match gstvmafcompare::cuda::GpuDevice::open(args.device_id as usize) {
-            Ok(d) => Some(d),
-            Err(e) if args.backend == "cuda" => return Err(format!("no GPU: {e}")),
-            Err(_) => None,
-        }
-    };
-    let gpu_free = || {
-        gpu.as_ref()
-            .and_then(|d| d.mem_get_info().ok())
-            .map(|(free, _)| free as u64)
-    };
     let caps = format!(
         "video/x-raw,format=I420,width={},height={},framerate={}/1",
         args.width, args.height, args.fps
@@ -154,6 +140,19 @@ fn run(args: &Args) -> Result<(), String> {
     pipeline
         .set_state(gst::State::Playing)
         .map_err(|e| format!("cannot start: {e}"))?;
+    // The device the element opened at NULL->READY (with device-id=-1, the one it picked),
+    // for its free memory.
+    let active = pipeline
+        .by_name("cmp")
+        .map_or(-1, |c| c.property::<i32>("active-device-id"));
+    let gpu = usize::try_from(active)
+        .ok()
+        .and_then(|d| gstvmafcompare::cuda::GpuDevice::open(d).ok());
+    let gpu_free = || {
+        gpu.as_ref()
+            .and_then(|d| d.mem_get_info().ok())
+            .map(|(free, _)| free as u64)
+    };
     let frame_ns = 1_000_000_000u64;
     let start = Instant::now();
     let rss0 = rss().unwrap_or(0);

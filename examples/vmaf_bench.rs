@@ -151,9 +151,11 @@ struct Args {
     #[arg(long, num_args = 0..=1, default_missing_value = "psnr;float_ssim;float_ms_ssim;ssimulacra2;psnr,float_ssim,float_ms_ssim,ssimulacra2")]
     extras: Option<String>,
     /// Several GPUs (issue 21) instead: the streams of `--streams` at 1920x1080 8-bit, from
-    /// system and from CUDA memory, all on the first device of `--devices` and then spread
-    /// over all of them (element `i` on device `i mod len`), and one element on the second
-    /// device fed CUDA memory of the first (peer-to-peer copy).
+    /// system and from CUDA memory, all on the first device of `--devices`, then spread over
+    /// all of them by hand (element `i` on device `i mod len`), then with `device-id=-1` on
+    /// every element (each picks; CUDA frames are those of the device it picked, so list every
+    /// GPU of the host), and one element on the second device fed CUDA memory of the first
+    /// (peer-to-peer copy).
     #[arg(long)]
     multi_gpu: bool,
     /// CUDA devices for `--multi-gpu`, comma-separated.
@@ -453,8 +455,12 @@ struct RunSpec<'a> {
     start: Option<&'a Barrier>,
     /// `features` property value (extra metrics; empty: VMAF alone).
     features: &'a str,
-    /// `device-id` property value.
-    device: u32,
+    /// `device-id` property value (-1: the element picks).
+    device: i32,
+    /// CUDA frames by device ordinal, for `device: -1` with CUDA memory: the frames of the
+    /// device the element opened (its `active-device-id` at READY) replace `frames`, as with a
+    /// producer that takes the element's context (`cudaupload`). Empty: `frames`.
+    follow: &'a [(usize, &'a Frames)],
 }
 
 /// What the synchronous bus handler collects on the posting thread.
@@ -480,6 +486,8 @@ struct Outcome {
     summary: Option<SummaryMessage>,
     /// Device memory taken while the pipeline ran (bytes), with a probe.
     device_bytes: Option<usize>,
+    /// The element's `active-device-id` once started (-1: no GPU).
+    device: i32,
 }
 
 impl Outcome {
@@ -514,6 +522,7 @@ impl Outcome {
             pushes: Vec::new(),
             summary: None,
             device_bytes: None,
+            device: self.device,
         }
     }
 
@@ -634,6 +643,33 @@ fn run(spec: &RunSpec<'_>) -> Result<Outcome, BoxError> {
     dsrc.link_pads(Some("src"), &cmp, Some("distorted"))?;
     cmp.link(&sink)?;
     let bus = pipeline.bus().ok_or("pipeline without a bus")?;
+    // CUDA frames that follow the element's device: it is opened (for device-id=-1: picked)
+    // at NULL->READY. Otherwise READY comes with PLAYING, after the device memory probe.
+    let f = if spec.follow.is_empty() {
+        f
+    } else {
+        if let Err(e) = pipeline.set_state(gst::State::Ready) {
+            let why = first_error(&bus).unwrap_or_else(|| e.to_string());
+            let _ = pipeline.set_state(gst::State::Null);
+            return Err(why.into());
+        }
+        let device = cmp.property::<i32>("active-device-id");
+        match spec
+            .follow
+            .iter()
+            .find(|(d, _)| i32::try_from(*d) == Ok(device))
+        {
+            Some((_, frames)) => *frames,
+            None => {
+                let _ = pipeline.set_state(gst::State::Null);
+                return Err(format!(
+                    "the element opened device {device}: no CUDA frames there (list every GPU \
+                     in --devices)"
+                )
+                .into());
+            }
+        }
+    };
     let collected = Arc::new(Mutex::new(Collected {
         arrivals: Vec::with_capacity(1 << 16),
         first: Vec::new(),
@@ -661,8 +697,10 @@ fn run(spec: &RunSpec<'_>) -> Result<Outcome, BoxError> {
     }
     let free_before = spec.probe.and_then(Gpu::free);
     let stop = Arc::new(AtomicBool::new(false));
+    let mut device = -1;
     let result = match pipeline.set_state(gst::State::Playing) {
         Ok(_) => {
+            device = cmp.property::<i32>("active-device-id");
             let feeder = {
                 let (srcs, bufs) = (
                     (rsrc.clone(), dsrc.clone()),
@@ -691,6 +729,7 @@ fn run(spec: &RunSpec<'_>) -> Result<Outcome, BoxError> {
         pushes,
         summary,
         device_bytes: free_before.zip(min_free).map(|(b, m)| b.saturating_sub(m)),
+        device,
     })
 }
 
@@ -1086,6 +1125,7 @@ fn measure_cell(
             start: None,
             features: "",
             device: 0,
+            follow: &[],
         };
         row.cpu = match run(&spec) {
             Ok(o) => {
@@ -1154,6 +1194,7 @@ fn measure_gpu(
         start: None,
         features: "",
         device: 0,
+        follow: &[],
     };
     let mut system_fps = None;
     // `--repeat` fresh pipelines; the median run (by fps) gives the row, the others the range.
@@ -1212,6 +1253,7 @@ fn measure_gpu(
                 start: None,
                 features: "",
                 device: 0,
+                follow: &[],
             };
             match run(&spec).map_err(|e| e.to_string()).and_then(|o| {
                 let l = latency(&o)?;
@@ -1242,6 +1284,7 @@ fn measure_gpu(
                 start: None,
                 features: "",
                 device: 0,
+                follow: &[],
             };
             match run(&spec) {
                 Ok(o) => {
@@ -1302,6 +1345,7 @@ fn extras(args: &Args, gpu: &Gpu, cells: &[Cell], sets: &str) -> Result<bool, Bo
                     start: None,
                     features,
                     device: 0,
+                    follow: &[],
                 };
                 match run(&spec).map_err(|e| e.to_string()).and_then(|o| {
                     let f = o.fps()?;
@@ -1333,6 +1377,7 @@ fn extras(args: &Args, gpu: &Gpu, cells: &[Cell], sets: &str) -> Result<bool, Bo
                         start: None,
                         features,
                         device: 0,
+                        follow: &[],
                     };
                     match run(&spec).map_err(|e| e.to_string()).and_then(|o| o.fps()) {
                         Ok(f) => Some(f),
@@ -1427,25 +1472,29 @@ fn aggregate(
     n: usize,
     seconds: f64,
 ) -> Result<(f64, String), String> {
-    let jobs: Vec<(u32, &Frames)> = (0..n).map(|_| (0, frames)).collect();
+    let jobs: Vec<Job<'_>> = (0..n).map(|_| (0, frames, &[][..])).collect();
     let (fps, outcomes) = aggregate_on(backend, &jobs, seconds)?;
     let names: Vec<String> = (1..=n).map(|i| format!("element {i}")).collect();
     let runs: Vec<(&str, Outcome)> = names.iter().map(String::as_str).zip(outcomes).collect();
     Ok((fps, compare(&runs)))
 }
 
-/// Pipelines run at once, one per `jobs` entry `(device-id, frames)`: the aggregate steady
-/// fps (the sum of each one's rate over the time all of them were scoring) and each run.
+/// One pipeline of [`aggregate_on`]: `device-id`, frames, and the CUDA frames by device that
+/// replace them for `device-id=-1` ([`RunSpec::follow`]).
+type Job<'a> = (i32, &'a Frames, &'a [(usize, &'a Frames)]);
+
+/// Pipelines run at once, one per `jobs` entry: the aggregate steady fps (the sum of each
+/// one's rate over the time all of them were scoring) and each run.
 fn aggregate_on(
     backend: &str,
-    jobs: &[(u32, &Frames)],
+    jobs: &[Job<'_>],
     seconds: f64,
 ) -> Result<(f64, Vec<Outcome>), String> {
     let barrier = Barrier::new(jobs.len());
     let outcomes: Vec<Result<Outcome, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()
-            .map(|&(device, frames)| {
+            .map(|&(device, frames, follow)| {
                 let barrier = &barrier;
                 s.spawn(move || {
                     let spec = RunSpec {
@@ -1459,6 +1508,7 @@ fn aggregate_on(
                         start: Some(barrier),
                         features: "",
                         device,
+                        follow,
                     };
                     run(&spec).map_err(|e| e.to_string())
                 })
@@ -1487,6 +1537,27 @@ fn aggregate_on(
     Ok((total, outcomes))
 }
 
+/// How `--multi-gpu` puts its elements on the GPUs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// All on the first device of `--devices`.
+    OneGpu,
+    /// Element `i` on device `i mod len` (`device-id` set by hand).
+    ByHand,
+    /// `device-id=-1`: each element picks (fed CUDA memory of the device it picked).
+    Auto,
+}
+
+impl Layout {
+    fn describe(self) -> &'static str {
+        match self {
+            Layout::OneGpu => "one GPU",
+            Layout::ByHand => "spread by device-id",
+            Layout::Auto => "device-id=-1",
+        }
+    }
+}
+
 /// `--multi-gpu`: prints the several-GPU table (see [`Args::multi_gpu`]). Returns whether
 /// every run succeeded with the scores of the first one-GPU run.
 fn multi_gpu(args: &Args, streams: &[usize]) -> Result<bool, BoxError> {
@@ -1511,26 +1582,52 @@ fn multi_gpu(args: &Args, streams: &[usize]) -> Result<bool, BoxError> {
     let mut ok = true;
     let mut base: Option<Outcome> = None;
     let mut lines = Vec::new();
+    // CUDA frames of each listed device, for the auto rows: each element is fed those of the
+    // device it picked.
+    let follow: Vec<(usize, &Frames)> = args
+        .devices
+        .iter()
+        .zip(&cuda)
+        .map(|(&d, c)| (d, &c.frames))
+        .collect();
     for memory in ["system", "cuda"] {
         for &n in streams {
             let mut one_gpu = None;
-            for spread in [false, true] {
-                let jobs: Vec<(u32, &Frames)> = (0..n)
+            for layout in [Layout::OneGpu, Layout::ByHand, Layout::Auto] {
+                let jobs: Vec<Job<'_>> = (0..n)
                     .map(|i| {
-                        let k = if spread { i % gpus.len() } else { 0 };
+                        let k = if layout == Layout::ByHand {
+                            i % gpus.len()
+                        } else {
+                            0
+                        };
                         let frames = if memory == "cuda" {
                             &cuda[k].frames
                         } else {
                             &host
                         };
-                        (args.devices[k] as u32, frames)
+                        match layout {
+                            Layout::Auto if memory == "cuda" => (-1, frames, &follow[..]),
+                            Layout::Auto => (-1, frames, &[][..]),
+                            _ => (args.devices[k] as i32, frames, &[][..]),
+                        }
                     })
                     .collect();
-                let used = if spread { n.min(gpus.len()) } else { 1 };
-                eprintln!("{n} element(s) on {used} GPU(s), {memory} memory");
+                eprintln!("{n} element(s), {}, {memory} memory", layout.describe());
                 match aggregate_on("cuda", &jobs, args.seconds) {
                     Ok((fps, outcomes)) => {
                         let paths = outcomes.first().map(Outcome::paths).unwrap_or_default();
+                        let picked: Vec<String> =
+                            outcomes.iter().map(|o| o.device.to_string()).collect();
+                        let used = outcomes
+                            .iter()
+                            .map(|o| o.device)
+                            .collect::<std::collections::BTreeSet<_>>()
+                            .len();
+                        let device_id = match layout {
+                            Layout::Auto => format!("-1 (picked {})", picked.join(",")),
+                            _ => picked.join(","),
+                        };
                         let scores = {
                             let base = base.get_or_insert_with(|| outcomes[0].clone_first());
                             let same = outcomes
@@ -1543,22 +1640,23 @@ fn multi_gpu(args: &Args, streams: &[usize]) -> Result<bool, BoxError> {
                                 "NO"
                             }
                         };
-                        let vs = match (spread, one_gpu) {
-                            (false, _) => {
+                        let vs = match (layout, one_gpu) {
+                            (Layout::OneGpu, _) => {
                                 one_gpu = Some(fps);
                                 "1.00x".to_owned()
                             }
-                            (true, Some(o)) if o > 0.0 => format!("{:.2}x", fps / o),
+                            (_, Some(o)) if o > 0.0 => format!("{:.2}x", fps / o),
                             _ => "-".to_owned(),
                         };
                         lines.push(format!(
-                            "| {memory} | {n} | {used} | {paths} | {fps:.1} | {vs} | {scores} |"
+                            "| {memory} | {n} | {device_id} | {used} | {paths} | {fps:.1} | {vs} | {scores} |"
                         ));
                     }
                     Err(e) => {
                         ok = false;
                         lines.push(format!(
-                            "| {memory} | {n} | {used} | - | failed: {e} | - | - |"
+                            "| {memory} | {n} | {} | - | - | failed: {e} | - | - |",
+                            layout.describe()
                         ));
                     }
                 }
@@ -1567,7 +1665,7 @@ fn multi_gpu(args: &Args, streams: &[usize]) -> Result<bool, BoxError> {
     }
     // CUDA memory of the first device scored by an element on the second.
     let (from, to) = (args.devices[0], args.devices[1]);
-    let jobs = [(to as u32, &cuda[0].frames)];
+    let jobs = [(to as i32, &cuda[0].frames, &[][..])];
     eprintln!("CUDA memory of device {from} into device-id={to}");
     match aggregate_on("cuda", &jobs, args.seconds) {
         Ok((fps, outcomes)) => {
@@ -1576,7 +1674,7 @@ fn multi_gpu(args: &Args, streams: &[usize]) -> Result<bool, BoxError> {
                 .is_some_and(|b| same_scores(b, &outcomes[0]).unwrap_or(false));
             ok &= same;
             lines.push(format!(
-                "| cuda of device {from} -> device-id={to} | 1 | 1 | {} | {fps:.1} | - | {} |",
+                "| cuda of device {from} | 1 | {to} | 1 | {} | {fps:.1} | - | {} |",
                 outcomes[0].paths(),
                 if same { "identical" } else { "NO" }
             ));
@@ -1584,7 +1682,7 @@ fn multi_gpu(args: &Args, streams: &[usize]) -> Result<bool, BoxError> {
         Err(e) => {
             ok = false;
             lines.push(format!(
-                "| cuda of device {from} -> device-id={to} | 1 | 1 | - | failed: {e} | - | - |"
+                "| cuda of device {from} | 1 | {to} | 1 | - | failed: {e} | - | - |"
             ));
         }
     }
@@ -1597,8 +1695,8 @@ fn multi_gpu(args: &Args, streams: &[usize]) -> Result<bool, BoxError> {
         "Several GPUs, 1920x1080 8-bit, one pipeline per element, each fed as fast as it scores"
     );
     println!();
-    println!("| input | elements | GPUs | input path | aggregate fps | vs the same elements on one GPU | scores vs one GPU |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| input | elements | device-id | GPUs | input path | aggregate fps | vs the same elements on one GPU | scores vs one GPU |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for l in lines {
         println!("{l}");
     }
@@ -1618,6 +1716,7 @@ fn profile(args: &Args, spec: &str) -> Result<(), BoxError> {
         start: None,
         features: "",
         device: 0,
+        follow: &[],
     })?;
     println!(
         "profile: {} scored {} of {} pairs, input {}, {:.1} fps",
@@ -1719,6 +1818,7 @@ fn bench() -> Result<bool, BoxError> {
             start: None,
             features: "",
             device: 0,
+            follow: &[],
         };
         if let Err(e) = run(&spec) {
             eprintln!("warm-up failed: {e}");

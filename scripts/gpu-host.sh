@@ -98,7 +98,10 @@ PY
         | grep -E '^\||test result|panicked|FAILED' || fail=1 ;;
     multigpu)  # issue 21, on a host with 2+ GPUs: pipelines spread over the GPUs, a decoder on
                # GPU 0 feeding vmafcompare device-id=1 (peer-to-peer path, logged), and state
-               # cycles alternating devices with device memory checked on both
+               # cycles alternating devices with device memory checked on both; issue 33:
+               # device-id=-1 (two elements on two GPUs, an upstream on device 1 wins)
+      .gpu/bin/device_pick --include-ignored --test-threads=1 --nocapture 2>&1 \
+        | grep -E 'GPU\(s\)|skipped|test result|panicked|FAILED' || fail=1
       .gpu/bin/vmaf_bench --multi-gpu --devices 0,1 --streams "${MULTI_STREAMS:-1,2,4,8}" \
         --seconds "${MULTI_SECONDS:-3}" || fail=1
       for route in "nvh264dec 0" "nvh264dec 1" "nvh264device1dec 1"; do

@@ -29,7 +29,7 @@ pack() {
 tests=(gpu cuda_backend dmabuf gpu_faults concurrency bad_input element gpu_ssim gpu_ssimulacra2
   gpu_lessons extra_features multi_model formats gpu_adm_v1 gpu_speed gpu_cambi gpu_scale
   scaling_input gpu_ladder nvdec gpu_ciede gpu_float_simple gpu_psnr_hvs gpu_float_vif
-  gpu_float_adm gpu_speed_temporal)
+  gpu_float_adm gpu_speed_temporal device_pick)
 cargo test --release --no-run "${tests[@]/#/--test=}" --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:

@@ -891,13 +891,13 @@ fn absurd_property_values_are_clamped_or_refused() {
     assert_eq!(out.buffers_out, 3);
 
     // device-id is ignored on the CPU; out of range, auto falls back and cuda refuses.
-    let out = small("backend=cpu device-id=4294967295");
+    let out = small("backend=cpu device-id=2147483647");
     assert!(
         out.errors.is_empty() && out.frames.len() == 3,
         "{:?}",
         out.errors
     );
-    let out = small("backend=auto device-id=4294967295");
+    let out = small("backend=auto device-id=2147483647");
     assert!(
         out.errors.is_empty() && out.frames.len() == 3,
         "{:?}",
@@ -910,7 +910,7 @@ fn absurd_property_values_are_clamped_or_refused() {
         "{:?}",
         out.warnings
     );
-    let out = small("backend=cuda device-id=4294967295");
+    let out = small("backend=cuda device-id=2147483647");
     assert!(out.start_failed && out.frames.is_empty());
     assert!(
         out.errors[0].starts_with("backend=cuda: no usable GPU"),

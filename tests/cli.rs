@@ -431,8 +431,25 @@ fn errors_have_their_exit_status_and_one_line() {
         2
     );
 
-    // The GPU asked for: status 5 where there is none (CI); scored where there is one.
-    let run = vmafcompare(&["--backend", "cuda", &reference, &distorted]);
+    // --device-id: -1 (the element picks) is the lowest (clap's usage error).
+    let run = vmafcompare(&["--device-id", "-2", &reference, &distorted]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("'-2' for '--device-id"),
+        "{}",
+        run.stderr
+    );
+
+    // The GPU asked for, on a device the element picks: status 5 where there is none (CI);
+    // scored where there is one.
+    let run = vmafcompare(&[
+        "--backend",
+        "cuda",
+        "--device-id",
+        "-1",
+        &reference,
+        &distorted,
+    ]);
     if gstvmafcompare::cuda::GpuDevice::open(0).is_ok() {
         assert_eq!(run.code, 0, "{}", run.stderr);
     } else {

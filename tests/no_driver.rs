@@ -84,7 +84,7 @@ fn cuda_backend_fails_at_ready_with_a_clear_error() {
         .build()
         .unwrap();
     if props.contains("device-id") {
-        element.set_property("device-id", 99u32);
+        element.set_property("device-id", 99i32);
     }
     let bus = gst::Bus::new();
     element.set_bus(Some(&bus));

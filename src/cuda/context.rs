@@ -73,20 +73,7 @@ impl GpuDevice {
     /// when the driver reports no device, [`CudaError::DeviceOutOfRange`] for a `device_id`
     /// past the last device, [`CudaError::Driver`] for any failing call (context, module load).
     pub fn open(device_id: usize) -> Result<GpuDevice, CudaError> {
-        // SAFETY: only tries to dlopen libcuda (and drops the handle); no driver function is
-        // called. It must come first because cudarc panics on the first driver call when the
-        // library is absent.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(CudaError::NoDriver);
-        }
-        let count = match CudaContext::device_count() {
-            Ok(n) => usize::try_from(n).unwrap_or(0),
-            Err(e) if e.0 == CUresult::CUDA_ERROR_NO_DEVICE => 0,
-            Err(e) => return Err(CudaError::driver("cuInit/cuDeviceGetCount", e)),
-        };
-        if count == 0 {
-            return Err(CudaError::NoDevice);
-        }
+        let count = Self::count()?;
         if device_id >= count {
             return Err(CudaError::DeviceOutOfRange {
                 requested: device_id,
@@ -109,6 +96,29 @@ impl GpuDevice {
             ctx,
             _counted: counted,
         })
+    }
+
+    /// How many CUDA devices the driver reports (at least 1), without making a context.
+    ///
+    /// Errors: [`CudaError::NoDriver`] when `libcuda.so` cannot be loaded (checked before any
+    /// driver call), [`CudaError::NoDevice`] when it reports none, [`CudaError::Driver`] when
+    /// `cuInit` or `cuDeviceGetCount` fails otherwise.
+    pub fn count() -> Result<usize, CudaError> {
+        // SAFETY: only tries to dlopen libcuda (and drops the handle); no driver function is
+        // called. It must come first because cudarc panics on the first driver call when the
+        // library is absent.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(CudaError::NoDriver);
+        }
+        let count = match CudaContext::device_count() {
+            Ok(n) => usize::try_from(n).unwrap_or(0),
+            Err(e) if e.0 == CUresult::CUDA_ERROR_NO_DEVICE => 0,
+            Err(e) => return Err(CudaError::driver("cuInit/cuDeviceGetCount", e)),
+        };
+        if count == 0 {
+            return Err(CudaError::NoDevice);
+        }
+        Ok(count)
     }
 
     /// The device's name as the driver reports it (e.g. `NVIDIA H100 80GB HBM3`), or

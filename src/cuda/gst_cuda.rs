@@ -247,6 +247,19 @@ impl GstCuda {
         unsafe { (self.context_get_handle)(obj.to_glib_none().0) as usize }
     }
 
+    /// The CUDA ordinal of a `GstCudaContext` (its `cuda-device-id` property: a `guint` in
+    /// GStreamer 1.22, read as either integer type), `None` if `obj` is not one.
+    pub fn context_device(&self, obj: &gst::Object) -> Option<usize> {
+        if !self.is_context(obj) || obj.find_property("cuda-device-id").is_none() {
+            return None;
+        }
+        let v = obj.property_value("cuda-device-id");
+        v.get::<u32>()
+            .ok()
+            .map(|d| d as usize)
+            .or_else(|| v.get::<i32>().ok().and_then(|d| usize::try_from(d).ok()))
+    }
+
     /// Maps the single CUDA memory of `buffer` for the device and locates its luma plane:
     /// `offset` and `stride` of plane 0 come from the buffer's video meta when it has one,
     /// else from the memory's own layout.

@@ -20,7 +20,7 @@ use super::{
 use crate::cpu::{self, CpuPool};
 use crate::cuda::context::PeerAccess;
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
-use crate::cuda::GpuDevice;
+use crate::cuda::{pick, DeviceClaim, GpuDevice};
 use crate::engine::scale::{InputScaling, ScaleError, ScaleMethod, Siting, StreamScaler};
 use crate::engine::{
     model::DEFAULT_MODEL, Backend, ChromaInput, ChromaPair, ComponentInput, DeviceComponent,
@@ -372,7 +372,11 @@ impl ElementImpl for VmafCompare {
     fn set_context(&self, context: &gst::Context) {
         if context.context_type() == CONTEXT_TYPE {
             if let Some(lib) = gst_cuda::library() {
-                let device_id = lock(&self.settings).device_id as i32;
+                // The opened device's context only; before NULL->READY, the setting's (-1: any).
+                let device_id = match self.active_device_id() {
+                    -1 => lock(&self.settings).device_id,
+                    open => open,
+                };
                 let element = self.obj().upcast_ref::<gst::Element>().clone();
                 let mut slot = lock(&self.cuda_context).take();
                 lib.handle_set_context(&element, context, device_id, &mut slot);

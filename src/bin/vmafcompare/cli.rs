@@ -185,9 +185,11 @@ pub struct Args {
           value_parser = clap::value_parser!(u32).range(0..=1024))]
     pub threads: u32,
 
-    /// CUDA device ordinal
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub device_id: u32,
+    /// CUDA device ordinal, or -1: the element picks one at start (the decoder's GPU when it
+    /// is bound to one, else the GPU with the fewest vmafcompare elements, the lowest load)
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-1..))]
+    pub device_id: i32,
 
     /// Score every N-th frame only, as libvmaf's --subsample
     #[arg(long, value_name = "N", default_value_t = 1,

@@ -6,7 +6,10 @@ use super::*;
 
 pub(super) const DEFAULT_SUBSAMPLE: u32 = 1;
 
-pub(super) const DEFAULT_DEVICE_ID: u32 = 0;
+pub(super) const DEFAULT_DEVICE_ID: i32 = 0;
+
+/// `device-id`: the element chooses the device at NULL->READY.
+pub(super) const AUTO_DEVICE_ID: i32 = -1;
 
 pub(super) const MAX_SUBSAMPLE: u32 = 1_000_000;
 
@@ -26,7 +29,8 @@ pub(super) struct Settings {
     pub(super) results_location: Option<String>,
     pub(super) results_format: ResultsFormat,
     pub(super) frame_message: bool,
-    pub(super) device_id: u32,
+    /// CUDA ordinal, or [`AUTO_DEVICE_ID`].
+    pub(super) device_id: i32,
     /// CPU scoring threads (0: one per core).
     pub(super) threads: u32,
     /// How a stream of another size is scaled (`none`: refused).
@@ -140,11 +144,35 @@ impl ObjectImpl for VmafCompare {
                     .blurb("Format of the results-location log: json, xml or csv (libvmaf layouts)")
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecUInt::builder("device-id")
+                glib::ParamSpecInt::builder("device-id")
                     .nick("Device ID")
-                    .blurb("CUDA device ordinal used by the cuda (and auto) backend")
+                    .blurb(
+                        "CUDA device ordinal used by the cuda (and auto) backend, or -1: the \
+                         element chooses at NULL->READY, in this order: the device of the \
+                         pipeline's CUDA context when one is known then (set on the element, or \
+                         a neighbour's), the device a CUDA element upstream is bound to (its \
+                         cuda-device-id, e.g. nvh264device1dec), else the GPU with the fewest \
+                         vmafcompare elements of this process, then the lowest utilisation, \
+                         then the most free memory (NVML), then the lowest ordinal. \
+                         active-device-id tells which one it opened",
+                    )
+                    .minimum(AUTO_DEVICE_ID)
+                    .maximum(i32::MAX)
                     .default_value(DEFAULT_DEVICE_ID)
                     .mutable_ready()
+                    .build(),
+                glib::ParamSpecInt::builder("active-device-id")
+                    .nick("Active device ID")
+                    .blurb(
+                        "CUDA ordinal of the device the element opened at NULL->READY (the \
+                         device-id setting, or the one device-id=-1 chose), until READY->NULL; \
+                         -1 while no GPU is open (in NULL, with backend=cpu, or auto without a \
+                         usable GPU)",
+                    )
+                    .minimum(-1)
+                    .maximum(i32::MAX)
+                    .default_value(-1)
+                    .read_only()
                     .build(),
                 glib::ParamSpecUInt::builder("threads")
                     .nick("CPU threads")
@@ -257,6 +285,9 @@ impl ObjectImpl for VmafCompare {
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         if let Some(v) = self.monitor.property(pspec.name()) {
             return v;
+        }
+        if pspec.name() == "active-device-id" {
+            return self.active_device_id().to_value();
         }
         let s = lock(&self.settings);
         match pspec.name() {
