@@ -228,6 +228,41 @@ impl SampleLayout {
         }
     }
 
+    /// Converts the samples of one row into `dst` (as many as `dst` holds; the caller keeps
+    /// them within `row`): sample `x` starts `x * pixel_stride` bytes into `row`. The same
+    /// values as [`SampleLayout::sample`], in loops the compiler vectorises for planar rows
+    /// (1- and 2-byte samples) and interleaved pairs (NV12's, P010's UV).
+    fn convert_row(self, row: &[u8], pixel_stride: usize, dst: &mut [u16]) {
+        let (down, mask, up) = (self.down, self.mask(), self.up);
+        let put = |d: &mut u16, v: u16| *d = ((v >> down) & mask) << up;
+        match (self.bytes, pixel_stride) {
+            (1, 1) => dst
+                .iter_mut()
+                .zip(row)
+                .for_each(|(d, s)| put(d, u16::from(*s))),
+            (1, 2) => dst
+                .iter_mut()
+                .zip(row.chunks_exact(2))
+                .for_each(|(d, s)| put(d, u16::from(s[0]))),
+            (2, 2) => dst
+                .iter_mut()
+                .zip(row.chunks_exact(2))
+                .for_each(|(d, s)| put(d, u16::from_le_bytes([s[0], s[1]]))),
+            (2, 4) => dst
+                .iter_mut()
+                .zip(row.chunks_exact(4))
+                .for_each(|(d, s)| put(d, u16::from_le_bytes([s[0], s[1]]))),
+            _ => {
+                for (x, d) in dst.iter_mut().enumerate() {
+                    let at = x * pixel_stride;
+                    if at + self.bytes <= row.len() {
+                        *d = self.sample(&row[at..], 0);
+                    }
+                }
+            }
+        }
+    }
+
     /// Sample `x` of a row's bytes (the caller keeps `x` within the row).
     #[inline]
     fn sample(self, row: &[u8], x: usize) -> u16 {
@@ -373,15 +408,7 @@ impl<'a> HostLuma<'a> {
             if row.len() < self.width * self.layout.bytes {
                 continue;
             }
-            if self.layout.bytes == 1 && self.layout.up == 0 && self.layout.depth >= 8 {
-                for (d, s) in dst.iter_mut().zip(row) {
-                    *d = u16::from(*s);
-                }
-            } else {
-                for (x, d) in dst.iter_mut().enumerate() {
-                    *d = self.layout.sample(row, x);
-                }
-            }
+            self.layout.convert_row(row, self.layout.bytes, dst);
         }
     }
 }
@@ -555,18 +582,18 @@ impl<'a> HostComponent<'a> {
             let Some(row) = self.data.get(start..) else {
                 continue;
             };
-            let plain = self.layout.bytes == 1 && self.layout.up == 0 && self.layout.depth >= 8;
-            if plain && self.pixel_stride == 1 && row.len() >= self.width {
-                // Planar 8-bit (I420, Y42B, Y444): the same samples, widened in one pass.
-                for (d, s) in dst.iter_mut().zip(row) {
-                    *d = u16::from(*s);
-                }
-                continue;
-            }
-            for (x, d) in dst.iter_mut().enumerate() {
-                let at = x * self.pixel_stride;
-                if at + self.layout.bytes <= row.len() {
-                    *d = self.layout.sample(&row[at..], 0);
+            // The last sample's bytes are within the row (checked by `new`); the fast loops
+            // need whole `pixel_stride` steps, so the last row's tail takes the generic one.
+            let whole = (self.width * self.pixel_stride).min(row.len());
+            if whole / self.pixel_stride.max(1) == self.width {
+                self.layout
+                    .convert_row(&row[..whole], self.pixel_stride, dst);
+            } else {
+                for (x, d) in dst.iter_mut().enumerate() {
+                    let at = x * self.pixel_stride;
+                    if at + self.layout.bytes <= row.len() {
+                        *d = self.layout.sample(&row[at..], 0);
+                    }
                 }
             }
         }
@@ -652,3 +679,85 @@ impl ComponentInput<'_> {
 /// backend that unpacks them itself (the CUDA backend does it on the GPU). The two frames'
 /// components must have the same size.
 pub type ChromaInput<'a> = Chroma<ComponentInput<'a>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes with every bit pattern likely (garbage above the depth included).
+    fn noise(n: usize, mut seed: u32) -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                seed as u8
+            })
+            .collect()
+    }
+
+    /// The conversion loops give, sample for sample, [`SampleLayout::sample`]'s values: 1-
+    /// and 2-byte samples, left- and right-aligned, depth raised, planar and interleaved,
+    /// odd widths, a plane that ends at its last sample.
+    #[test]
+    fn conversion_loops_equal_the_sample_formula() {
+        let layouts = [
+            (1, 0, 8, 0),
+            (1, 0, 8, 2),
+            (2, 0, 10, 0),
+            (2, 0, 10, 2),
+            (2, 0, 12, 0),
+            (2, 6, 10, 0),
+            (2, 4, 12, 0),
+            (2, 0, 16, 0),
+        ];
+        for (k, &(bytes, down, depth, up)) in layouts.iter().enumerate() {
+            let layout = SampleLayout {
+                bytes,
+                down,
+                depth,
+                up,
+            };
+            for (w, h) in [(1, 1), (7, 3), (33, 5)] {
+                let stride = w * bytes * 2 + 3;
+                let data = noise(stride * h, 0x9e37_79b9 ^ k as u32);
+                let luma = HostLuma::new(&data, stride, w, h, layout).unwrap();
+                let mut got = Vec::new();
+                luma.to_packed(&mut got);
+                for y in 0..h {
+                    for x in 0..w {
+                        let want = layout.sample(&data[y * stride..], x);
+                        assert_eq!(got[y * w + x], want, "luma {layout:?} {w}x{h} ({x}, {y})");
+                    }
+                }
+                for (pixel_stride, offset) in [(bytes, 0), (2 * bytes, 0), (2 * bytes, bytes)] {
+                    // The plane ends right after the last row's last sample.
+                    let len = (h - 1) * stride + offset + (w - 1) * pixel_stride + bytes;
+                    let c = HostComponent::new(
+                        &data[..len],
+                        stride,
+                        pixel_stride,
+                        offset,
+                        (w, h),
+                        layout,
+                    )
+                    .unwrap();
+                    let mut got = Vec::new();
+                    c.to_packed(&mut got);
+                    for y in 0..h {
+                        for x in 0..w {
+                            let at = y * stride + offset + x * pixel_stride;
+                            let want = layout.sample(&data[at..], 0);
+                            assert_eq!(
+                                got[y * w + x],
+                                want,
+                                "component {layout:?} stride {pixel_stride} offset {offset} \
+                                 {w}x{h} ({x}, {y})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
