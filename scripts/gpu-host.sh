@@ -293,6 +293,13 @@ PY
       .gpu/bin/gpu_cycles --cycles "${CUDA_CYCLES:-50}" --mode null --switch --rendition --input cuda \
         --model vmaf_v1.0.16_3d0h | tail -1 || fail=1
       .gpu/bin/vmaf_bench ${RENDITION_BENCH:---sizes 1920x1080 --depths 8,10 --renditions 1280x720,960x540 --seconds 3} || fail=1 ;;
+    cpuvs)  # not in the default list (issue 33): the CPU backend against libvmaf's CLI, whole
+            # process, from the same raw files, at 1-32 threads, 1080p and 2160p, 8 and 10 bits,
+            # VMAF v0 and v1; PERF=/path/to/perf adds CPU seconds per frame (perf stat)
+      python3 scripts/cpu-vs-libvmaf.py --libvmaf .gpu/bin/libvmaf-vmaf ${PERF:+--perf "$PERF"} \
+        --reference .gpu/clips/ref_1080p.mp4 --distorted .gpu/clips/dist_1080p.mp4 \
+        --reference2160 .gpu/clips/ref_2160p.mp4 --distorted2160 .gpu/clips/dist_2160p.mp4 \
+        --threads "${CPU_THREADS:-1,2,4,8,16,32}" || fail=1 ;;
     cpu)    # not in the default list (issue 20): the CPU backend's fps at 1, 2, 4, 8 and all
             # threads, 1080p and 2160p, 8 and 10 bits, VMAF alone then with the extra metrics;
             # no ffmpeg here: the libvmaf columns and ratios come from the build machine
