@@ -111,7 +111,11 @@ const F2: i32 = FILTER[2] as i32;
 /// Vertical pass of one output row, `bpc <= 15`: `y[j] = (sum_k FILTER[k] * (p_k[j] -
 /// c_k[j]) + round) >> shift` over the five (mirrored) rows, exact in `i32` (see
 /// [`NARROW_MAX_BPC`]). Returns the OR of the outputs (0: the row is all zero).
-#[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "x86_64+sse4.1"
+))]
 fn vertical_i32(rows: &[(&[u16], &[u16]); 5], round: i32, shift: u32, y: &mut [i32]) -> i32 {
     let n = y.len();
     let [(p0, c0), (p1, c1), (p2, c2), (p3, c3), (p4, c4)] = *rows;
@@ -184,7 +188,11 @@ fn x_conv(j: usize, y: &[i32]) -> u32 {
 /// `(acc + 2^15) >> 16 = (A + ((B + 2^15) >> 8)) >> 8` (write `B + 2^15 = 256 q + r`,
 /// `0 <= r < 256`: `acc + 2^15 = 256 (A + q) + r`, and `r` cannot carry past the next
 /// 256 multiple). So the loop needs only 32-bit multiplies, which vectorise.
-#[multiversion::multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512bw+avx512cd+avx512dq+avx512vl+avx2+fma",
+    "x86_64+avx2+fma",
+    "x86_64+sse4.1"
+))]
 fn horizontal_interior(y: &[i32]) -> u32 {
     let mut sad = 0u32;
     for win in y.windows(5) {
