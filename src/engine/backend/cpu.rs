@@ -461,7 +461,8 @@ impl CpuBackend {
     ///
     /// The backend's own extractors go to the first worker; each further worker that scores
     /// a frame makes its own the first time (their scratch, measured at 8 bits: about 45 MB at
-    /// 1920x1080, 170 MB at 3840x2160), and each frame in flight holds a copy of its planes.
+    /// 1920x1080, 170 MB at 3840x2160), and each frame in flight holds its planes: a copy, or
+    /// the held buffer until a worker has converted it.
     pub fn with_pool(mut self, pool: Arc<CpuPool>) -> Self {
         let mut parallel = parallel::Parallel::new(pool);
         if let Some(ex) = self.ex.take() {
