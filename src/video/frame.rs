@@ -228,27 +228,30 @@ impl SampleLayout {
         }
     }
 
-    /// Converts the samples of one row into `dst` (as many as `dst` holds; the caller keeps
-    /// them within `row`): sample `x` starts `x * pixel_stride` bytes into `row`. The same
-    /// values as [`SampleLayout::sample`], in loops the compiler vectorises for planar rows
-    /// (1- and 2-byte samples) and interleaved pairs (NV12's, P010's UV).
+    /// Converts the samples of one row into `dst` (as many as `dst` holds): sample `x` starts
+    /// `x * pixel_stride` bytes into `row`; a sample whose bytes run past `row` is left as it
+    /// is. The same values as [`SampleLayout::sample`], in loops the compiler vectorises for
+    /// planar rows (1- and 2-byte samples) and interleaved pairs (NV12's, P010's UV) when
+    /// `row` holds whole steps for every sample, else sample by sample (the last row of an
+    /// interleaved component may end at its last sample).
     fn convert_row(self, row: &[u8], pixel_stride: usize, dst: &mut [u16]) {
         let (down, mask, up) = (self.down, self.mask(), self.up);
         let put = |d: &mut u16, v: u16| *d = ((v >> down) & mask) << up;
-        match (self.bytes, pixel_stride) {
-            (1, 1) => dst
+        let whole = row.len() >= dst.len().saturating_mul(pixel_stride);
+        match (self.bytes, pixel_stride, whole) {
+            (1, 1, true) => dst
                 .iter_mut()
                 .zip(row)
                 .for_each(|(d, s)| put(d, u16::from(*s))),
-            (1, 2) => dst
+            (1, 2, true) => dst
                 .iter_mut()
                 .zip(row.chunks_exact(2))
                 .for_each(|(d, s)| put(d, u16::from(s[0]))),
-            (2, 2) => dst
+            (2, 2, true) => dst
                 .iter_mut()
                 .zip(row.chunks_exact(2))
                 .for_each(|(d, s)| put(d, u16::from_le_bytes([s[0], s[1]]))),
-            (2, 4) => dst
+            (2, 4, true) => dst
                 .iter_mut()
                 .zip(row.chunks_exact(4))
                 .for_each(|(d, s)| put(d, u16::from_le_bytes([s[0], s[1]]))),
@@ -582,20 +585,7 @@ impl<'a> HostComponent<'a> {
             let Some(row) = self.data.get(start..) else {
                 continue;
             };
-            // The last sample's bytes are within the row (checked by `new`); the fast loops
-            // need whole `pixel_stride` steps, so the last row's tail takes the generic one.
-            let whole = (self.width * self.pixel_stride).min(row.len());
-            if whole / self.pixel_stride.max(1) == self.width {
-                self.layout
-                    .convert_row(&row[..whole], self.pixel_stride, dst);
-            } else {
-                for (x, d) in dst.iter_mut().enumerate() {
-                    let at = x * self.pixel_stride;
-                    if at + self.layout.bytes <= row.len() {
-                        *d = self.layout.sample(&row[at..], 0);
-                    }
-                }
-            }
+            self.layout.convert_row(row, self.pixel_stride, dst);
         }
     }
 }
