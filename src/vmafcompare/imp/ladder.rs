@@ -66,7 +66,7 @@ struct Pending {
 #[derive(Default)]
 pub(super) struct LadderState {
     pub(super) renditions: Vec<Rendition>,
-    pub(super) scorer: Option<LadderScorer<RTag>>,
+    scorer: Option<LadderScorer<RTag>>,
     /// `(width, height, bpc)` scored at.
     geometry: Option<(u32, u32, u32)>,
     /// Reference and renditions' sizes the backend was made for.
@@ -637,7 +637,7 @@ impl VmafCompare {
         let Some(rv) = state.reference.clone() else {
             return Err(PairError::Map("reference: no caps".into()));
         };
-        let (bpc, reads_device, components, wants_chroma) = match state
+        let (bpc, reads_device, components, wants_chroma, defers) = match state
             .ladder
             .as_ref()
             .and_then(|l| Some((l.geometry?, l.scorer.as_ref()?)))
@@ -647,6 +647,7 @@ impl VmafCompare {
                 s.reads_device(),
                 s.reads_components(),
                 s.plan().layout().reads_chroma(),
+                s.defers_host_rows(),
             ),
             None => return Err(PairError::Map("internal: no ladder scorer".into())),
         };
@@ -657,7 +658,7 @@ impl VmafCompare {
             .map(|l| l.renditions.iter().map(|r| r.video.clone()).collect())
             .unwrap_or_default();
         let (mut rm, rp) = self
-            .map_luma(&rv, reference, bpc, gpu, state)
+            .map_luma(&rv, reference, bpc, gpu, defers, state)
             .map_err(|e| PairError::Map(format!("reference: {e}")))?;
         let mut mapped = Vec::with_capacity(partners.len());
         let mut paths = Vec::with_capacity(partners.len());
@@ -669,7 +670,7 @@ impl VmafCompare {
                 )));
             };
             let (m, path) = self
-                .map_luma(&v, b, bpc, gpu, state)
+                .map_luma(&v, b, bpc, gpu, defers, state)
                 .map_err(|e| PairError::Map(format!("rendition {k}: {e}")))?;
             mapped.push((k, m, b));
             paths.push((k, path));

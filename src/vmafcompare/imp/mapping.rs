@@ -274,8 +274,10 @@ pub(super) fn host_components<'b, F: HostFrame>(
 impl VmafCompare {
     /// Maps the luma plane of `buffer` for the backend: in place on the GPU when it is CUDA
     /// memory (or an importable DMABuf) and the backend reads device memory, else mapped in
-    /// host memory. Returns the mapping and the path taken; the first use of each path on a
-    /// pad is logged at debug level.
+    /// host memory: with `defers` (the backend reads host rows after the submission,
+    /// [`Scorer::defers_host_rows`]) as an owned frame whose `Arc` is the rows' hold. Returns
+    /// the mapping and the path taken; the first use of each path on a pad is logged at debug
+    /// level.
     ///
     /// Errors: a text naming what failed (the map, the layout).
     pub(super) fn map_luma<'a>(
@@ -284,6 +286,7 @@ impl VmafCompare {
         buffer: &'a gst::Buffer,
         bpc: u32,
         gpu: Option<&GpuDevice>,
+        defers: bool,
         state: &mut State,
     ) -> Result<(MappedLuma<'a>, InputPath), String> {
         let finfo = video.info.format_info();
@@ -374,12 +377,6 @@ impl VmafCompare {
         } else {
             InputPath::System
         };
-        let defers = state.scorer.as_ref().is_some_and(|s| s.defers_host_rows())
-            || state
-                .ladder
-                .as_ref()
-                .and_then(|l| l.scorer.as_ref())
-                .is_some_and(|s| s.defers_host_rows());
         if defers {
             // The backend reads the rows after this submission: the frame keeps its own
             // reference to the buffer, mapped until the backend drops the hold.

@@ -27,11 +27,12 @@ impl VmafCompare {
         tag: Tag,
     ) -> Result<Vec<Scored<Tag>>, PairError> {
         let gpu = gpu.filter(|_| state.scorer.as_ref().is_some_and(|s| s.reads_device()));
+        let defers = state.scorer.as_ref().is_some_and(|s| s.defers_host_rows());
         let (mut rm, rp) = self
-            .map_luma(rv, reference, bpc, gpu, state)
+            .map_luma(rv, reference, bpc, gpu, defers, state)
             .map_err(|e| PairError::Map(format!("reference: {e}")))?;
         let (mut dm, dp) = self
-            .map_luma(dv, distorted, bpc, gpu, state)
+            .map_luma(dv, distorted, bpc, gpu, defers, state)
             .map_err(|e| PairError::Map(format!("distorted: {e}")))?;
         for (i, (pad, path)) in [("reference", rp), ("distorted", dp)]
             .into_iter()
