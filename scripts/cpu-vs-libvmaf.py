@@ -55,9 +55,14 @@ def probe_size(clip, dec):
     return int(m.group(1)), int(m.group(2))
 
 
-def loop_to(path, data, frame_bytes, frames):
+def frame_bytes(w, h, bits):
+    """Bytes of one planar 4:2:0 frame (I420, or I420_10LE for more than 8 bits)."""
+    return w * h * 3 // 2 * (1 if bits == 8 else 2)
+
+
+def loop_to(path, data, frame, frames):
     with open(path, "wb") as f:
-        need = frames * frame_bytes
+        need = frames * frame
         while need > 0:
             chunk = data[: min(len(data), need)]
             f.write(chunk)
@@ -90,7 +95,7 @@ def perf_stat(perf, cmd):
 
 def ours_cmd(ref, dis, w, h, bits, threads, model, n, log):
     fmt = "i420" if bits == 8 else "i420-10le"
-    frame = w * h * 3 // 2 * (1 if bits == 8 else 2)
+    frame = frame_bytes(w, h, bits)
     src = lambda loc, pad: ["filesrc", f"location={loc}", f"blocksize={frame}", f"num-buffers={n}",
                             "!", "rawvideoparse", f"width={w}", f"height={h}", f"format={fmt}",
                             "framerate=24/1", "!", f"cmp.{pad}"]
@@ -178,7 +183,7 @@ def main():
                         sys.exit(f"decoding {clip} failed: {r.stderr[-400:]}")
                     data = open(once, "rb").read()
                     os.unlink(once)
-                    loop_to(path, data, w * h * 3 // 2 * (1 if bits == 8 else 2), frames)
+                    loop_to(path, data, frame_bytes(w, h, bits), frames)
                 raw[role] = path
             for model in models:
                 for t in threads:
