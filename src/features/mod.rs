@@ -415,13 +415,20 @@ pub trait CudaExtractor: Send {
         frame: &DevFrame,
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError>;
-    /// Allocates what [`CudaExtractor::enqueue_ladder`] needs beyond a pair's scratch (e.g.
-    /// ADM's reference bands of every scale), on `stream`; called once by a ladder backend
-    /// when it is made, so that no ladder frame allocates. The default needs nothing.
+    /// Allocates what [`CudaExtractor::enqueue_ladder`] needs beyond a pair's scratch for a
+    /// ladder of `renditions` renditions (e.g. ADM's reference bands of every scale, and a
+    /// [`crate::cuda::lanes::RenditionLanes`] lane with its own scratch per rendition), on
+    /// `stream` of `dev`; called once by a ladder backend when it is made, so that no ladder
+    /// frame allocates. The default needs nothing.
     ///
-    /// Errors: [`CudaError`] from the allocations.
-    fn prepare_ladder(&mut self, stream: &Arc<CudaStream>) -> Result<(), CudaError> {
-        let _ = stream;
+    /// Errors: [`CudaError`] from the allocations and stream creation.
+    fn prepare_ladder(
+        &mut self,
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        renditions: usize,
+    ) -> Result<(), CudaError> {
+        let _ = (dev, stream, renditions);
         Ok(())
     }
     /// `enqueue` for a ladder: one reference frame and several distorted frames (renditions

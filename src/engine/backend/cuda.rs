@@ -294,8 +294,9 @@ impl CudaBackend {
         for (i, inst) in layout.instances().iter().enumerate() {
             let mut ex = inst.cuda(dev, &compute, &geometry)?;
             if ladder {
-                // A ladder's own scratch (ADM's reference bands), once per caps as the rest.
-                ex.prepare_ladder(&compute)?;
+                // A ladder's own scratch (ADM's reference bands, the renditions' lanes), once
+                // per caps as the rest.
+                ex.prepare_ladder(dev, &compute, distorted.len())?;
             }
             if ex.side_stream() {
                 let high = ex.high_priority();

@@ -27,7 +27,7 @@ use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
 use crate::cuda::plane::DevPlane;
 
 /// Number of scales.
-const SCALES: usize = 4;
+pub const SCALES: usize = 4;
 /// Result words per scale: `[den h, v, d, dlm h, v, d, aim h, v, d]`.
 const WORDS_PER_SCALE: usize = 9;
 /// `i64` entries per scale in the device parameter table (layout: `P_*` in `kernels/adm.cu`).
@@ -429,6 +429,27 @@ impl AdmGpu {
                 "AdmGpu::enqueue_ladder (one output per distorted plane)",
             ));
         }
+        let ref_hvd = self.enqueue_reference(stream, reference)?;
+        for (&dis, out) in distorted.iter().zip(outs.iter_mut()) {
+            self.enqueue_rendition(stream, &ref_hvd, dis, cfg, out)?;
+        }
+        Ok(())
+    }
+
+    /// The reference half of [`AdmGpu::enqueue_ladder`]: the reference's DWT of every scale
+    /// on `stream`, scale 0's detail bands where the pair path keeps them and scales 1..3 in
+    /// the bands of [`AdmGpu::prepare_ladder`] (made here if the backend did not). Returns the
+    /// device addresses of the four scales' reference detail bands, for
+    /// [`AdmGpu::enqueue_rendition`] (of this or another `AdmGpu` of the same geometry and
+    /// CSF options), valid until the next call.
+    ///
+    /// Errors: `Driver` naming the kernel for a failed launch; `OutOfMemory` / `Driver` for
+    /// the first call's allocation.
+    pub fn enqueue_reference(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: DevPlane,
+    ) -> Result<[u64; SCALES], CudaError> {
         self.prepare_ladder(stream)?;
         let mut ref_hvd = [0u64; SCALES];
         ref_hvd[0] = self.hvd_ref.device_ptr_mut(stream).0;
@@ -437,7 +458,7 @@ impl AdmGpu {
                 *p = b.device_ptr_mut(stream).0;
             }
         }
-        // The reference's DWT, every scale (grid z = 0 only: the reference's arguments).
+        // Every scale (grid z = 0 only: the reference's arguments).
         for (s, &hvd) in ref_hvd.iter().enumerate() {
             let (src, dst) = self.approximations(stream, s, true);
             let src = match s {
@@ -446,20 +467,36 @@ impl AdmGpu {
             };
             self.dwt(stream, s, src, [dst, dst], [hvd, hvd], 1)?;
         }
-        // Each distorted plane: its DWT (passed as the launch's first frame), then the
-        // decoupling and masking of each scale against the reference's bands of that scale.
+        Ok(ref_hvd)
+    }
+
+    /// The rendition half of [`AdmGpu::enqueue_ladder`] for one distorted plane, in this
+    /// `AdmGpu`'s distorted scratch, on `stream`: its DWT (passed as the launch's first frame),
+    /// then the decoupling and masking of each scale against the reference's bands at
+    /// `ref_hvd` ([`AdmGpu::enqueue_reference`], which `stream` must have waited for), into
+    /// `out` (as [`AdmGpu::enqueue`] writes it). Renditions on different streams each need an
+    /// `AdmGpu` of their own: the scratch is used in `stream`'s order.
+    ///
+    /// Errors: as [`AdmGpu::enqueue`].
+    pub fn enqueue_rendition(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        ref_hvd: &[u64; SCALES],
+        distorted: DevPlane,
+        cfg: &AdmConfig,
+        out: &mut CudaViewMut<u64>,
+    ) -> Result<(), CudaError> {
+        self.check_cfg(cfg)?;
         let hvd_dis = self.hvd_dis.device_ptr_mut(stream).0;
-        for (&dis, out) in distorted.iter().zip(outs.iter_mut()) {
-            let mut out = Self::zeroed_out(stream, out)?;
-            for (s, &hvd_ref) in ref_hvd.iter().enumerate() {
-                let (src, dst) = self.approximations(stream, s, false);
-                let src = match s {
-                    0 => DwtSrc::Planes(dis, dis),
-                    _ => DwtSrc::Bands(src, src),
-                };
-                self.dwt(stream, s, src, [dst, dst], [hvd_dis, hvd_dis], 1)?;
-                self.decouple_cm(stream, s, hvd_ref, cfg, &mut out)?;
-            }
+        let mut out = Self::zeroed_out(stream, out)?;
+        for (s, &hvd_ref) in ref_hvd.iter().enumerate() {
+            let (src, dst) = self.approximations(stream, s, false);
+            let src = match s {
+                0 => DwtSrc::Planes(distorted, distorted),
+                _ => DwtSrc::Bands(src, src),
+            };
+            self.dwt(stream, s, src, [dst, dst], [hvd_dis, hvd_dis], 1)?;
+            self.decouple_cm(stream, s, hvd_ref, cfg, &mut out)?;
         }
         Ok(())
     }

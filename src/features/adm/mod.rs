@@ -22,6 +22,7 @@ use super::{
     indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance,
     Options, Section,
 };
+use crate::cuda::lanes::RenditionLanes;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 
@@ -284,7 +285,10 @@ impl Instance for AdmInstance {
         self.check(g)?;
         let module = dev.modules().get("adm")?;
         Ok(Box::new(AdmCuda {
+            lanes: None,
+            workers: Vec::new(),
             gpu: cuda::AdmGpu::new(module, stream, g.width, g.height, g.bpc, &self.cfg)?,
+            geometry: (g.width, g.height, g.bpc),
             cfg: self.cfg,
         }))
     }
@@ -325,7 +329,14 @@ impl CpuExtractor for AdmCpu {
 }
 
 struct AdmCuda {
+    /// A ladder's lane per rendition ([`CudaExtractor::prepare_ladder`]); declared first, so
+    /// that dropping waits for the lanes before any scratch they read is freed.
+    lanes: Option<RenditionLanes>,
+    /// Lane `i`'s distorted scratch: an `AdmGpu` of the same geometry and options.
+    workers: Vec<cuda::AdmGpu>,
     gpu: cuda::AdmGpu,
+    /// Width, height and bits per sample `gpu` was made for.
+    geometry: (usize, usize, u32),
     cfg: AdmConfig,
 }
 
@@ -334,8 +345,24 @@ impl CudaExtractor for AdmCuda {
         cuda::AdmGpu::RESULT_WORDS
     }
 
-    fn prepare_ladder(&mut self, stream: &Arc<CudaStream>) -> Result<(), CudaError> {
-        self.gpu.prepare_ladder(stream)
+    /// The reference's bands of every scale, and a lane with its own distorted scratch (about
+    /// 24 MB at 1080p, 95 MB at 2160p, as a pair's) per rendition.
+    fn prepare_ladder(
+        &mut self,
+        dev: &GpuDevice,
+        stream: &Arc<CudaStream>,
+        renditions: usize,
+    ) -> Result<(), CudaError> {
+        self.gpu.prepare_ladder(stream)?;
+        if self.lanes.is_none() && renditions > 1 {
+            let module = dev.modules().get("adm")?;
+            let (w, h, bpc) = self.geometry;
+            self.workers = (0..renditions)
+                .map(|_| cuda::AdmGpu::new(module, stream, w, h, bpc, &self.cfg))
+                .collect::<Result<_, _>>()?;
+            self.lanes = Some(RenditionLanes::new(dev, renditions)?);
+        }
+        Ok(())
     }
 
     fn enqueue(
@@ -348,17 +375,45 @@ impl CudaExtractor for AdmCuda {
             .enqueue(stream, f.reference, f.distorted, &self.cfg, out)
     }
 
-    /// The reference's DWT once for all frames ([`cuda::AdmGpu::enqueue_ladder`]).
+    /// The reference's DWT once for all frames ([`cuda::AdmGpu::enqueue_reference`]), then
+    /// each frame's DWT, decoupling and masking on its own lane, beside the others
+    /// ([`cuda::AdmGpu::enqueue_rendition`]); without lanes (a backend that did not prepare
+    /// them), all on `stream` ([`cuda::AdmGpu::enqueue_ladder`]).
     fn enqueue_ladder(
         &mut self,
         stream: &Arc<CudaStream>,
         frames: &[DevFrame],
         outs: &mut [CudaViewMut<u64>],
     ) -> Result<(), CudaError> {
-        super::for_ladder_groups::<{ LADDER_GROUP }>(frames, outs, |reference, distorted, outs| {
-            self.gpu
-                .enqueue_ladder(stream, reference, distorted, &self.cfg, outs)
-        })
+        let Some(first) = frames.first() else {
+            return Ok(());
+        };
+        let Some(lanes) = self.lanes.as_ref() else {
+            return super::for_ladder_groups::<{ LADDER_GROUP }>(
+                frames,
+                outs,
+                |reference, distorted, outs| {
+                    self.gpu
+                        .enqueue_ladder(stream, reference, distorted, &self.cfg, outs)
+                },
+            );
+        };
+        let ref_hvd = self.gpu.enqueue_reference(stream, first.reference)?;
+        let used = frames.len().min(lanes.len());
+        lanes.fork(stream, used)?;
+        for (i, (f, out)) in frames.iter().zip(outs.iter_mut()).enumerate() {
+            // More frames than lanes cannot come from a backend that prepared them; the rest
+            // would run on `stream`, in `gpu`'s own distorted scratch.
+            match (lanes.stream(i), self.workers.get_mut(i)) {
+                (Some(lane), Some(w)) => {
+                    w.enqueue_rendition(lane, &ref_hvd, f.distorted, &self.cfg, out)?
+                }
+                _ => self
+                    .gpu
+                    .enqueue_rendition(stream, &ref_hvd, f.distorted, &self.cfg, out)?,
+            }
+        }
+        lanes.join(stream, used)
     }
 
     fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {

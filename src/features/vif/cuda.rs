@@ -14,6 +14,7 @@ use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtr
 use super::{VifConfig, VifScores};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::{CudaError, DriverResultExt};
+use crate::cuda::lanes::RenditionLanes;
 use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
 use crate::cuda::plane::DevPlane;
 
@@ -271,122 +272,212 @@ impl VifGpu {
         cfg: &VifConfig,
         outs: &mut [CudaViewMut<u64>],
     ) -> Result<(), CudaError> {
+        self.enqueue_ladder_on(stream, reference, distorted, cfg, outs, None)
+    }
+
+    /// [`VifGpu::enqueue_ladder`] with each distorted plane's scales 1..=3 on a lane of
+    /// `lanes`, in the scratch of the `VifGpu` of `workers` at the same index (same geometry),
+    /// beside each other and beside scale 0's ladder kernel on `stream`; planes beyond the
+    /// lanes or workers run on `stream` in this `VifGpu`'s scratch. `stream` waits for every
+    /// used lane before its next work. Same sums, bit for bit.
+    ///
+    /// Errors: as [`VifGpu::enqueue_ladder`]; [`CudaError::Driver`] from the lanes' event
+    /// record and wait.
+    pub fn enqueue_ladder_lanes(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: DevPlane,
+        distorted: &[DevPlane],
+        cfg: &VifConfig,
+        outs: &mut [CudaViewMut<u64>],
+        lanes: &RenditionLanes,
+        workers: &mut [VifGpu],
+    ) -> Result<(), CudaError> {
+        self.enqueue_ladder_on(
+            stream,
+            reference,
+            distorted,
+            cfg,
+            outs,
+            Some((lanes, workers)),
+        )
+    }
+
+    fn enqueue_ladder_on(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: DevPlane,
+        distorted: &[DevPlane],
+        cfg: &VifConfig,
+        outs: &mut [CudaViewMut<u64>],
+        mut lanes: Option<(&RenditionLanes, &mut [VifGpu])>,
+    ) -> Result<(), CudaError> {
         if outs.len() != distorted.len() {
             return Err(CudaError::Driver {
                 call: "VifGpu::enqueue_ladder",
                 code: "CUDA_ERROR_INVALID_VALUE (one output per distorted plane)".to_owned(),
             });
         }
-        let mut bases = [0u64; LADDER_MAX];
         let limit = cfg.enhn_gain_limit;
+        // Each plane's four words of every scale, zeroed before anything adds to them.
+        let mut bases = Vec::with_capacity(outs.len());
+        for out in outs.iter_mut() {
+            stream
+                .memset_zeros(out)
+                .during("cuMemsetD8Async(vif sums)")?;
+            bases.push(out.device_ptr_mut(stream).0);
+        }
+        // The reference's scales 1..=3, once.
+        let mut pyramid = [DevPlane::default(); 3];
+        let mut src = reference;
+        let (mut sw, mut sh) = (self.width, self.height);
+        for (s, level) in (1..4usize).zip(pyramid.iter_mut()) {
+            let out = self.scaled_ref[s - 1].device_ptr_mut(stream).0;
+            self.sub_plane(stream, s, src, (sw, sh), out)?;
+            sw /= 2;
+            sh /= 2;
+            src = DevPlane::packed_u16(&self.scaled_ref[s - 1], sw, stream);
+            *level = src;
+        }
+        let used = match &lanes {
+            Some((l, w)) => distorted.len().min(l.len()).min(w.len()),
+            None => 0,
+        };
+        if let Some((l, _)) = &lanes {
+            l.fork(stream, used)?;
+        }
+        // Scale 0, LADDER_MAX planes per launch, on `stream`.
+        for (dis, bases) in distorted.chunks(LADDER_MAX).zip(bases.chunks(LADDER_MAX)) {
+            self.stat0_ladder(stream, reference, dis, bases, limit)?;
+        }
+        // Each plane's scales 1..=3: its own pyramid against the reference's.
+        for (i, (&d, &base)) in distorted.iter().zip(&bases).enumerate() {
+            match lanes.as_mut() {
+                Some((l, w)) if i < used => {
+                    let (Some(lane), Some(w)) = (l.stream(i), w.get_mut(i)) else {
+                        return Err(CudaError::Driver {
+                            call: "VifGpu::enqueue_ladder",
+                            code: "internal: a rendition lane without its scratch".to_owned(),
+                        });
+                    };
+                    w.enqueue_rendition_scales(lane, &pyramid, d, limit, base)?;
+                }
+                _ => self.enqueue_rendition_scales(stream, &pyramid, d, limit, base)?,
+            }
+        }
+        if let Some((l, _)) = &lanes {
+            l.join(stream, used)?;
+        }
+        Ok(())
+    }
+
+    /// Scale 0's statistic of `reference` against up to [`LADDER_MAX`] distorted planes in one
+    /// launch, each plane's sums added at device address `bases[i]`.
+    fn stat0_ladder(
+        &self,
+        stream: &Arc<CudaStream>,
+        reference: DevPlane,
+        dis: &[DevPlane],
+        bases: &[u64],
+        limit: f64,
+    ) -> Result<(), CudaError> {
+        let mut accs = [0u64; LADDER_MAX];
+        accs.iter_mut().zip(bases).for_each(|(a, b)| *a = *b);
+        let mut planes = [DevPlane::default(); LADDER_MAX];
+        planes.iter_mut().zip(dis).for_each(|(p, d)| *p = *d);
+        let mut n = dis.len().min(LADDER_MAX).min(bases.len()) as i32;
+        let mut p_ref = reference;
+        let (mut w, mut h) = (self.width as i32, self.height as i32);
+        let mut limit = limit;
         let bpc = self.bpc;
         let mut tab = self.log2_table.device_ptr(stream).0;
-        for (dis, outs) in distorted
-            .chunks(LADDER_MAX)
-            .zip(outs.chunks_mut(LADDER_MAX))
-        {
-            for (b, out) in bases.iter_mut().zip(outs.iter_mut()) {
-                stream
-                    .memset_zeros(out)
-                    .during("cuMemsetD8Async(vif sums)")?;
-                *b = out.device_ptr_mut(stream).0;
+        let sq = 2 * bpc.saturating_sub(8).max(1);
+        let (mut mu_round, mut mu_shift, mut sq_round, mut sq_shift) =
+            (1u32 << (bpc - 1), bpc, 1u64 << (sq - 1), sq);
+        let narrow = bpc == 8;
+        let f = &self.stat0_ladder[usize::from(!narrow)];
+        let grid = grid(self.width, self.height);
+        // SAFETY: vif_stat0_narrow_ladder(Plane, LadderPlanes, i32, i32, i32, const u16*,
+        // f64, LadderAccs) and vif_stat0_ladder(Plane, LadderPlanes, i32, i32, i32,
+        // const u16*, f64, u32, u32, u64, u32, LadderAccs): `planes` is LADDER_MAX
+        // `DevPlane`s (repr(C), the kernels' Plane), the first `n` of them planes of
+        // w * h samples (the caller's contract); `accs` LADDER_MAX pointers, the first
+        // `n` to 4 writable words each (the caller's outputs, kept alive by the caller until
+        // the stream has run); table of 65536.
+        unsafe {
+            if narrow {
+                launch(
+                    stream,
+                    f,
+                    grid,
+                    BLOCK,
+                    &mut [
+                        param(&mut p_ref),
+                        param(&mut planes),
+                        param(&mut n),
+                        param(&mut w),
+                        param(&mut h),
+                        param(&mut tab),
+                        param(&mut limit),
+                        param(&mut accs),
+                    ],
+                    "cuLaunchKernel(vif_stat0_narrow_ladder)",
+                )
+            } else {
+                launch(
+                    stream,
+                    f,
+                    grid,
+                    BLOCK,
+                    &mut [
+                        param(&mut p_ref),
+                        param(&mut planes),
+                        param(&mut n),
+                        param(&mut w),
+                        param(&mut h),
+                        param(&mut tab),
+                        param(&mut limit),
+                        param(&mut mu_round),
+                        param(&mut mu_shift),
+                        param(&mut sq_round),
+                        param(&mut sq_shift),
+                        param(&mut accs),
+                    ],
+                    "cuLaunchKernel(vif_stat0_ladder)",
+                )
             }
-            let mut planes = [DevPlane::default(); LADDER_MAX];
-            planes.iter_mut().zip(dis).for_each(|(p, d)| *p = *d);
-            let mut accs = bases;
-            let mut n = dis.len() as i32;
-            let mut p_ref = reference;
-            let (mut w, mut h) = (self.width as i32, self.height as i32);
-            let mut limit = limit;
-            let sq = 2 * bpc.saturating_sub(8).max(1);
-            let (mut mu_round, mut mu_shift, mut sq_round, mut sq_shift) =
-                (1u32 << (bpc - 1), bpc, 1u64 << (sq - 1), sq);
-            let narrow = bpc == 8;
-            let f = &self.stat0_ladder[usize::from(!narrow)];
-            let grid = grid(self.width, self.height);
-            // SAFETY: vif_stat0_narrow_ladder(Plane, LadderPlanes, i32, i32, i32, const u16*,
-            // f64, LadderAccs) and vif_stat0_ladder(Plane, LadderPlanes, i32, i32, i32,
-            // const u16*, f64, u32, u32, u64, u32, LadderAccs): `planes` is LADDER_MAX
-            // `DevPlane`s (repr(C), the kernels' Plane), the first `n` of them planes of
-            // w * h samples (the caller's contract); `accs` LADDER_MAX pointers, the first
-            // `n` to 4 writable words each (`outs`, borrowed for the call and kept alive by
-            // the caller until the stream has run); table of 65536.
-            unsafe {
-                if narrow {
-                    launch(
-                        stream,
-                        f,
-                        grid,
-                        BLOCK,
-                        &mut [
-                            param(&mut p_ref),
-                            param(&mut planes),
-                            param(&mut n),
-                            param(&mut w),
-                            param(&mut h),
-                            param(&mut tab),
-                            param(&mut limit),
-                            param(&mut accs),
-                        ],
-                        "cuLaunchKernel(vif_stat0_narrow_ladder)",
-                    )?;
-                } else {
-                    launch(
-                        stream,
-                        f,
-                        grid,
-                        BLOCK,
-                        &mut [
-                            param(&mut p_ref),
-                            param(&mut planes),
-                            param(&mut n),
-                            param(&mut w),
-                            param(&mut h),
-                            param(&mut tab),
-                            param(&mut limit),
-                            param(&mut mu_round),
-                            param(&mut mu_shift),
-                            param(&mut sq_round),
-                            param(&mut sq_shift),
-                            param(&mut accs),
-                        ],
-                        "cuLaunchKernel(vif_stat0_ladder)",
-                    )?;
-                }
-            }
-            // The reference's scales 1..=3, once per group.
-            let mut src = reference;
-            let (mut sw, mut sh) = (self.width, self.height);
-            for s in 1..4usize {
-                let out = self.scaled_ref[s - 1].device_ptr_mut(stream).0;
-                self.sub_plane(stream, s, src, (sw, sh), out)?;
-                sw /= 2;
-                sh /= 2;
-                src = DevPlane::packed_u16(&self.scaled_ref[s - 1], sw, stream);
-            }
-            // Each distorted plane's scales 1..=3 (its pyramid in the one set of planes, in
-            // turn on the stream) against the reference's.
-            for (d, &base) in dis.iter().zip(&bases) {
-                let mut src = *d;
-                let (mut sw, mut sh) = (self.width, self.height);
-                for s in 1..4usize {
-                    let out = self.scaled_dis[s - 1].device_ptr_mut(stream).0;
-                    self.sub_plane(stream, s, src, (sw, sh), out)?;
-                    sw /= 2;
-                    sh /= 2;
-                    src = DevPlane::packed_u16(&self.scaled_dis[s - 1], sw, stream);
-                    let r = DevPlane::packed_u16(&self.scaled_ref[s - 1], sw, stream);
-                    self.stat_wide(
-                        stream,
-                        s,
-                        (r, src),
-                        (sw, sh),
-                        (32768, 16, 32768, 16),
-                        limit,
-                        base + (s * 4 * 8) as u64,
-                    )?;
-                }
-            }
+        }
+    }
+
+    /// One distorted plane's scales 1..=3 of a ladder, on `stream`, in this `VifGpu`'s
+    /// distorted planes: its subsampling into each scale, and the statistic against the
+    /// reference's plane of that scale (`pyramid`, which `stream` must have waited for), added
+    /// to the four words of that scale at device address `base` (scale 0's words first).
+    fn enqueue_rendition_scales(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        pyramid: &[DevPlane; 3],
+        distorted: DevPlane,
+        limit: f64,
+        base: u64,
+    ) -> Result<(), CudaError> {
+        let mut src = distorted;
+        let (mut sw, mut sh) = (self.width, self.height);
+        for (s, &r) in (1..4usize).zip(pyramid) {
+            let out = self.scaled_dis[s - 1].device_ptr_mut(stream).0;
+            self.sub_plane(stream, s, src, (sw, sh), out)?;
+            sw /= 2;
+            sh /= 2;
+            src = DevPlane::packed_u16(&self.scaled_dis[s - 1], sw, stream);
+            self.stat_wide(
+                stream,
+                s,
+                (r, src),
+                (sw, sh),
+                (32768, 16, 32768, 16),
+                limit,
+                base + (s * 4 * 8) as u64,
+            )?;
         }
         Ok(())
     }
