@@ -40,6 +40,34 @@ fn staging_pool() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
+/// Runs `jobs` beside each other and returns the first error in job order: the first job on
+/// the calling thread, the others on the staging pool (all on the calling thread when there
+/// is no pool or one job). A ladder's kernel launches use it
+/// (`CudaBackend::enqueue_ladder`): a thread launches only so many kernels a second.
+pub fn run_beside<'s, E: Send>(
+    jobs: Vec<Box<dyn FnOnce() -> Result<(), E> + Send + 's>>,
+) -> Result<(), E> {
+    let mut results: Vec<Option<Result<(), E>>> = jobs.iter().map(|_| None).collect();
+    match staging_pool() {
+        Some(pool) if jobs.len() > 1 => pool.in_place_scope(|scope| {
+            let mut pending = jobs.into_iter().zip(results.iter_mut());
+            let first = pending.next();
+            for (job, result) in pending {
+                scope.spawn(move |_| *result = Some(job()));
+            }
+            if let Some((job, result)) = first {
+                *result = Some(job());
+            }
+        }),
+        _ => {
+            for (job, result) in jobs.into_iter().zip(results.iter_mut()) {
+                *result = Some(job());
+            }
+        }
+    }
+    results.into_iter().flatten().collect()
+}
+
 /// Splits the first `rows * row` bytes of `dst` into bands of whole rows, about
 /// `BANDS_PER_THREAD` per thread of `staging_pool` and at least `MIN_BAND_BYTES` each,
 /// and runs `fill(first_row, band, row)` on each, in parallel. Returns

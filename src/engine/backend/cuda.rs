@@ -12,15 +12,15 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, DevicePtr, PinnedHostSlice};
+use cudarc::driver::{CudaStream, CudaViewMut, DevicePtr, PinnedHostSlice};
 
-use crate::cuda::chroma::peer_copy;
+use crate::cuda::chroma::{peer_copy, ChromaGpu};
 use crate::cuda::context::GpuDevice;
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::fault::{Counted, Handle};
 use crate::cuda::memory::DeviceAlloc;
 use crate::cuda::plane::{ChromaDev, DevPlane};
-use crate::cuda::staging::{in_bands, stage_rows};
+use crate::cuda::staging::{in_bands, run_beside, stage_rows};
 use crate::engine::ladder::{FrameChroma, LadderFeatures, LadderFrame};
 use crate::engine::scale::cuda::CudaPlaneScaler;
 use crate::engine::scale::{InputScaling, LadderScaling, StreamScaler};
@@ -33,7 +33,7 @@ use crate::video::frame::{
 };
 
 use super::cuda_slots::{
-    rendition_views, Hold, Occupant, OnCompute, Side, Slot, StreamSpec, SLOTS,
+    with_views, Hold, LaunchJob, Occupant, OnCompute, Side, Slot, StreamBufs, StreamSpec, SLOTS,
 };
 
 /// The GPU feature backend for one geometry: every instance of a [`Layout`] through its CUDA
@@ -509,89 +509,16 @@ impl CudaBackend {
         release_after: u64,
     ) -> Result<DevPlane, CudaError> {
         let bufs = &mut self.slots[staging.slot].streams[staging.stream];
-        let (host, dev) = (&mut bufs.host, &mut bufs.dev);
-        let dev_ptr = dev.device_ptr(&self.upload).0;
-        let upload = |bytes: usize, host: &PinnedHostSlice<u8>| -> Result<(), CudaError> {
-            let src = host
-                .as_slice()
-                .during("cuEventSynchronize(staging)")?
-                .get(..bytes)
-                // `ok_or_else`: the error text is made only on failure (an eager `ok_or` put
-                // a 30-byte allocation in every upload; tests/gpu_lessons.rs found it).
-                .ok_or_else(|| CudaError::Driver {
-                    call: "cuMemcpyHtoDAsync(luma)",
-                    code: "staging smaller than the plane".to_owned(),
-                })?;
-            // SAFETY: `dev` holds width * height * sample_bytes >= bytes bytes (`check`); the pinned source lives
-            // in the slot until the upload is complete (the slot is reused only after its
-            // frame was collected, which implies the upload event passed).
-            unsafe {
-                cudarc::driver::result::memcpy_htod_async(dev_ptr, src, self.upload.cu_stream())
-            }
-            .during("cuMemcpyHtoDAsync(luma)")
-        };
-        match input {
-            LumaInput::Packed(p) => {
-                let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
-                let bytes = sample_bytes(self.bpc);
-                let n = Self::stage_packed(&p, dst, bytes);
-                upload(n, host)?;
-                self.bytes_copied += n as u64;
-                let layout = if bytes == 1 {
-                    SampleLayout {
-                        bytes: 1,
-                        down: 0,
-                        depth: 8,
-                        up: 0,
-                    }
-                } else {
-                    SampleLayout::RIGHT_ALIGNED_U16
-                };
-                Ok(DevPlane::new(dev_ptr, bytes * p.width, layout))
-            }
-            LumaInput::Host(h) => {
-                let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
-                let n = Self::stage_host(&h, dst);
-                upload(n, host)?;
-                self.bytes_copied += n as u64;
-                Ok(DevPlane::new(dev_ptr, h.width * h.layout.bytes, h.layout))
-            }
-            LumaInput::Device(d) => {
-                let DeviceLuma {
-                    ptr,
-                    pitch,
-                    width,
-                    height,
-                    layout,
-                    context,
-                    hold,
-                } = d;
-                let row = width * layout.bytes;
-                let aligned = layout.bytes == 1 || (ptr % 2 == 0 && pitch % 2 == 0);
-                if context == self.context && aligned && pitch >= row {
-                    self.holds.push_back(Hold {
-                        release_after,
-                        _keep: hold,
-                    });
-                    return Ok(DevPlane::new(ptr, pitch, layout));
-                }
-                // Another context (or device): one pitched copy of the valid rows. The
-                // destination holds width * height * sample_bytes >= row * height bytes
-                // (`check`); `hold` keeps the source alive until this frame is collected.
-                peer_copy(
-                    (ptr, context, pitch),
-                    (dev_ptr, self.context, row),
-                    (row, height),
-                    &self.upload,
-                )?;
-                self.bytes_copied += (row * height) as u64;
-                self.holds.push_back(Hold {
-                    release_after: staging.index,
-                    _keep: hold,
-                });
-                Ok(DevPlane::new(dev_ptr, row, layout))
-            }
-        }
+        let placed = place_in(
+            bufs,
+            input,
+            (&self.upload, self.context, self.bpc),
+            staging.index,
+            release_after,
+        )?;
+        self.bytes_copied += placed.bytes;
+        self.holds.extend(placed.hold);
+        Ok(placed.plane)
     }
 
     /// Stream `side`'s luma plane at the scoring size: `plane` itself, or (for a scaled
@@ -835,62 +762,106 @@ impl CudaBackend {
             )?;
             ref_cplanes = Some(planes);
         }
-        // The renditions with full features: placed, scaled, their chroma unpacked.
-        let mut computed: Vec<(usize, DevPlane, Option<ChromaDev>)> =
-            Vec::with_capacity(renditions.len());
-        self.slots[s].occupants.clear();
-        for r in renditions {
-            let k = r.rendition;
-            let mut has_chroma = false;
-            if r.full {
-                let plane = self.place(
-                    r.luma,
-                    Staging {
-                        slot: s,
-                        stream: 1 + k,
-                        index,
-                    },
-                    index,
-                )?;
-                let plane = self.scale_luma(s, 1 + k, plane)?;
+        // The renditions with full features: placed, scaled, their chroma unpacked, each by a
+        // job of its own beside the others (`run_beside`): one thread staging every
+        // rendition's rows in turn made a ladder from system memory slower than separate
+        // elements, which each stage their own (issue 30). A job touches only its
+        // rendition's buffers, scalers and chroma unpacking; the copies and kernels of all
+        // of them go to the upload stream, each job's in its own order.
+        let (context, bpc) = (self.context, self.bpc);
+        let chroma_size = self.chroma_size.unwrap_or_default();
+        let upload = &self.upload;
+        let slot = &mut self.slots[s];
+        slot.occupants.clear();
+        let mut parts: Vec<Option<RenditionParts<'_>>> = slot
+            .streams
+            .iter_mut()
+            .skip(1)
+            .zip(self.scalers.iter_mut().skip(1))
+            .map(|(bufs, scaler)| {
+                Some(RenditionParts {
+                    bufs,
+                    scaler,
+                    unpacked: None,
+                })
+            })
+            .collect();
+        for (part, gpu) in parts.iter_mut().zip(slot.unpacked.iter_mut()) {
+            if let Some(p) = part.as_mut() {
+                p.unpacked = Some(gpu);
+            }
+        }
+        let mut results: Vec<Option<PlacedRendition>> = renditions.iter().map(|_| None).collect();
+        // `results[i]` belongs to `renditions[i]`, as `slot.occupants[i]`.
+        let mut jobs: Vec<LaunchJob<'_>> = Vec::with_capacity(renditions.len());
+        for (r, result) in renditions.into_iter().zip(results.iter_mut()) {
+            slot.occupants.push(Occupant {
+                rendition: r.rendition,
+                full: r.full,
+                has_chroma: false,
+            });
+            if !r.full {
+                continue;
+            }
+            let Some(part) = parts.get_mut(r.rendition).and_then(Option::take) else {
+                return Err(internal("a ladder rendition without its buffers"));
+            };
+            jobs.push(Box::new(move || {
+                let luma = r.luma;
+                let chroma = match r.chroma.as_ref() {
+                    Some(FrameChroma::Components(c)) => ref_cplanes.map(|reference| (c, reference)),
+                    _ => None,
+                };
+                let RenditionParts {
+                    bufs,
+                    scaler,
+                    unpacked,
+                } = part;
+                let placed = place_in(bufs, luma, (upload, context, bpc), index, index)?;
+                let mut plane = placed.plane;
+                if let (Some(scaler), Some(out)) = (scaler.as_mut(), bufs.scaled.as_mut()) {
+                    let n = scaler.luma.output_len();
+                    plane = scaler
+                        .luma
+                        .enqueue(upload, &plane, &mut out.slice_mut(0..n))?;
+                }
+                let mut bytes = placed.bytes;
                 let mut cdev = None;
-                if let (Some(FrameChroma::Components(c)), Some(reference)) =
-                    (r.chroma.as_ref(), ref_cplanes)
-                {
-                    let slot = &mut self.slots[s];
-                    let (Some(gpu), Some(d)) =
-                        (slot.unpacked.get_mut(k), slot.streams.get_mut(1 + k))
-                    else {
-                        return Err(internal("a ladder slot without rendition chroma"));
-                    };
-                    let Some(staging) = d.chroma.as_mut() else {
+                if let (Some((c, reference)), Some(gpu)) = (chroma, unpacked) {
+                    let Some(staging) = bufs.chroma.as_mut() else {
                         return Err(internal("a ladder slot without rendition chroma staging"));
                     };
-                    let (pd, nd) = gpu.place(staging, c, 1, self.context, &self.upload)?;
-                    self.bytes_copied += nd as u64;
-                    let mut planes = gpu.unpack_one(&self.upload, 1, &pd)?;
-                    scale_chroma(
-                        &mut self.scalers[1 + k],
-                        &mut d.scaled_chroma,
-                        &self.upload,
-                        &mut planes,
-                    )?;
-                    let (width, height) = self.chroma_size.unwrap_or_default();
+                    let (pd, nd) = gpu.place(staging, c, 1, context, upload)?;
+                    bytes += nd as u64;
+                    let mut planes = gpu.unpack_one(upload, 1, &pd)?;
+                    scale_chroma(scaler, &mut bufs.scaled_chroma, upload, &mut planes)?;
                     cdev = Some(ChromaDev {
                         reference,
                         distorted: planes,
-                        width,
-                        height,
+                        width: chroma_size.0,
+                        height: chroma_size.1,
                     });
-                    has_chroma = true;
                 }
-                computed.push((k, plane, cdev));
-            }
-            self.slots[s].occupants.push(Occupant {
-                rendition: k,
-                full: r.full,
-                has_chroma,
-            });
+                *result = Some(PlacedRendition {
+                    plane,
+                    chroma: cdev,
+                    bytes,
+                    hold: placed.hold,
+                });
+                Ok(())
+            }));
+        }
+        run_beside(jobs)?;
+        let mut computed: Vec<(usize, DevPlane, Option<ChromaDev>)> =
+            Vec::with_capacity(results.len());
+        for (result, occupant) in results.into_iter().zip(slot.occupants.iter_mut()) {
+            let Some(p) = result else {
+                continue;
+            };
+            self.bytes_copied += p.bytes;
+            self.holds.extend(p.hold);
+            occupant.has_chroma = p.chroma.is_some();
+            computed.push((occupant.rendition, p.plane, p.chroma));
         }
         let slot = &mut self.slots[s];
         slot.has_chroma = ref_cplanes.is_some();
@@ -912,41 +883,94 @@ impl CudaBackend {
             })
             .collect();
         let ks: Vec<usize> = computed.iter().map(|(k, _, _)| *k).collect();
+        let share = self.share_reference;
         let slot = &mut self.slots[s];
-        for (j, c) in self.on_compute.iter_mut().enumerate() {
-            let w = c.ex.result_words();
-            // Each instance on its lane, after the uploads; its scratch is used in frame
-            // order there.
-            let (Some(lane), Some(lane_done)) = (self.lanes.get(j), slot.lane_done.get(j)) else {
-                return Err(internal("a ladder instance without its lane"));
-            };
-            lane.wait(&slot.uploaded)
-                .during("cuStreamWaitEvent(lane)")?;
-            if c.reference_only {
-                // Once per ladder frame (every frame, as the pair's motion), into the first
-                // rendition's words; the distorted plane is not read.
-                let mut out = slot.dev_out.slice_mut(c.at * n..c.at * n + w);
-                let f = DevFrame {
-                    reference: ref_plane,
-                    distorted: ref_plane,
-                    previous,
-                    previous_distorted: None,
-                    chroma: None,
-                };
-                c.ex.enqueue(lane, &f, &mut out)?;
-            } else if !frames.is_empty() {
-                let mut outs = rendition_views(&mut slot.dev_out, c.at * n, w, n, &ks)?;
-                if self.share_reference {
-                    c.ex.enqueue_ladder(lane, &frames, &mut outs)?;
-                } else {
-                    for (f, out) in frames.iter().zip(outs.iter_mut()) {
-                        c.ex.enqueue(lane, f, out)?;
-                    }
+        let (uploaded, lane_done) = (&slot.uploaded, &slot.lane_done);
+        // Each instance's words for all renditions, disjoint ranges of the slot's words.
+        let ranges: Vec<(usize, usize)> = self
+            .on_compute
+            .iter()
+            .map(|c| (c.at * n, c.ex.result_words() * n))
+            .collect();
+        let (frames, ks) = (&frames, &ks);
+        // Launching is what limits a ladder on one thread (about 8 µs of CPU per kernel on
+        // the H200 host, 100+ kernels per frame with vmaf_v0.6.1, where five elements launch
+        // on five threads): each instance's lane and each side stream is enqueued by a job of
+        // its own, beside the others (`run_beside`). Every job only touches its own
+        // extractor, stream, event and words, and waits for the uploads on its stream.
+        with_views(
+            slot.dev_out.slice_mut(..),
+            &ranges,
+            |views| -> Result<(), CudaError> {
+                let mut jobs: Vec<LaunchJob<'_>> = Vec::with_capacity(views.len() + 8);
+                for ((j, c), words) in self.on_compute.iter_mut().enumerate().zip(views) {
+                    let w = c.ex.result_words();
+                    let (Some(lane), Some(done)) = (self.lanes.get(j), lane_done.get(j)) else {
+                        return Err(internal("a ladder instance without its lane"));
+                    };
+                    jobs.push(Box::new(move || {
+                        // Each instance on its lane, after the uploads; its scratch is used
+                        // in frame order there.
+                        lane.wait(uploaded).during("cuStreamWaitEvent(lane)")?;
+                        if c.reference_only {
+                            // Once per ladder frame (every frame, as the pair's motion), into
+                            // the first rendition's words; the distorted plane is not read.
+                            let Some(mut out) = words.chunks_exact_mut(w).next() else {
+                                return Err(internal("a ladder instance without words"));
+                            };
+                            let f = DevFrame {
+                                reference: ref_plane,
+                                distorted: ref_plane,
+                                previous,
+                                previous_distorted: None,
+                                chroma: None,
+                            };
+                            c.ex.enqueue(lane, &f, &mut out)?;
+                        } else if !frames.is_empty() {
+                            let mut all: Vec<Option<CudaViewMut<u64>>> =
+                                words.chunks_exact_mut(w).map(Some).collect();
+                            let mut outs: Vec<CudaViewMut<u64>> = ks
+                                .iter()
+                                .filter_map(|&k| all.get_mut(k).and_then(Option::take))
+                                .collect();
+                            if outs.len() != ks.len() {
+                                return Err(internal("ladder result words"));
+                            }
+                            if share {
+                                c.ex.enqueue_ladder(lane, frames, &mut outs)?;
+                            } else {
+                                for (f, out) in frames.iter().zip(outs.iter_mut()) {
+                                    c.ex.enqueue(lane, f, out)?;
+                                }
+                            }
+                        }
+                        done.record(lane).during("cuEventRecord(lane done)")
+                    }));
                 }
-            }
-            lane_done.record(lane).during("cuEventRecord(lane done)")?;
+                for (side, out) in self.sides.iter_mut().zip(slot.sides.iter_mut()) {
+                    // Its rendition's frame, when it computes features this time.
+                    let frame = side
+                        .rendition
+                        .and_then(|k| ks.iter().position(|&x| x == k))
+                        .and_then(|i| frames.get(i));
+                    jobs.push(Box::new(move || {
+                        if let Some(frame) = frame {
+                            side.stream
+                                .wait(uploaded)
+                                .during("cuStreamWaitEvent(side)")?;
+                            side.enqueue(out, frame)?;
+                        }
+                        out.done
+                            .record(&side.stream)
+                            .during("cuEventRecord(extra done)")
+                    }));
+                }
+                run_beside(jobs)
+            },
+        )?;
+        for done in lane_done {
             self.compute
-                .wait(lane_done)
+                .wait(done)
                 .during("cuStreamWaitEvent(compute, lane)")?;
         }
         self.compute
@@ -955,22 +979,6 @@ impl CudaBackend {
         slot.done
             .record(&self.compute)
             .during("cuEventRecord(done)")?;
-        for (side, out) in self.sides.iter_mut().zip(slot.sides.iter_mut()) {
-            // Its rendition's frame, when it computes features this time.
-            let frame = side
-                .rendition
-                .and_then(|k| ks.iter().position(|&x| x == k))
-                .and_then(|i| frames.get(i));
-            if let Some(frame) = frame {
-                side.stream
-                    .wait(&slot.uploaded)
-                    .during("cuStreamWaitEvent(side)")?;
-                side.enqueue(out, frame)?;
-            }
-            out.done
-                .record(&side.stream)
-                .during("cuEventRecord(extra done)")?;
-        }
         slot.ref_plane = ref_plane;
         slot.index = index;
         slot.full = !frames.is_empty();
@@ -1102,6 +1110,142 @@ impl CudaBackend {
             lane.synchronize().during("cuStreamSynchronize(lane)")?;
         }
         Ok(())
+    }
+}
+
+/// One rendition's share of a ladder slot, handed to the job that places it: its staging and
+/// device buffers, its scaler to the scoring size, its chroma unpacking.
+struct RenditionParts<'a> {
+    bufs: &'a mut StreamBufs,
+    scaler: &'a mut Option<GpuScaler>,
+    unpacked: Option<&'a mut ChromaGpu>,
+}
+
+/// What placing one rendition gave: its luma at the scoring size, its chroma with the
+/// reference's, the bytes copied and the buffer to hold.
+struct PlacedRendition {
+    plane: DevPlane,
+    chroma: Option<ChromaDev>,
+    bytes: u64,
+    hold: Option<Hold>,
+}
+
+/// What [`place_in`] gave: the plane's descriptor, the bytes copied to the device, and the
+/// input buffer to keep until its frame is collected.
+struct Placed {
+    plane: DevPlane,
+    bytes: u64,
+    hold: Option<Hold>,
+}
+
+/// [`CudaBackend::place`] into one stream's buffers of a slot (`bufs`), with the backend's
+/// upload stream, `CUcontext` and bits per sample (`ctx`): host rows through the pinned
+/// staging into the device plane, device memory of this context in place (held until frame
+/// `release_after` is collected), other device memory copied (held until frame `index`).
+/// Free of the backend, so that a ladder's renditions can be placed beside each other.
+fn place_in(
+    bufs: &mut StreamBufs,
+    input: LumaInput<'_>,
+    (upload_stream, context, bpc): (&Arc<CudaStream>, usize, u32),
+    index: u64,
+    release_after: u64,
+) -> Result<Placed, CudaError> {
+    let (host, dev) = (&mut bufs.host, &mut bufs.dev);
+    let dev_ptr = dev.device_ptr(upload_stream).0;
+    let upload = |bytes: usize, host: &PinnedHostSlice<u8>| -> Result<(), CudaError> {
+        let src = host
+            .as_slice()
+            .during("cuEventSynchronize(staging)")?
+            .get(..bytes)
+            // `ok_or_else`: the error text is made only on failure (an eager `ok_or` put
+            // a 30-byte allocation in every upload; tests/gpu_lessons.rs found it).
+            .ok_or_else(|| CudaError::Driver {
+                call: "cuMemcpyHtoDAsync(luma)",
+                code: "staging smaller than the plane".to_owned(),
+            })?;
+        // SAFETY: `dev` holds width * height * sample_bytes >= bytes bytes (`check`); the
+        // pinned source lives in the slot until the upload is complete (the slot is reused
+        // only after its frame was collected, which implies the upload event passed).
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(dev_ptr, src, upload_stream.cu_stream())
+        }
+        .during("cuMemcpyHtoDAsync(luma)")
+    };
+    let placed = |plane, bytes: usize, hold| Placed {
+        plane,
+        bytes: bytes as u64,
+        hold,
+    };
+    match input {
+        LumaInput::Packed(p) => {
+            let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
+            let bytes = sample_bytes(bpc);
+            let n = CudaBackend::stage_packed(&p, dst, bytes);
+            upload(n, host)?;
+            let layout = if bytes == 1 {
+                SampleLayout {
+                    bytes: 1,
+                    down: 0,
+                    depth: 8,
+                    up: 0,
+                }
+            } else {
+                SampleLayout::RIGHT_ALIGNED_U16
+            };
+            Ok(placed(
+                DevPlane::new(dev_ptr, bytes * p.width, layout),
+                n,
+                None,
+            ))
+        }
+        LumaInput::Host(h) => {
+            let dst = host.as_mut_slice().during("cuEventSynchronize(staging)")?;
+            let n = CudaBackend::stage_host(&h, dst);
+            upload(n, host)?;
+            Ok(placed(
+                DevPlane::new(dev_ptr, h.width * h.layout.bytes, h.layout),
+                n,
+                None,
+            ))
+        }
+        LumaInput::Device(d) => {
+            let DeviceLuma {
+                ptr,
+                pitch,
+                width,
+                height,
+                layout,
+                context: from,
+                hold,
+            } = d;
+            let row = width * layout.bytes;
+            let aligned = layout.bytes == 1 || (ptr % 2 == 0 && pitch % 2 == 0);
+            if from == context && aligned && pitch >= row {
+                let hold = Hold {
+                    release_after,
+                    _keep: hold,
+                };
+                return Ok(placed(DevPlane::new(ptr, pitch, layout), 0, Some(hold)));
+            }
+            // Another context (or device): one pitched copy of the valid rows. The
+            // destination holds width * height * sample_bytes >= row * height bytes
+            // (`check`); `hold` keeps the source alive until this frame is collected.
+            peer_copy(
+                (ptr, from, pitch),
+                (dev_ptr, context, row),
+                (row, height),
+                upload_stream,
+            )?;
+            let hold = Hold {
+                release_after: index,
+                _keep: hold,
+            };
+            Ok(placed(
+                DevPlane::new(dev_ptr, row, layout),
+                row * height,
+                Some(hold),
+            ))
+        }
     }
 }
 

@@ -64,36 +64,48 @@ impl Side {
     }
 }
 
-/// The views of renditions `renditions` (each below `n`) of one instance's words in a ladder
-/// slot's result words: the instance's `w` words for each of the `n` renditions in turn,
-/// from word `at`.
+/// One instance's or side stream's share of a ladder frame's launches, run beside the
+/// others ([`crate::cuda::staging::run_beside`]).
+pub(super) type LaunchJob<'s> = Box<dyn FnOnce() -> Result<(), CudaError> + Send + 's>;
+
+/// Calls `f` with one view of `words` per range of `ranges` (`(start, len)` in words,
+/// ascending and disjoint), in that order: the instances' words of a ladder slot, handed to
+/// jobs that run at once. Returns what `f` returns.
 ///
-/// Errors: [`CudaError::Driver`] when the words do not fit `words` (an internal mistake).
-pub(super) fn rendition_views<'a>(
-    words: &'a mut DeviceAlloc<u64>,
-    at: usize,
-    w: usize,
-    n: usize,
-    renditions: &[usize],
-) -> Result<Vec<CudaViewMut<'a, u64>>, CudaError> {
-    let mut views = Vec::with_capacity(renditions.len());
-    if w == 0 || at + w * n > words.len() || renditions.iter().any(|&k| k >= n) {
-        return Err(CudaError::Driver {
-            call: "ladder result words",
-            code: "internal: words outside the slot's".to_owned(),
-        });
-    }
-    let mut chunks: Vec<Option<CudaViewMut<'a, u64>>> = words
-        .slice_mut(at..at + w * n)
-        .chunks_exact_mut(w)
-        .map(Some)
-        .collect();
-    for &k in renditions {
-        if let Some(v) = chunks.get_mut(k).and_then(Option::take) {
-            views.push(v);
-        }
-    }
-    Ok(views)
+/// Errors: [`CudaError::Driver`] when a range lies outside `words` or before the previous
+/// one's end (an internal mistake); `f` is then not called.
+pub(super) fn with_views<R>(
+    words: CudaViewMut<'_, u64>,
+    ranges: &[(usize, usize)],
+    f: impl for<'v> FnOnce(Vec<CudaViewMut<'v, u64>>) -> Result<R, CudaError>,
+) -> Result<R, CudaError> {
+    carve(words, 0, ranges, Vec::with_capacity(ranges.len()), f)
+}
+
+/// [`with_views`]' recursion: `words` starts at word `offset`; `done` holds the views cut so
+/// far. Each step splits the next range off the rest, so that every view borrows from a
+/// frame still on the stack when `f` runs.
+fn carve<'a, R>(
+    mut words: CudaViewMut<'a, u64>,
+    offset: usize,
+    ranges: &[(usize, usize)],
+    done: Vec<CudaViewMut<'a, u64>>,
+    f: impl for<'v> FnOnce(Vec<CudaViewMut<'v, u64>>) -> Result<R, CudaError>,
+) -> Result<R, CudaError> {
+    let Some((&(start, len), rest)) = ranges.split_first() else {
+        return f(done);
+    };
+    let outside = || CudaError::Driver {
+        call: "ladder result words",
+        code: "internal: words outside the slot's".to_owned(),
+    };
+    let gap = start.checked_sub(offset).ok_or_else(outside)?;
+    let (_, mut tail) = words.try_split_at_mut(gap).ok_or_else(outside)?;
+    let (mine, after) = tail.try_split_at_mut(len).ok_or_else(outside)?;
+    // Covariance: the views cut so far live at least as long as this frame's.
+    let mut done: Vec<CudaViewMut<'_, u64>> = done;
+    done.push(mine);
+    carve(after, start + len, rest, done, f)
 }
 
 /// A slot's share of one side stream: the metric's result words on the device, their pinned
