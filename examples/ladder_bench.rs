@@ -3,7 +3,9 @@
 //! scored by one element per rendition behind a `tee` of the reference, in one process, on
 //! the same frames, one after the other. Prints one markdown table: per input memory and
 //! model, the reference frames per second of each way (whole run: PLAYING to EOS), the ratio,
-//! and whether every rendition's pooled scores are identical both ways.
+//! and whether every rendition's pooled scores are identical both ways, and each way's busiest
+//! thread (its CPU time over the run's wall time: 100% is a thread that never waited, e.g. a
+//! ladder element's one streaming thread saturated) beside the process's CPU in cores.
 //!
 //! `cargo run --release --example ladder_bench -- [--backend cuda] [--memory system,cuda]
 //! [--models vmaf_v0.6.1,vmaf_v1.0.16_3d0h] [--frames 600] [--threads 0]
@@ -60,6 +62,10 @@ struct Args {
     /// Rendition sizes (comma-separated).
     #[arg(long, default_value = "1920x1080,1280x720,960x540,768x432,640x360")]
     renditions: String,
+    /// Which ways to run (comma-separated: `ladder`, `separate`); one alone leaves the other's
+    /// cells empty and the scores unchecked (for a profiler).
+    #[arg(long, default_value = "ladder,separate")]
+    ways: String,
     /// Folder of Netflix's src01 files.
     #[arg(long)]
     data: Option<PathBuf>,
@@ -167,9 +173,71 @@ fn appsrc(caps: &gst::Caps) -> gst_app::AppSrc {
         .build()
 }
 
+/// CPU seconds (user + system) each thread of this process has used so far, by thread id,
+/// with the thread's name, from `/proc/self/task/*/stat` (fields 14 and 15, in clock ticks).
+/// Empty where `/proc` cannot be read.
+fn thread_cpu() -> std::collections::HashMap<u32, (String, f64)> {
+    // SAFETY: sysconf only reads a configuration value.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut out = std::collections::HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(tid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "tid (name) state ...": the name may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close].to_owned();
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // After the name: [0] state (field 3), so utime (14) is [11] and stime (15) [12].
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        out.insert(tid, (name, (ticks(11) + ticks(12)) / tick));
+    }
+    out
+}
+
+/// The thread that used the most CPU between two [`thread_cpu`] snapshots, over `wall`
+/// seconds: "name NN%" (100% = one core all the time), with the process's total in cores.
+fn busiest(
+    before: &std::collections::HashMap<u32, (String, f64)>,
+    after: &std::collections::HashMap<u32, (String, f64)>,
+    wall: f64,
+) -> String {
+    let used = after
+        .iter()
+        .map(|(tid, (name, cpu))| (name, cpu - before.get(tid).map(|(_, c)| *c).unwrap_or(0.0)));
+    let total: f64 = used.clone().map(|(_, c)| c).sum();
+    match used.max_by(|a, b| a.1.total_cmp(&b.1)) {
+        Some((name, c)) if wall > 0.0 => format!(
+            "{name} {:.0}% (all {:.1} cores)",
+            100.0 * c / wall,
+            total / wall
+        ),
+        _ => "n/a".to_owned(),
+    }
+}
+
 /// What one run gave.
 struct Outcome {
     fps: f64,
+    /// The busiest thread's share of the run ([`busiest`]).
+    busiest: String,
     /// Pooled VMAF mean per rendition, in rendition order.
     pooled: Vec<Vec<(String, f64)>>,
 }
@@ -254,6 +322,7 @@ fn run(
         }
     }
     let bus = pipeline.bus().ok_or("no bus")?;
+    let cpu_before = thread_cpu();
     pipeline.set_state(gst::State::Playing)?;
     let start = Instant::now();
     let frames = args.frames;
@@ -285,7 +354,7 @@ fn run(
             break Err::<f64, BoxError>("no end of stream within 600 s".into());
         };
         match msg.view() {
-            gst::MessageView::Eos(_) => break Ok(frames as f64 / start.elapsed().as_secs_f64()),
+            gst::MessageView::Eos(_) => break Ok(start.elapsed().as_secs_f64()),
             gst::MessageView::Error(e) => {
                 break Err(format!("{} ({:?})", e.error(), e.debug()).into())
             }
@@ -306,11 +375,15 @@ fn run(
             _ => {}
         }
     };
+    // Before NULL: the element's threads end there.
+    let cpu_after = thread_cpu();
     let _ = pipeline.set_state(gst::State::Null);
     for f in feeders {
         let _ = f.join();
     }
-    let fps = result?;
+    let wall = result?;
+    let fps = frames as f64 / wall;
+    let busiest = busiest(&cpu_before, &cpu_after, wall);
     // Rendition order: ladder pads `distorted`, `distorted_1`, ...; separate `cmp0`, `cmp1`...
     let key = |name: &str| -> usize {
         if name == "distorted" {
@@ -324,6 +397,7 @@ fn run(
     pooled.sort_by_key(|(n, _)| key(n));
     Ok(Outcome {
         fps,
+        busiest,
         pooled: pooled.into_iter().map(|(_, v)| v).collect(),
     })
 }
@@ -381,8 +455,8 @@ fn bench() -> Result<bool, BoxError> {
         args.backend,
         args.threads
     );
-    println!("| memory | model | ladder ref fps | separate ref fps | ladder / separate | pairs/s (ladder) | scores |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| memory | model | ladder ref fps | separate ref fps | ladder / separate | pairs/s (ladder) | scores | busiest thread: ladder | separate |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for memory in args.memory.split(',').map(str::trim) {
         let (streams, context, _ctx) = if memory == "cuda" {
             if !unsafe { cudarc::driver::sys::is_culib_present() } {
@@ -414,6 +488,20 @@ fn bench() -> Result<bool, BoxError> {
             (streams, None, None)
         };
         for model in args.models.split(',').map(str::trim) {
+            let way = |w: &str| args.ways.split(',').any(|x| x.trim() == w);
+            if !(way("ladder") && way("separate")) {
+                let (name, ladder) = if way("ladder") {
+                    ("ladder", true)
+                } else {
+                    ("separate", false)
+                };
+                let o = run(&args, model, &streams, ladder, context.as_ref())?;
+                println!(
+                    "| {memory} | {model} | {name} only: {:.1} | | | | | {} | |",
+                    o.fps, o.busiest
+                );
+                continue;
+            }
             let ladder = run(&args, model, &streams, true, context.as_ref());
             let separate = run(&args, model, &streams, false, context.as_ref());
             match (ladder, separate) {
@@ -421,12 +509,14 @@ fn bench() -> Result<bool, BoxError> {
                     let same = l.pooled == s.pooled && l.pooled.len() == renditions.len();
                     ok &= same;
                     println!(
-                        "| {memory} | {model} | {:.1} | {:.1} | {:.2}x | {:.0} | {} |",
+                        "| {memory} | {model} | {:.1} | {:.1} | {:.2}x | {:.0} | {} | {} | {} |",
                         l.fps,
                         s.fps,
                         l.fps / s.fps,
                         l.fps * renditions.len() as f64,
-                        if same { "identical" } else { "DIFFER" }
+                        if same { "identical" } else { "DIFFER" },
+                        l.busiest,
+                        s.busiest
                     );
                 }
                 (l, s) => {
@@ -435,7 +525,7 @@ fn bench() -> Result<bool, BoxError> {
                         Ok(o) => format!("{:.1}", o.fps),
                         Err(e) => format!("error: {e}"),
                     };
-                    println!("| {memory} | {model} | {} | {} | | | |", e(l), e(s));
+                    println!("| {memory} | {model} | {} | {} | | | | | |", e(l), e(s));
                 }
             }
         }

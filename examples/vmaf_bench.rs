@@ -192,6 +192,20 @@ struct Args {
     /// Reference frames timed per `--ladder` run.
     #[arg(long, default_value_t = 600)]
     ladder_frames: usize,
+    /// Which `--ladder` runs to time, comma-separated: `ladder`, `unshared`, `threads`,
+    /// `turn` (the table's columns, in that order; the others print `-`).
+    #[arg(
+        long,
+        default_value = "ladder,unshared,threads,turn",
+        value_delimiter = ','
+    )]
+    ladder_runs: Vec<String>,
+    /// Input memory of `--ladder`, comma-separated: `cuda`, `system`.
+    #[arg(long, default_value = "cuda,system", value_delimiter = ',')]
+    ladder_memory: Vec<String>,
+    /// Frames each `--ladder` run scores before its timing starts (fewer for a profiler).
+    #[arg(long, default_value_t = 30)]
+    ladder_warm: usize,
 }
 
 /// `--model`, for every pipeline [`run`] builds.
@@ -1754,8 +1768,14 @@ fn bench() -> Result<bool, BoxError> {
     let _ = MODEL.set(args.model.clone());
     let _ = SCALE_METHOD.set(args.scale_method.clone());
     if args.ladder {
-        return ladder_bench::ladder(&args.ladder_models, args.ladder_frames)
-            .map_err(|e| -> BoxError { e.to_string().into() });
+        return ladder_bench::ladder(
+            &args.ladder_models,
+            args.ladder_frames,
+            &args.ladder_runs,
+            &args.ladder_memory,
+            args.ladder_warm,
+        )
+        .map_err(|e| -> BoxError { e.to_string().into() });
     }
     println!("model: {}", args.model);
     if let Some(spec) = args.profile.as_deref() {

@@ -271,7 +271,7 @@ fn ladder_fps(
         .with_shared_reference(share);
     let mut s = LadderScorer::new(Box::new(b), set.plan.clone(), 1)?;
     let mut start = Instant::now();
-    let warm = WARM;
+    let warm = warm();
     for i in 0..warm + frames {
         if i == warm {
             s.settle()?;
@@ -333,8 +333,12 @@ fn run_pair(
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// Warm-up frames before every timed run.
-const WARM: usize = 30;
+/// Frames scored before the timing starts, per run (`--ladder-warm`; 30 by default).
+static WARM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(30);
+
+fn warm() -> usize {
+    WARM.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Reference fps of five pair backends on five threads at once (each made and warmed up
 /// first; timed from a common start to the last one's end).
@@ -354,7 +358,7 @@ fn threads_fps(
                     let ready = || -> Result<Scorer<()>, BoxError> {
                         dev.context().bind_to_thread()?;
                         let mut s = pair_scorer(dev, set, k)?;
-                        run_pair(&mut s, dev, c, k, mem, WARM)?;
+                        run_pair(&mut s, dev, c, k, mem, warm())?;
                         Ok(s)
                     };
                     let ready = ready();
@@ -391,7 +395,7 @@ fn in_turn_fps(
     let mut total = 0.0;
     for k in 0..SIZES.len() {
         let mut s = pair_scorer(dev, set, k)?;
-        run_pair(&mut s, dev, c, k, mem, WARM)?;
+        run_pair(&mut s, dev, c, k, mem, warm())?;
         total += run_pair(&mut s, dev, c, k, mem, frames)?;
         s.finish()?;
     }
@@ -399,8 +403,26 @@ fn in_turn_fps(
 }
 
 /// Measures and prints the ladder table for `models`; `frames`: reference frames timed per
-/// run.
-pub fn ladder(models: &[String], frames: usize) -> Result<bool, BoxError> {
+/// run; `runs`: the columns to time (`ladder`, `unshared`, `threads`, `turn`; a run left out
+/// prints `-`, e.g. to profile one of them alone); `memory`: `cuda` and/or `system`; `warm`:
+/// frames scored before each run's timing starts.
+pub fn ladder(
+    models: &[String],
+    frames: usize,
+    runs: &[String],
+    memory: &[String],
+    warm: usize,
+) -> Result<bool, BoxError> {
+    WARM.store(warm, std::sync::atomic::Ordering::Relaxed);
+    let wants = |r: &str| runs.iter().any(|x| x.trim() == r);
+    let mems: Vec<Mem> = memory
+        .iter()
+        .map(|m| match m.trim() {
+            "cuda" => Ok(Mem::Device),
+            "system" => Ok(Mem::Host),
+            other => Err(format!("--ladder-memory {other}: not cuda or system")),
+        })
+        .collect::<Result<_, _>>()?;
     let dev = GpuDevice::open(0)?;
     dev.context().bind_to_thread()?;
     let c = content(&dev)?;
@@ -428,20 +450,24 @@ pub fn ladder(models: &[String], frames: usize) -> Result<bool, BoxError> {
                     .collect::<Result<_, _>>()?,
             },
         };
-        for mem in [Mem::Device, Mem::Host] {
-            let l = ladder_fps(&dev, &set, &c, mem, frames, true);
-            let u = ladder_fps(&dev, &set, &c, mem, frames, false);
-            let t = threads_fps(&dev, &set, &c, mem, frames);
-            let q = in_turn_fps(&dev, &set, &c, mem, frames);
-            let cell = |r: &Result<f64, BoxError>| match r {
-                Ok(v) => format!("{v:.1}"),
-                Err(e) => format!("failed: {e}"),
+        for &mem in &mems {
+            // `None`: not asked for.
+            let l = wants("ladder").then(|| ladder_fps(&dev, &set, &c, mem, frames, true));
+            let u = wants("unshared").then(|| ladder_fps(&dev, &set, &c, mem, frames, false));
+            let t = wants("threads").then(|| threads_fps(&dev, &set, &c, mem, frames));
+            let q = wants("turn").then(|| in_turn_fps(&dev, &set, &c, mem, frames));
+            let cell = |r: &Option<Result<f64, BoxError>>| match r {
+                Some(Ok(v)) => format!("{v:.1}"),
+                Some(Err(e)) => format!("failed: {e}"),
+                None => "-".to_owned(),
             };
-            let ratio = |a: &Result<f64, BoxError>, b: &Result<f64, BoxError>| match (a, b) {
-                (Ok(a), Ok(b)) => format!("{:.2}x", a / b),
-                _ => "n/a".to_owned(),
-            };
-            ok &= l.is_ok() && u.is_ok() && t.is_ok() && q.is_ok();
+            let ratio =
+                |a: &Option<Result<f64, BoxError>>, b: &Option<Result<f64, BoxError>>| match (a, b)
+                {
+                    (Some(Ok(a)), Some(Ok(b))) => format!("{:.2}x", a / b),
+                    _ => "n/a".to_owned(),
+                };
+            ok &= [&l, &u, &t, &q].iter().all(|r| !matches!(r, Some(Err(_))));
             rows.push(format!(
                 "| {model} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 if mem == Mem::Device {
@@ -455,10 +481,10 @@ pub fn ladder(models: &[String], frames: usize) -> Result<bool, BoxError> {
                 ratio(&l, &t),
                 cell(&q),
                 ratio(&l, &q),
-                l.as_ref().map_or("n/a".to_owned(), |v| format!(
-                    "{:.0}",
-                    v * SIZES.len() as f64
-                )),
+                match &l {
+                    Some(Ok(v)) => format!("{:.0}", v * SIZES.len() as f64),
+                    _ => "n/a".to_owned(),
+                },
             ));
             eprintln!("{}", rows.last().map_or("", String::as_str));
         }
