@@ -438,6 +438,10 @@ pub trait CudaExtractor: Send {
     /// back ([`CudaExtractor::read`]) to the values [`CudaExtractor::enqueue`] gives for that
     /// frame alone, bit for bit.
     ///
+    /// `outs` arrive zeroed: the ladder backend zeroes all of a frame's result words with
+    /// one memset before any instance runs (a memset per rendition and instance cost about
+    /// as much CPU as a launch), so an override may add to them without zeroing them.
+    ///
     /// The default enqueues the frames one after the other; an extractor with work that
     /// depends on the reference alone overrides it to do that work once per call.
     ///

@@ -865,6 +865,11 @@ impl CudaBackend {
         }
         let slot = &mut self.slots[s];
         slot.has_chroma = ref_cplanes.is_some();
+        // Every result word of the frame zeroed at once: the instances' ladder kernels add to
+        // them (`CudaExtractor::enqueue_ladder`'s contract).
+        self.upload
+            .memset_zeros(&mut *slot.dev_out)
+            .during("cuMemsetD8Async(ladder results)")?;
         slot.uploaded
             .record(&self.upload)
             .during("cuEventRecord(uploaded)")?;

@@ -431,7 +431,8 @@ impl AdmGpu {
         }
         let ref_hvd = self.enqueue_reference(stream, reference)?;
         for (&dis, out) in distorted.iter().zip(outs.iter_mut()) {
-            self.enqueue_rendition(stream, &ref_hvd, dis, cfg, out)?;
+            let mut out = Self::zeroed_out(stream, out)?;
+            self.enqueue_rendition(stream, &ref_hvd, dis, cfg, &mut out)?;
         }
         Ok(())
     }
@@ -473,9 +474,10 @@ impl AdmGpu {
     /// The rendition half of [`AdmGpu::enqueue_ladder`] for one distorted plane, in this
     /// `AdmGpu`'s distorted scratch, on `stream`: its DWT (passed as the launch's first frame),
     /// then the decoupling and masking of each scale against the reference's bands at
-    /// `ref_hvd` ([`AdmGpu::enqueue_reference`], which `stream` must have waited for), into
-    /// `out` (as [`AdmGpu::enqueue`] writes it). Renditions on different streams each need an
-    /// `AdmGpu` of their own: the scratch is used in `stream`'s order.
+    /// `ref_hvd` ([`AdmGpu::enqueue_reference`], which `stream` must have waited for), added
+    /// to the first [`AdmGpu::RESULT_WORDS`] words of `out`, which must be zero (as
+    /// [`AdmGpu::enqueue`] writes them from zero). Renditions on different streams each need
+    /// an `AdmGpu` of their own: the scratch is used in `stream`'s order.
     ///
     /// Errors: as [`AdmGpu::enqueue`].
     pub fn enqueue_rendition(
@@ -488,7 +490,9 @@ impl AdmGpu {
     ) -> Result<(), CudaError> {
         self.check_cfg(cfg)?;
         let hvd_dis = self.hvd_dis.device_ptr_mut(stream).0;
-        let mut out = Self::zeroed_out(stream, out)?;
+        let mut out = out
+            .try_slice_mut(..Self::RESULT_WORDS)
+            .ok_or_else(|| invalid("AdmGpu::enqueue (out shorter than RESULT_WORDS)"))?;
         for (s, &hvd_ref) in ref_hvd.iter().enumerate() {
             let (src, dst) = self.approximations(stream, s, false);
             let src = match s {

@@ -272,14 +272,15 @@ impl VifGpu {
         cfg: &VifConfig,
         outs: &mut [CudaViewMut<u64>],
     ) -> Result<(), CudaError> {
-        self.enqueue_ladder_on(stream, reference, distorted, cfg, outs, None)
+        self.enqueue_ladder_on(stream, reference, distorted, cfg, outs, None, false)
     }
 
     /// [`VifGpu::enqueue_ladder`] with each distorted plane's scales 1..=3 on a lane of
     /// `lanes`, in the scratch of the `VifGpu` of `workers` at the same index (same geometry),
     /// beside each other and beside scale 0's ladder kernel on `stream`; planes beyond the
     /// lanes or workers run on `stream` in this `VifGpu`'s scratch. `stream` waits for every
-    /// used lane before its next work. Same sums, bit for bit.
+    /// used lane before its next work. `outs` must arrive zeroed (a ladder backend's words;
+    /// [`VifGpu::enqueue_ladder`] zeroes them itself). Same sums, bit for bit.
     ///
     /// Errors: as [`VifGpu::enqueue_ladder`]; [`CudaError::Driver`] from the lanes' event
     /// record and wait.
@@ -300,6 +301,7 @@ impl VifGpu {
             cfg,
             outs,
             Some((lanes, workers)),
+            true,
         )
     }
 
@@ -311,6 +313,7 @@ impl VifGpu {
         cfg: &VifConfig,
         outs: &mut [CudaViewMut<u64>],
         mut lanes: Option<(&RenditionLanes, &mut [VifGpu])>,
+        zeroed: bool,
     ) -> Result<(), CudaError> {
         if outs.len() != distorted.len() {
             return Err(CudaError::Driver {
@@ -319,12 +322,21 @@ impl VifGpu {
             });
         }
         let limit = cfg.enhn_gain_limit;
-        // Each plane's four words of every scale, zeroed before anything adds to them.
+        // Each plane's four words of every scale, zero before anything adds to them.
         let mut bases = Vec::with_capacity(outs.len());
         for out in outs.iter_mut() {
-            stream
-                .memset_zeros(out)
-                .during("cuMemsetD8Async(vif sums)")?;
+            if out.len() < Self::RESULT_WORDS {
+                return Err(CudaError::Driver {
+                    call: "VifGpu::enqueue_ladder",
+                    code: "CUDA_ERROR_INVALID_VALUE (an output shorter than RESULT_WORDS)"
+                        .to_owned(),
+                });
+            }
+            if !zeroed {
+                stream
+                    .memset_zeros(out)
+                    .during("cuMemsetD8Async(vif sums)")?;
+            }
             bases.push(out.device_ptr_mut(stream).0);
         }
         // The reference's scales 1..=3, once.
