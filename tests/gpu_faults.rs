@@ -52,6 +52,26 @@ fn desc(backend: &str, model: &str) -> String {
     )
 }
 
+/// [`desc`] as a ladder of two renditions (the distorted file on `distorted` and on
+/// `distorted_1`): the ladder backend's steps, its renditions' lanes and scratch among them.
+fn ladder_desc(backend: &str, model: &str) -> String {
+    let pair = reference_pairs()
+        .into_iter()
+        .find(|p| p.width == 576 && p.format == "I420")
+        .expect("576x324 8-bit reference pair");
+    format!(
+        "{} {}",
+        desc(backend, model),
+        raw_branch(
+            &pair.distorted,
+            pair.width,
+            pair.height,
+            pair.format,
+            "distorted_1"
+        ),
+    )
+}
+
 fn scores(out: &RunOutput) -> Vec<Vec<f64>> {
     out.frames
         .iter()
@@ -104,10 +124,28 @@ fn every_extra_metric_init_and_allocation_step_can_fail_cleanly() {
     inject_every_step(&format!("vmaf_v0.6.1 features={EXTRAS}"));
 }
 
+/// The same for a ladder of two renditions (issue 30): the CUDA ladder backend's steps,
+/// among them each rendition's lane (stream, events) and its own VIF and ADM scratch.
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn every_ladder_init_and_allocation_step_can_fail_cleanly() {
+    inject_every_step_of("vmaf_v0.6.1", ladder_desc, 6);
+}
+
 /// Records the CUDA init and allocation steps of a `model` run, then fails each in turn:
 /// the element must report the step, leak nothing, fall back under `backend=auto` with
 /// scores equal to the CPU's, and the next run must work.
 fn inject_every_step(model: &str) {
+    inject_every_step_of(model, desc, 3);
+}
+
+/// [`inject_every_step`] with the pipeline `describe(backend, model)`, which posts `frames`
+/// frame messages (a ladder: one per rendition and reference frame).
+fn inject_every_step_of(model: &str, describe: fn(&str, &str) -> String, frames: usize) {
+    let desc = describe;
     init();
     let dev = match GpuDevice::open(0) {
         Ok(d) => d,
@@ -126,7 +164,7 @@ fn inject_every_step(model: &str) {
     let cpu = run(&desc("cpu", model), LONG);
     assert!(cpu.errors.is_empty(), "cpu: {:?}", cpu.errors);
     let expected = scores(&cpu);
-    assert_eq!(expected.len(), 3);
+    assert_eq!(expected.len(), frames);
     let tolerance = if model.contains("features=") {
         1e-4
     } else {
