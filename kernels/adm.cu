@@ -116,10 +116,10 @@ __device__ __forceinline__ int dwt_mirror(int k, int n) {
 // ---------------------------------------------------------------------------------------------
 
 // Scale 0: input planes (see Plane) of `bpc` bits, int32 wrapping arithmetic, 16-bit stores.
-extern "C" __global__ void adm_dwt_s0(const Plane ref, const Plane dis,
-                                      int16_t* __restrict__ a_ref, int16_t* __restrict__ a_dis,
-                                      int16_t* __restrict__ hvd_ref, int16_t* __restrict__ hvd_dis,
-                                      int64_t band_len, const int64_t* __restrict__ params) {
+// One output coefficient (this thread's) of `src` into `a` and `hvd`.
+__device__ __forceinline__ void dwt_s0_body(const Plane src, int16_t* __restrict__ a,
+                                            int16_t* __restrict__ hvd, int64_t band_len,
+                                            const int64_t* __restrict__ params) {
     const int64_t* p = params;  // scale 0
     const int ow = (int)p[P_W], oh = (int)p[P_H];
     const int w = (int)p[P_IN_W], h = (int)p[P_IN_H];
@@ -127,11 +127,6 @@ extern "C" __global__ void adm_dwt_s0(const Plane ref, const Plane dis,
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     const int i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= oh || j >= ow) return;
-    // A copy, not a reference: a reference to a kernel parameter puts both on the stack
-    // (64 bytes of local memory per thread, reserved for every resident thread).
-    const Plane src = blockIdx.z == 0 ? ref : dis;
-    int16_t* a = blockIdx.z == 0 ? a_ref : a_dis;
-    int16_t* hvd = blockIdx.z == 0 ? hvd_ref : hvd_dis;
 
     const uint32_t add = 1u << (bpc - 1);
     const uint32_t offset = (uint32_t)LO_SUM * add;
@@ -165,6 +160,17 @@ extern "C" __global__ void adm_dwt_s0(const Plane ref, const Plane dis,
     hvd[o] = (int16_t)((hl + 32768) >> 16);                 // h: vertical high, horizontal low
     hvd[band_len + o] = (int16_t)((ah + 32768) >> 16);      // v: vertical low, horizontal high
     hvd[2 * band_len + o] = (int16_t)((hh + 32768) >> 16);  // d
+}
+
+extern "C" __global__ void adm_dwt_s0(const Plane ref, const Plane dis,
+                                      int16_t* __restrict__ a_ref, int16_t* __restrict__ a_dis,
+                                      int16_t* __restrict__ hvd_ref, int16_t* __restrict__ hvd_dis,
+                                      int64_t band_len, const int64_t* __restrict__ params) {
+    // A copy, not a reference: a reference to a kernel parameter puts both on the stack
+    // (64 bytes of local memory per thread, reserved for every resident thread).
+    const Plane src = blockIdx.z == 0 ? ref : dis;
+    dwt_s0_body(src, blockIdx.z == 0 ? a_ref : a_dis, blockIdx.z == 0 ? hvd_ref : hvd_dis,
+                band_len, params);
 }
 
 // Scales 1..3: approximation band of the previous scale (int16 at scale 1, int32 after), int64
@@ -532,4 +538,113 @@ extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
                 int64_t band_len, const int64_t* __restrict__ p,
                 unsigned long long* __restrict__ acc) {
     cm_body<false>(hvd_ref, dec_r, dec_a, fc, band_len, p, acc);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A ladder's renditions, batched
+// ---------------------------------------------------------------------------------------------
+// One launch per step for up to ADM_LADDER_MAX distorted frames of one ladder frame: block z
+// works on rendition z, in its own scratch, `z * stride` elements (of the buffer's type) past
+// each base pointer, with the same bodies as the pair kernels (so the same bits). The
+// reference's bands are shared; its DWT runs through the pair kernels with grid z = 1.
+
+#define ADM_LADDER_MAX 8
+
+struct AdmLadderPlanes {
+    Plane p[ADM_LADDER_MAX];
+};
+struct AdmLadderAccs {
+    unsigned long long* p[ADM_LADDER_MAX];
+};
+
+// Scale 0 of each distorted plane `dis.p[z]` into `a + z * a_stride`, `hvd + z * hvd_stride`.
+extern "C" __global__ void adm_dwt_s0_ladder(const AdmLadderPlanes dis, int16_t* __restrict__ a,
+                                             int64_t a_stride, int16_t* __restrict__ hvd,
+                                             int64_t hvd_stride, int64_t band_len,
+                                             const int64_t* __restrict__ params) {
+    const int z = blockIdx.z;
+    const Plane src = dis.p[z];
+    dwt_s0_body(src, a + z * a_stride, hvd + z * hvd_stride, band_len, params);
+}
+
+// Scales 1..3 of each rendition: source `src + z * src_stride` (the scale before's
+// approximation band), outputs as adm_dwt_s0_ladder.
+template <typename Src>
+__device__ __forceinline__ void dwt_s123_ladder(const Src* src, int64_t src_stride, int32_t* a,
+                                                int64_t a_stride, int32_t* hvd,
+                                                int64_t hvd_stride, int64_t band_len,
+                                                const int64_t* __restrict__ p) {
+    const int64_t z = blockIdx.z;
+    const Src* s = src + z * src_stride;
+    int32_t* az = a + z * a_stride;
+    int32_t* hz = hvd + z * hvd_stride;
+    dwt_s123_body<Src>(s, s, az, az, hz, hz, band_len, p);
+}
+
+extern "C" __global__ void adm_dwt_s1_ladder(const int16_t* src, int64_t src_stride, int32_t* a,
+                                             int64_t a_stride, int32_t* hvd, int64_t hvd_stride,
+                                             int64_t band_len, const int64_t* __restrict__ p) {
+    dwt_s123_ladder<int16_t>(src, src_stride, a, a_stride, hvd, hvd_stride, band_len, p);
+}
+
+extern "C" __global__ void adm_dwt_s23_ladder(const int32_t* src, int64_t src_stride, int32_t* a,
+                                              int64_t a_stride, int32_t* hvd, int64_t hvd_stride,
+                                              int64_t band_len, const int64_t* __restrict__ p) {
+    dwt_s123_ladder<int32_t>(src, src_stride, a, a_stride, hvd, hvd_stride, band_len, p);
+}
+
+// Decouple + CSF of each rendition: its detail bands, restored and additive parts
+// `z * dis_stride` past `hvd_dis`, `dec_r`, `dec_a`, its masking sums `z * fc_stride` past `fc`.
+template <bool S0>
+__device__ __forceinline__ void decouple_ladder(const typename Band<S0>::T* hvd_ref,
+                                                const typename Band<S0>::T* hvd_dis,
+                                                typename Band<S0>::T* dec_r,
+                                                typename Band<S0>::T* dec_a, int64_t dis_stride,
+                                                int32_t* fc, int64_t fc_stride, int64_t band_len,
+                                                const int64_t* p, double cos_sq, double gain,
+                                                int64_t gain_i, int int_gain) {
+    const int64_t z = blockIdx.z;
+    decouple_body<S0>(hvd_ref, hvd_dis + z * dis_stride, dec_r + z * dis_stride,
+                      dec_a + z * dis_stride, fc + z * fc_stride, band_len, p, cos_sq, gain,
+                      gain_i, int_gain);
+}
+
+extern "C" __global__ void adm_decouple_s0_ladder(const int16_t* hvd_ref, const int16_t* hvd_dis,
+                                                  int16_t* dec_r, int16_t* dec_a,
+                                                  int64_t dis_stride, int32_t* fc,
+                                                  int64_t fc_stride, int64_t band_len,
+                                                  const int64_t* p, double cos_sq, double gain,
+                                                  int64_t gain_i, int32_t int_gain) {
+    decouple_ladder<true>(hvd_ref, hvd_dis, dec_r, dec_a, dis_stride, fc, fc_stride, band_len, p,
+                          cos_sq, gain, gain_i, int_gain);
+}
+
+extern "C" __global__ void adm_decouple_s123_ladder(const int32_t* hvd_ref, const int32_t* hvd_dis,
+                                                    int32_t* dec_r, int32_t* dec_a,
+                                                    int64_t dis_stride, int32_t* fc,
+                                                    int64_t fc_stride, int64_t band_len,
+                                                    const int64_t* p, double cos_sq, double gain,
+                                                    int64_t gain_i, int32_t int_gain) {
+    decouple_ladder<false>(hvd_ref, hvd_dis, dec_r, dec_a, dis_stride, fc, fc_stride, band_len,
+                           p, cos_sq, gain, gain_i, int_gain);
+}
+
+// Masking sums of each rendition (scratch as decouple_ladder) into its 9 words `acc.p[z]`.
+extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
+    adm_cm_s0_ladder(const int16_t* hvd_ref, const int16_t* dec_r, const int16_t* dec_a,
+                     int64_t dis_stride, const int32_t* fc, int64_t fc_stride, int64_t band_len,
+                     const int64_t* __restrict__ p, const AdmLadderAccs acc) {
+    const int64_t z = blockIdx.z;
+    cm_body<true>(hvd_ref, dec_r + z * dis_stride, dec_a + z * dis_stride, fc + z * fc_stride,
+                  band_len, p, acc.p[z]);
+}
+
+extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
+    adm_cm_s123_ladder(const int32_t* hvd_ref, const int32_t* dec_r, const int32_t* dec_a,
+                       int64_t dis_stride, const int32_t* fc, int64_t fc_stride,
+                       int64_t band_len, const int64_t* __restrict__ p,
+                       const AdmLadderAccs acc) {
+    const int64_t z = blockIdx.z;
+    cm_body<false>(hvd_ref, dec_r + z * dis_stride, dec_a + z * dis_stride, fc + z * fc_stride,
+                   band_len, p, acc.p[z]);
 }

@@ -568,3 +568,37 @@ vif_stat0_ladder(const Plane ref, const LadderPlanes dis, int32_t n, int32_t w, 
     stat0_ladder_tile<false>(ref, dis, n, w, h, tab, limit, mu_round, mu_shift, sq_round,
                              sq_shift, acc);
 }
+
+// A ladder's renditions at scales 1..=3, batched: one launch per scale and step for up to
+// LADDER_MAX distorted planes, block z on plane z (the same tile bodies as the pair kernels,
+// so the same sums). Subsampling: `src.p[z]` (w x h) into `out.p[z]` ((w / 2) x (h / 2),
+// packed); statistic: `ref` (the reference's plane of that scale) against `dis.p[z]`, its sums
+// added to `acc.p[z]` (4 words).
+struct LadderOuts {
+    uint16_t *p[LADDER_MAX];
+};
+
+#define VIF_SUB_LADDER(S)                                                                     \
+    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_sub##S##_ladder(         \
+        const LadderPlanes src, int32_t w, int32_t h, uint32_t round, uint32_t shift,        \
+        const LadderOuts out) {                                                              \
+        const Plane p = src.p[blockIdx.z];                                                   \
+        uint16_t *o = out.p[blockIdx.z];                                                     \
+        subsample_tile<S, false>(p, p, w, h, round, shift, o, o);                            \
+    }
+VIF_SUB_LADDER(1)
+VIF_SUB_LADDER(2)
+VIF_SUB_LADDER(3)
+
+#define VIF_STAT_LADDER(S)                                                                    \
+    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_stat##S##_ladder(        \
+        const Plane ref, const LadderPlanes dis, int32_t w, int32_t h, const uint16_t *tab,  \
+        double limit, uint32_t mu_round, uint32_t mu_shift, unsigned long long sq_round,     \
+        uint32_t sq_shift, const LadderAccs acc) {                                           \
+        const Plane d = dis.p[blockIdx.z];                                                   \
+        stat_tile<S, false>(ref, d, w, h, tab, limit, mu_round, mu_shift, sq_round, sq_shift, \
+                            acc.p[blockIdx.z]);                                              \
+    }
+VIF_STAT_LADDER(1)
+VIF_STAT_LADDER(2)
+VIF_STAT_LADDER(3)

@@ -12,7 +12,6 @@ pub mod context;
 pub mod error;
 pub mod fault;
 pub mod gst_cuda;
-pub mod lanes;
 pub mod memory;
 pub mod pick;
 pub mod plane;

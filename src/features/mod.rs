@@ -416,10 +416,10 @@ pub trait CudaExtractor: Send {
         out: &mut CudaViewMut<u64>,
     ) -> Result<(), CudaError>;
     /// Allocates what [`CudaExtractor::enqueue_ladder`] needs beyond a pair's scratch for a
-    /// ladder of `renditions` renditions (e.g. ADM's reference bands of every scale, and a
-    /// [`crate::cuda::lanes::RenditionLanes`] lane with its own scratch per rendition), on
-    /// `stream` of `dev`; called once by a ladder backend when it is made, so that no ladder
-    /// frame allocates. The default needs nothing.
+    /// ladder of `renditions` renditions (e.g. ADM's reference bands of every scale, and each
+    /// rendition's share of the scratch that VIF's and ADM's batched launches use, grid z =
+    /// rendition), on `stream` of `dev`; called once by a ladder backend when it is made, so
+    /// that no ladder frame allocates. The default needs nothing.
     ///
     /// Errors: [`CudaError`] from the allocations and stream creation.
     fn prepare_ladder(

@@ -156,7 +156,36 @@ pub struct AdmGpu {
     /// as `hvd_ref`; allocated by the first [`AdmGpu::enqueue_ladder`] (a pair never needs
     /// them).
     ref_bands: Option<[DeviceAlloc<i16>; 3]>,
+    /// The batched kernels of a ladder's renditions (`adm_*_ladder`): DWT s0, s1, s23,
+    /// decouple s0, s123, masking s0, s123.
+    ladder_fns: [CudaFunction; 7],
+    /// A ladder's distorted scratch for up to [`LADDER_MAX`] renditions at once
+    /// ([`AdmGpu::prepare_renditions`]).
+    renditions: Option<RenditionScratch>,
 }
+
+/// Renditions of one batched launch (`ADM_LADDER_MAX` in `kernels/adm.cu`).
+pub const LADDER_MAX: usize = 8;
+
+/// The distorted scratch of `n` renditions, each rendition's `z`-th share of every buffer
+/// laid out as a pair's (`a0_dis`, `a1_dis`, `hvd_dis`, `dec_r`, `dec_a`, `fc`).
+struct RenditionScratch {
+    n: usize,
+    a0: DeviceAlloc<i16>,
+    a1: DeviceAlloc<i32>,
+    hvd: DeviceAlloc<i16>,
+    dec_r: DeviceAlloc<i16>,
+    dec_a: DeviceAlloc<i16>,
+    fc: DeviceAlloc<i32>,
+}
+
+/// `AdmLadderPlanes` / `AdmLadderAccs` of `kernels/adm.cu`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct LadderPlanes([DevPlane; LADDER_MAX]);
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct LadderAccs([u64; LADDER_MAX]);
 
 /// What a DWT launch reads: the input planes (scale 0) or the previous scale's `i16` / `i32`
 /// approximation bands (device addresses), of the launch's first and second frame.
@@ -234,6 +263,15 @@ impl AdmGpu {
         let decouple_s123 = load("adm_decouple_s123")?;
         let cm_s0 = load("adm_cm_s0")?;
         let cm_s123 = load("adm_cm_s123")?;
+        let ladder_fns = [
+            load("adm_dwt_s0_ladder")?,
+            load("adm_dwt_s1_ladder")?,
+            load("adm_dwt_s23_ladder")?,
+            load("adm_decouple_s0_ladder")?,
+            load("adm_decouple_s123_ladder")?,
+            load("adm_cm_s0_ladder")?,
+            load("adm_cm_s123_ladder")?,
+        ];
 
         let params = alloc_copy(stream, &table[..], "AdmGpu params")?;
         let a0_ref = alloc_zeroed::<i16>(stream, band_len, "AdmGpu approximation band")?;
@@ -272,6 +310,8 @@ impl AdmGpu {
             dec_a,
             fc,
             ref_bands: None,
+            ladder_fns,
+            renditions: None,
         })
     }
 
@@ -469,6 +509,272 @@ impl AdmGpu {
             self.dwt(stream, s, src, [dst, dst], [hvd, hvd], 1)?;
         }
         Ok(ref_hvd)
+    }
+
+    /// Allocates the distorted scratch of `n` renditions (at most [`LADDER_MAX`]) for
+    /// [`AdmGpu::enqueue_renditions`], on `stream`: a pair's distorted share per rendition
+    /// (about 20 MB at 1080p, 80 MB at 2160p). Called by a ladder backend when it is made.
+    ///
+    /// Errors: [`CudaError`] from the allocations.
+    pub fn prepare_renditions(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<(), CudaError> {
+        let n = n.clamp(1, LADDER_MAX);
+        if self.renditions.as_ref().is_some_and(|r| r.n >= n) {
+            return Ok(());
+        }
+        let a1_len = self.dims[2].0 * self.dims[2].1;
+        let bl = self.band_len;
+        let what = "AdmGpu rendition scratch";
+        self.renditions = Some(RenditionScratch {
+            n,
+            a0: alloc_zeroed::<i16>(stream, n * bl, what)?,
+            a1: alloc_zeroed::<i32>(stream, n * a1_len, what)?,
+            hvd: alloc_zeroed::<i16>(stream, n * 3 * bl, what)?,
+            dec_r: alloc_zeroed::<i16>(stream, n * 3 * bl, what)?,
+            dec_a: alloc_zeroed::<i16>(stream, n * 3 * bl, what)?,
+            fc: alloc_zeroed::<i32>(stream, n * 4 * bl, what)?,
+        });
+        Ok(())
+    }
+
+    /// Whether [`AdmGpu::prepare_renditions`] made scratch.
+    pub fn has_renditions(&self) -> bool {
+        self.renditions.is_some()
+    }
+
+    /// The rendition half of [`AdmGpu::enqueue_ladder`] for all `distorted` planes at once, on
+    /// `stream`: per scale one DWT, one decoupling and one masking launch over up to
+    /// [`AdmGpu::prepare_renditions`]' count of renditions (grid z = rendition), each in its
+    /// share of the scratch, against the reference's bands at `ref_hvd`
+    /// ([`AdmGpu::enqueue_reference`], enqueued before on `stream`). Adds to the first
+    /// [`AdmGpu::RESULT_WORDS`] words of each `outs[i]`, which must be zero. The same kernel
+    /// bodies on the same coefficients as [`AdmGpu::enqueue_rendition`]: the same bits.
+    ///
+    /// Errors: as [`AdmGpu::enqueue`]; `Driver` (`CUDA_ERROR_INVALID_VALUE`) without
+    /// prepared scratch or when `outs` and `distorted` differ in length.
+    pub fn enqueue_renditions(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        ref_hvd: &[u64; SCALES],
+        distorted: &[DevPlane],
+        cfg: &AdmConfig,
+        outs: &mut [CudaViewMut<u64>],
+    ) -> Result<(), CudaError> {
+        self.check_cfg(cfg)?;
+        if outs.len() != distorted.len() {
+            return Err(invalid(
+                "AdmGpu::enqueue_renditions (one output per distorted plane)",
+            ));
+        }
+        let Some(group) = self.renditions.as_ref().map(|r| r.n) else {
+            return Err(invalid("AdmGpu::enqueue_renditions (no rendition scratch)"));
+        };
+        for (dis, outs) in distorted.chunks(group).zip(outs.chunks_mut(group)) {
+            let mut accs = LadderAccs::default();
+            for (a, out) in accs.0.iter_mut().zip(outs.iter_mut()) {
+                if out.len() < Self::RESULT_WORDS {
+                    return Err(invalid("AdmGpu::enqueue (out shorter than RESULT_WORDS)"));
+                }
+                *a = out.device_ptr_mut(stream).0;
+            }
+            let mut planes = LadderPlanes::default();
+            planes.0.iter_mut().zip(dis).for_each(|(p, d)| *p = *d);
+            for (s, &hvd_ref) in ref_hvd.iter().enumerate() {
+                self.renditions_scale(stream, s, &planes, dis.len(), hvd_ref, cfg, &accs)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One scale of [`AdmGpu::enqueue_renditions`] for `n` renditions: DWT, decoupling and
+    /// masking launches with grid z = `n`.
+    #[allow(clippy::too_many_arguments)]
+    fn renditions_scale(
+        &self,
+        stream: &Arc<CudaStream>,
+        s: usize,
+        planes: &LadderPlanes,
+        n: usize,
+        hvd_ref: u64,
+        cfg: &AdmConfig,
+        accs: &LadderAccs,
+    ) -> Result<(), CudaError> {
+        let Some(r) = self.renditions.as_ref() else {
+            return Err(invalid("AdmGpu::enqueue_renditions (no rendition scratch)"));
+        };
+        let z = u32::try_from(n.min(r.n)).unwrap_or(1);
+        let (w, h) = self.dims[s + 1];
+        let bl = self.band_len as i64;
+        let a1_len = (self.dims[2].0 * self.dims[2].1) as i64;
+        // Band stride in elements of the scale's type (i16 at scale 0, i32 after), as the
+        // pair kernels take it; one rendition's detail / restored / additive bands are three
+        // of them, its masking sums 4 * band_len i32 at every scale.
+        let mut stride = if s == 0 { bl } else { bl / 2 };
+        let mut dis_stride = 3 * stride;
+        let mut fc_stride = 4 * bl;
+        let params = self
+            .params
+            .try_slice(s * PARAMS..(s + 1) * PARAMS)
+            .ok_or_else(|| invalid("AdmGpu::enqueue (parameter table)"))?;
+        let mut p = params.device_ptr(stream).0;
+        let a0 = r.a0.device_ptr(stream).0;
+        let a1 = r.a1.device_ptr(stream).0;
+        let mut hvd = r.hvd.device_ptr(stream).0;
+        let mut dec_r = r.dec_r.device_ptr(stream).0;
+        let mut dec_a = r.dec_a.device_ptr(stream).0;
+        let mut fc = r.fc.device_ptr(stream).0;
+        let [dwt0, dwt1, dwt23, dec0, dec123, cm0, cm123] = &self.ladder_fns;
+
+        // 1. DWT: scale s reads the approximation band scale s - 1 wrote (a0 at s = 1, 3;
+        // a1 at s = 2) and writes the other one (a0 at s = 0, 2; a1 at s = 1, 3), strides in
+        // elements of each band's type: a0 is band_len i16 (band_len / 2 i32) per rendition,
+        // a1 a1_len i32.
+        let grid = (dim(w).div_ceil(TILE.0), dim(h).div_ceil(TILE.1), z);
+        let block = (TILE.0, TILE.1, 1);
+        let (mut a_out, mut a_stride) = if s.is_multiple_of(2) {
+            (a0, if s == 0 { bl } else { bl / 2 })
+        } else {
+            (a1, a1_len)
+        };
+        let (mut src, mut src_stride) = match s {
+            1 => (a0, bl),
+            2 => (a1, a1_len),
+            _ => (a0, bl / 2),
+        };
+        let mut band_len = stride;
+        let mut planes = *planes;
+        let mut hvd_stride = dis_stride;
+        // SAFETY: adm_dwt_s0_ladder(AdmLadderPlanes dis, int16_t* a, int64_t a_stride,
+        // int16_t* hvd, int64_t hvd_stride, int64_t band_len, const int64_t* params) and
+        // adm_dwt_s1_ladder / _s23_ladder(const T* src, int64_t src_stride, int32_t* a,
+        // int64_t a_stride, int32_t* hvd, int64_t hvd_stride, int64_t band_len,
+        // const int64_t* p): block z < n <= r.n touches rendition z's share only; the first
+        // n planes hold width * height samples (the caller's contract); each share is sized
+        // as a pair's buffer (prepare_renditions); params PARAMS i64.
+        unsafe {
+            if s == 0 {
+                launch(
+                    stream,
+                    dwt0,
+                    grid,
+                    block,
+                    &mut [
+                        param(&mut planes),
+                        param(&mut a_out),
+                        param(&mut a_stride),
+                        param(&mut hvd),
+                        param(&mut hvd_stride),
+                        param(&mut band_len),
+                        param(&mut p),
+                    ],
+                    "cuLaunchKernel(adm_dwt_s0_ladder)",
+                )?;
+            } else {
+                launch(
+                    stream,
+                    if s == 1 { dwt1 } else { dwt23 },
+                    grid,
+                    block,
+                    &mut [
+                        param(&mut src),
+                        param(&mut src_stride),
+                        param(&mut a_out),
+                        param(&mut a_stride),
+                        param(&mut hvd),
+                        param(&mut hvd_stride),
+                        param(&mut band_len),
+                        param(&mut p),
+                    ],
+                    "cuLaunchKernel(adm_dwt_ladder)",
+                )?;
+            }
+        }
+
+        // 2. Decouple and CSF over the extended region.
+        let gain = cfg.enhn_gain_limit;
+        let mut int_gain: i32 = (gain.fract() == 0.0 && (1.0..=1048576.0).contains(&gain)).into();
+        let mut gain_i = gain as i64;
+        let mut gain = gain;
+        let mut cos_sq = self.cos_1deg_sq as f64;
+        let mut hvd_ref = hvd_ref;
+        let ext = Region::extended(w, h);
+        if ext.width() > 0 && ext.height() > 0 {
+            let grid = (
+                dim(ext.width()).div_ceil(TILE.0),
+                dim(ext.height()).div_ceil(TILE.1),
+                z,
+            );
+            // SAFETY: adm_decouple_s0_ladder / _s123_ladder(const T* hvd_ref,
+            // const T* hvd_dis, T* dec_r, T* dec_a, int64_t dis_stride, int32_t* fc,
+            // int64_t fc_stride, int64_t band_len, const int64_t* p, double cos_sq,
+            // double gain, int64_t gain_i, int32_t int_gain): rendition z's bands
+            // z * dis_stride T and its sums z * fc_stride i32 past each base, within the
+            // shares prepare_renditions made; hvd_ref this scale's reference bands.
+            unsafe {
+                launch(
+                    stream,
+                    if s == 0 { dec0 } else { dec123 },
+                    grid,
+                    block,
+                    &mut [
+                        param(&mut hvd_ref),
+                        param(&mut hvd),
+                        param(&mut dec_r),
+                        param(&mut dec_a),
+                        param(&mut dis_stride),
+                        param(&mut fc),
+                        param(&mut fc_stride),
+                        param(&mut stride),
+                        param(&mut p),
+                        param(&mut cos_sq),
+                        param(&mut gain),
+                        param(&mut gain_i),
+                        param(&mut int_gain),
+                    ],
+                    "cuLaunchKernel(adm_decouple_ladder)",
+                )?;
+            }
+        }
+
+        // 3. CM numerators and denominator, one block per scored row and rendition.
+        let reg = Region::scored(w, h);
+        if reg.width() > 0 && reg.height() > 0 {
+            let threads = dim(reg.width()).div_ceil(32).clamp(1, ROW_THREADS / 32) * 32;
+            let mut accs = *accs;
+            for a in accs.0.iter_mut().take(z as usize) {
+                *a += (s * WORDS_PER_SCALE * 8) as u64;
+            }
+            // SAFETY: adm_cm_s0_ladder / _s123_ladder(const T* hvd_ref, const T* dec_r,
+            // const T* dec_a, int64_t dis_stride, const int32_t* fc, int64_t fc_stride,
+            // int64_t band_len, const int64_t* p, AdmLadderAccs acc): scratch as above;
+            // acc.p[z] (z < n) the 9 u64 words of this scale in rendition z's output
+            // (`outs`, at least RESULT_WORDS each, alive until the stream has run);
+            // blockDim.x is a multiple of 32 <= 256.
+            unsafe {
+                launch(
+                    stream,
+                    if s == 0 { cm0 } else { cm123 },
+                    (dim(reg.height()), 1, z),
+                    (threads, 1, 1),
+                    &mut [
+                        param(&mut hvd_ref),
+                        param(&mut dec_r),
+                        param(&mut dec_a),
+                        param(&mut dis_stride),
+                        param(&mut fc),
+                        param(&mut fc_stride),
+                        param(&mut stride),
+                        param(&mut p),
+                        param(&mut accs),
+                    ],
+                    "cuLaunchKernel(adm_cm_ladder)",
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// The rendition half of [`AdmGpu::enqueue_ladder`] for one distorted plane, in this

@@ -22,8 +22,7 @@ use super::{
     indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance,
     Options, Section,
 };
-use crate::cuda::lanes::RenditionLanes;
-use crate::cuda::{CudaError, GpuDevice};
+use crate::cuda::{CudaError, DevPlane, GpuDevice};
 use crate::video::frame::FeatureError;
 
 /// Name used in [`FeatureError`]s.
@@ -285,10 +284,7 @@ impl Instance for AdmInstance {
         self.check(g)?;
         let module = dev.modules().get("adm")?;
         Ok(Box::new(AdmCuda {
-            lanes: None,
-            workers: Vec::new(),
             gpu: cuda::AdmGpu::new(module, stream, g.width, g.height, g.bpc, &self.cfg)?,
-            geometry: (g.width, g.height, g.bpc),
             cfg: self.cfg,
         }))
     }
@@ -329,14 +325,7 @@ impl CpuExtractor for AdmCpu {
 }
 
 struct AdmCuda {
-    /// A ladder's lane per rendition ([`CudaExtractor::prepare_ladder`]); declared first, so
-    /// that dropping waits for the lanes before any scratch they read is freed.
-    lanes: Option<RenditionLanes>,
-    /// Lane `i`'s distorted scratch: an `AdmGpu` of the same geometry and options.
-    workers: Vec<cuda::AdmGpu>,
     gpu: cuda::AdmGpu,
-    /// Width, height and bits per sample `gpu` was made for.
-    geometry: (usize, usize, u32),
     cfg: AdmConfig,
 }
 
@@ -345,22 +334,19 @@ impl CudaExtractor for AdmCuda {
         cuda::AdmGpu::RESULT_WORDS
     }
 
-    /// The reference's bands of every scale, and a lane with its own distorted scratch (about
-    /// 24 MB at 1080p, 95 MB at 2160p, as a pair's) per rendition.
+    /// The reference's bands of every scale, and the distorted scratch of every rendition (up
+    /// to [`cuda::LADDER_MAX`] at once; about 20 MB each at 1080p, as a pair's) for the
+    /// batched launches.
     fn prepare_ladder(
         &mut self,
         dev: &GpuDevice,
         stream: &Arc<CudaStream>,
         renditions: usize,
     ) -> Result<(), CudaError> {
+        let _ = dev;
         self.gpu.prepare_ladder(stream)?;
-        if self.lanes.is_none() && renditions > 1 {
-            let module = dev.modules().get("adm")?;
-            let (w, h, bpc) = self.geometry;
-            self.workers = (0..renditions)
-                .map(|_| cuda::AdmGpu::new(module, stream, w, h, bpc, &self.cfg))
-                .collect::<Result<_, _>>()?;
-            self.lanes = Some(RenditionLanes::new(dev, renditions)?);
+        if renditions > 1 {
+            self.gpu.prepare_renditions(stream, renditions)?;
         }
         Ok(())
     }
@@ -376,9 +362,10 @@ impl CudaExtractor for AdmCuda {
     }
 
     /// The reference's DWT once for all frames ([`cuda::AdmGpu::enqueue_reference`]), then
-    /// each frame's DWT, decoupling and masking on its own lane, beside the others
-    /// ([`cuda::AdmGpu::enqueue_rendition`]); without lanes (a backend that did not prepare
-    /// them), all on `stream` ([`cuda::AdmGpu::enqueue_ladder`]).
+    /// every frame's DWT, decoupling and masking in one launch per step for all of them
+    /// ([`cuda::AdmGpu::enqueue_renditions`]; `outs` arrive zeroed, the trait's contract);
+    /// without prepared scratch (a backend that did not call `prepare_ladder`), one frame
+    /// after the other ([`cuda::AdmGpu::enqueue_ladder`]).
     fn enqueue_ladder(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -388,7 +375,7 @@ impl CudaExtractor for AdmCuda {
         let Some(first) = frames.first() else {
             return Ok(());
         };
-        let Some(lanes) = self.lanes.as_ref() else {
+        if !self.gpu.has_renditions() {
             return super::for_ladder_groups::<{ LADDER_GROUP }>(
                 frames,
                 outs,
@@ -397,23 +384,11 @@ impl CudaExtractor for AdmCuda {
                         .enqueue_ladder(stream, reference, distorted, &self.cfg, outs)
                 },
             );
-        };
-        let ref_hvd = self.gpu.enqueue_reference(stream, first.reference)?;
-        let used = frames.len().min(lanes.len());
-        lanes.fork(stream, used)?;
-        for (i, (f, out)) in frames.iter().zip(outs.iter_mut()).enumerate() {
-            // More frames than lanes cannot come from a backend that prepared them; the rest
-            // would run on `stream`, in `gpu`'s own distorted scratch.
-            match (lanes.stream(i), self.workers.get_mut(i)) {
-                (Some(lane), Some(w)) => {
-                    w.enqueue_rendition(lane, &ref_hvd, f.distorted, &self.cfg, out)?
-                }
-                _ => self
-                    .gpu
-                    .enqueue_rendition(stream, &ref_hvd, f.distorted, &self.cfg, out)?,
-            }
         }
-        lanes.join(stream, used)
+        let ref_hvd = self.gpu.enqueue_reference(stream, first.reference)?;
+        let distorted: Vec<DevPlane> = frames.iter().map(|f| f.distorted).collect();
+        self.gpu
+            .enqueue_renditions(stream, &ref_hvd, &distorted, &self.cfg, outs)
     }
 
     fn read(&self, words: &[u64], _chroma: bool, out: &mut [f64]) {

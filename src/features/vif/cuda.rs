@@ -14,9 +14,9 @@ use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtr
 use super::{VifConfig, VifScores};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::{CudaError, DriverResultExt};
-use crate::cuda::lanes::RenditionLanes;
 use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
 use crate::cuda::plane::DevPlane;
+use crate::video::frame::SampleLayout;
 
 /// Output tile of the VIF kernels (columns x rows) and their block shape.
 const TILE: (usize, usize) = (32, 16);
@@ -38,6 +38,12 @@ pub struct VifGpu {
     /// Reference / distorted planes of scales 1..=3, packed, `(w >> s) * (h >> s)` samples.
     scaled_ref: [DeviceAlloc<u16>; 3],
     scaled_dis: [DeviceAlloc<u16>; 3],
+    /// A ladder's batched kernels of scales 1..=3: subsampling, statistic.
+    sub_ladder: [CudaFunction; 3],
+    stat_ladder: [CudaFunction; 3],
+    /// A ladder's distorted planes of scales 1..=3 for `n` renditions at once, rendition `z`'s
+    /// `z`-th share of each ([`VifGpu::prepare_renditions`]).
+    renditions: Option<(usize, [DeviceAlloc<u16>; 3])>,
     width: usize,
     height: usize,
     bpc: u32,
@@ -109,6 +115,28 @@ impl VifGpu {
             function(m, "vif_sub2_one", "cuModuleGetFunction(vif_sub2_one)")?,
             function(m, "vif_sub3_one", "cuModuleGetFunction(vif_sub3_one)")?,
         ];
+        let sub_ladder = [
+            function(m, "vif_sub1_ladder", "cuModuleGetFunction(vif_sub1_ladder)")?,
+            function(m, "vif_sub2_ladder", "cuModuleGetFunction(vif_sub2_ladder)")?,
+            function(m, "vif_sub3_ladder", "cuModuleGetFunction(vif_sub3_ladder)")?,
+        ];
+        let stat_ladder = [
+            function(
+                m,
+                "vif_stat1_ladder",
+                "cuModuleGetFunction(vif_stat1_ladder)",
+            )?,
+            function(
+                m,
+                "vif_stat2_ladder",
+                "cuModuleGetFunction(vif_stat2_ladder)",
+            )?,
+            function(
+                m,
+                "vif_stat3_ladder",
+                "cuModuleGetFunction(vif_stat3_ladder)",
+            )?,
+        ];
         let table = log2_table();
         let log2_table = alloc_copy(stream, &table[..], "cuMemAlloc(vif log2 table)")?;
         let plane = |s: usize| -> Result<DeviceAlloc<u16>, CudaError> {
@@ -133,6 +161,9 @@ impl VifGpu {
             log2_table,
             scaled_ref,
             scaled_dis,
+            sub_ladder,
+            stat_ladder,
+            renditions: None,
             width,
             height,
             bpc,
@@ -272,37 +303,7 @@ impl VifGpu {
         cfg: &VifConfig,
         outs: &mut [CudaViewMut<u64>],
     ) -> Result<(), CudaError> {
-        self.enqueue_ladder_on(stream, reference, distorted, cfg, outs, None, false)
-    }
-
-    /// [`VifGpu::enqueue_ladder`] with each distorted plane's scales 1..=3 on a lane of
-    /// `lanes`, in the scratch of the `VifGpu` of `workers` at the same index (same geometry),
-    /// beside each other and beside scale 0's ladder kernel on `stream`; planes beyond the
-    /// lanes or workers run on `stream` in this `VifGpu`'s scratch. `stream` waits for every
-    /// used lane before its next work. `outs` must arrive zeroed (a ladder backend's words;
-    /// [`VifGpu::enqueue_ladder`] zeroes them itself). Same sums, bit for bit.
-    ///
-    /// Errors: as [`VifGpu::enqueue_ladder`]; [`CudaError::Driver`] from the lanes' event
-    /// record and wait.
-    pub fn enqueue_ladder_lanes(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        reference: DevPlane,
-        distorted: &[DevPlane],
-        cfg: &VifConfig,
-        outs: &mut [CudaViewMut<u64>],
-        lanes: &RenditionLanes,
-        workers: &mut [VifGpu],
-    ) -> Result<(), CudaError> {
-        self.enqueue_ladder_on(
-            stream,
-            reference,
-            distorted,
-            cfg,
-            outs,
-            Some((lanes, workers)),
-            true,
-        )
+        self.enqueue_ladder_on(stream, reference, distorted, cfg, outs)
     }
 
     fn enqueue_ladder_on(
@@ -312,8 +313,6 @@ impl VifGpu {
         distorted: &[DevPlane],
         cfg: &VifConfig,
         outs: &mut [CudaViewMut<u64>],
-        mut lanes: Option<(&RenditionLanes, &mut [VifGpu])>,
-        zeroed: bool,
     ) -> Result<(), CudaError> {
         if outs.len() != distorted.len() {
             return Err(CudaError::Driver {
@@ -332,14 +331,103 @@ impl VifGpu {
                         .to_owned(),
                 });
             }
-            if !zeroed {
-                stream
-                    .memset_zeros(out)
-                    .during("cuMemsetD8Async(vif sums)")?;
-            }
+            stream
+                .memset_zeros(out)
+                .during("cuMemsetD8Async(vif sums)")?;
             bases.push(out.device_ptr_mut(stream).0);
         }
         // The reference's scales 1..=3, once.
+        let pyramid = self.reference_pyramid(stream, reference)?;
+        // Scale 0, LADDER_MAX planes per launch, then each plane's scales 1..=3: its own
+        // pyramid against the reference's.
+        for (dis, bases) in distorted.chunks(LADDER_MAX).zip(bases.chunks(LADDER_MAX)) {
+            self.stat0_ladder(stream, reference, dis, bases, limit)?;
+        }
+        for (&d, &base) in distorted.iter().zip(&bases) {
+            self.enqueue_rendition_scales(stream, &pyramid, d, limit, base)?;
+        }
+        Ok(())
+    }
+
+    /// Allocates the distorted planes of scales 1..=3 for `n` renditions (at most
+    /// [`LADDER_MAX`]) for [`VifGpu::enqueue_ladder_batched`], on `stream` (about 1.4 MB per
+    /// rendition at 1080p). Called by a ladder backend when it is made.
+    ///
+    /// Errors: [`CudaError::OutOfMemory`] / [`CudaError::Driver`] from the allocations.
+    pub fn prepare_renditions(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+    ) -> Result<(), CudaError> {
+        let n = n.clamp(1, LADDER_MAX);
+        if self.renditions.as_ref().is_some_and(|(m, _)| *m >= n) {
+            return Ok(());
+        }
+        let (w, h) = (self.width, self.height);
+        let plane = |s: usize| {
+            alloc_zeroed::<u16>(
+                stream,
+                n * (w >> s) * (h >> s),
+                "cuMemAlloc(vif rendition planes)",
+            )
+        };
+        self.renditions = Some((n, [plane(1)?, plane(2)?, plane(3)?]));
+        Ok(())
+    }
+
+    /// Whether [`VifGpu::prepare_renditions`] made planes.
+    pub fn has_renditions(&self) -> bool {
+        self.renditions.is_some()
+    }
+
+    /// [`VifGpu::enqueue_ladder`] with the distorted planes' scales 1..=3 batched: per scale
+    /// one subsampling and one statistic launch for up to [`VifGpu::prepare_renditions`]'
+    /// count of planes (grid z = plane), each in its share of the rendition planes. `outs`
+    /// must arrive zeroed (a ladder backend's words). Same sums, bit for bit.
+    ///
+    /// Errors: as [`VifGpu::enqueue_ladder`]; [`CudaError::Driver`] without prepared planes.
+    pub fn enqueue_ladder_batched(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: DevPlane,
+        distorted: &[DevPlane],
+        cfg: &VifConfig,
+        outs: &mut [CudaViewMut<u64>],
+    ) -> Result<(), CudaError> {
+        let invalid = |what: &str| CudaError::Driver {
+            call: "VifGpu::enqueue_ladder",
+            code: format!("CUDA_ERROR_INVALID_VALUE ({what})"),
+        };
+        if outs.len() != distorted.len() {
+            return Err(invalid("one output per distorted plane"));
+        }
+        let Some(group) = self.renditions.as_ref().map(|(n, _)| *n) else {
+            return Err(invalid("no rendition planes"));
+        };
+        let limit = cfg.enhn_gain_limit;
+        let mut bases = Vec::with_capacity(outs.len());
+        for out in outs.iter_mut() {
+            if out.len() < Self::RESULT_WORDS {
+                return Err(invalid("an output shorter than RESULT_WORDS"));
+            }
+            bases.push(out.device_ptr_mut(stream).0);
+        }
+        let pyramid = self.reference_pyramid(stream, reference)?;
+        for (dis, bases) in distorted.chunks(LADDER_MAX).zip(bases.chunks(LADDER_MAX)) {
+            self.stat0_ladder(stream, reference, dis, bases, limit)?;
+        }
+        for (dis, bases) in distorted.chunks(group).zip(bases.chunks(group)) {
+            self.rendition_scales_batched(stream, &pyramid, dis, bases, limit)?;
+        }
+        Ok(())
+    }
+
+    /// The reference's planes of scales 1..=3 (subsampled into `scaled_ref` on `stream`).
+    fn reference_pyramid(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: DevPlane,
+    ) -> Result<[DevPlane; 3], CudaError> {
         let mut pyramid = [DevPlane::default(); 3];
         let mut src = reference;
         let (mut sw, mut sh) = (self.width, self.height);
@@ -351,34 +439,113 @@ impl VifGpu {
             src = DevPlane::packed_u16(&self.scaled_ref[s - 1], sw, stream);
             *level = src;
         }
-        let used = match &lanes {
-            Some((l, w)) => distorted.len().min(l.len()).min(w.len()),
-            None => 0,
+        Ok(pyramid)
+    }
+
+    /// Scales 1..=3 of up to the prepared count of distorted planes `dis`, batched (grid z),
+    /// their sums added at `bases[z] + scale * 32` bytes.
+    fn rendition_scales_batched(
+        &self,
+        stream: &Arc<CudaStream>,
+        pyramid: &[DevPlane; 3],
+        dis: &[DevPlane],
+        bases: &[u64],
+        limit: f64,
+    ) -> Result<(), CudaError> {
+        let Some((n, planes)) = self.renditions.as_ref() else {
+            return Err(CudaError::Driver {
+                call: "VifGpu::enqueue_ladder",
+                code: "CUDA_ERROR_INVALID_VALUE (no rendition planes)".to_owned(),
+            });
         };
-        if let Some((l, _)) = &lanes {
-            l.fork(stream, used)?;
-        }
-        // Scale 0, LADDER_MAX planes per launch, on `stream`.
-        for (dis, bases) in distorted.chunks(LADDER_MAX).zip(bases.chunks(LADDER_MAX)) {
-            self.stat0_ladder(stream, reference, dis, bases, limit)?;
-        }
-        // Each plane's scales 1..=3: its own pyramid against the reference's.
-        for (i, (&d, &base)) in distorted.iter().zip(&bases).enumerate() {
-            match lanes.as_mut() {
-                Some((l, w)) if i < used => {
-                    let (Some(lane), Some(w)) = (l.stream(i), w.get_mut(i)) else {
-                        return Err(CudaError::Driver {
-                            call: "VifGpu::enqueue_ladder",
-                            code: "internal: a rendition lane without its scratch".to_owned(),
-                        });
-                    };
-                    w.enqueue_rendition_scales(lane, &pyramid, d, limit, base)?;
-                }
-                _ => self.enqueue_rendition_scales(stream, &pyramid, d, limit, base)?,
+        let z = dis.len().min(*n).min(bases.len());
+        let mut src = [DevPlane::default(); LADDER_MAX];
+        src.iter_mut().zip(dis).for_each(|(p, d)| *p = *d);
+        let (mut sw, mut sh) = (self.width, self.height);
+        for s in 1..4usize {
+            let (ow, oh) = (sw / 2, sh / 2);
+            let base = planes[s - 1].device_ptr(stream).0;
+            let share = (ow * oh * 2) as u64;
+            let mut outs = [0u64; LADDER_MAX];
+            let mut next = [DevPlane::default(); LADDER_MAX];
+            for k in 0..z {
+                let ptr = base + k as u64 * share;
+                outs[k] = ptr;
+                next[k] = DevPlane::new(ptr, ow * 2, SampleLayout::RIGHT_ALIGNED_U16);
             }
-        }
-        if let Some((l, _)) = &lanes {
-            l.join(stream, used)?;
+            let (mut round, mut shift) = if s == 1 {
+                (1u32 << (self.bpc - 1), self.bpc)
+            } else {
+                (32768, 16)
+            };
+            let (mut wi, mut hi) = (sw as i32, sh as i32);
+            let mut src_arg = src;
+            // SAFETY: vif_subN_ladder(LadderPlanes src, i32 w, i32 h, u32 round, u32 shift,
+            // LadderOuts out): block z < `z` reads plane z of w * h samples (the caller's
+            // contract at scale 1, rendition z's share of the scale before after) and writes
+            // rendition z's (w / 2) * (h / 2) share of this scale's planes.
+            unsafe {
+                launch(
+                    stream,
+                    &self.sub_ladder[s - 1],
+                    (
+                        ow.div_ceil(TILE.0) as u32,
+                        oh.div_ceil(TILE.1) as u32,
+                        z as u32,
+                    ),
+                    BLOCK,
+                    &mut [
+                        param(&mut src_arg),
+                        param(&mut wi),
+                        param(&mut hi),
+                        param(&mut round),
+                        param(&mut shift),
+                        param(&mut outs),
+                    ],
+                    "cuLaunchKernel(vif_sub_ladder)",
+                )?;
+            }
+            let mut accs = [0u64; LADDER_MAX];
+            for (a, b) in accs.iter_mut().zip(bases).take(z) {
+                *a = b + (s * 4 * 8) as u64;
+            }
+            let mut p_ref = pyramid[s - 1];
+            let mut dis_arg = next;
+            let (mut w2, mut h2) = (ow as i32, oh as i32);
+            let mut tab = self.log2_table.device_ptr(stream).0;
+            let mut limit = limit;
+            let (mut mu_round, mut mu_shift, mut sq_round, mut sq_shift) =
+                (32768u32, 16u32, 32768u64, 16u32);
+            let (gx, gy, _) = grid(ow, oh);
+            // SAFETY: vif_statN_ladder(Plane ref, LadderPlanes dis, i32 w, i32 h,
+            // const u16* tab, f64 limit, u32, u32, u64, u32, LadderAccs acc): the reference's
+            // plane and each rendition's share hold w2 * h2 samples; acc.p[z] 4 words of
+            // rendition z's output (alive until the stream has run); table of 65536.
+            unsafe {
+                launch(
+                    stream,
+                    &self.stat_ladder[s - 1],
+                    (gx, gy, z as u32),
+                    BLOCK,
+                    &mut [
+                        param(&mut p_ref),
+                        param(&mut dis_arg),
+                        param(&mut w2),
+                        param(&mut h2),
+                        param(&mut tab),
+                        param(&mut limit),
+                        param(&mut mu_round),
+                        param(&mut mu_shift),
+                        param(&mut sq_round),
+                        param(&mut sq_shift),
+                        param(&mut accs),
+                    ],
+                    "cuLaunchKernel(vif_stat_ladder)",
+                )?;
+            }
+            src = next;
+            sw = ow;
+            sh = oh;
         }
         Ok(())
     }

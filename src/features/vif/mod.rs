@@ -16,7 +16,6 @@ use super::{
     gain_suffix, indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame,
     Instance, Options, Section,
 };
-use crate::cuda::lanes::RenditionLanes;
 use crate::cuda::{CudaError, DevPlane, GpuDevice};
 use crate::video::frame::FeatureError;
 
@@ -152,10 +151,7 @@ impl Instance for VifInstance {
     ) -> Result<Box<dyn CudaExtractor>, CudaError> {
         self.check(g)?;
         Ok(Box::new(VifCuda {
-            lanes: None,
-            workers: Vec::new(),
             gpu: cuda::VifGpu::new(dev, stream, g.width, g.height, g.bpc)?,
-            geometry: (g.width, g.height, g.bpc),
             cfg: self.cfg,
         }))
     }
@@ -191,14 +187,7 @@ impl CpuExtractor for VifCpu {
 }
 
 struct VifCuda {
-    /// A ladder's lane per rendition ([`CudaExtractor::prepare_ladder`]); declared first, so
-    /// that dropping waits for the lanes before any plane they read is freed.
-    lanes: Option<RenditionLanes>,
-    /// Lane `i`'s distorted planes of scales 1..=3: a `VifGpu` of the same geometry.
-    workers: Vec<cuda::VifGpu>,
     gpu: cuda::VifGpu,
-    /// Width, height and bits per sample `gpu` was made for.
-    geometry: (usize, usize, u32),
     cfg: VifConfig,
 }
 
@@ -217,26 +206,26 @@ impl CudaExtractor for VifCuda {
             .enqueue(stream, f.reference, f.distorted, &self.cfg, out)
     }
 
-    /// A lane per rendition with its own planes of scales 1..=3 (about 1.4 MB at 1080p).
+    /// Every rendition's planes of scales 1..=3 (up to [`cuda::LADDER_MAX`] at once, about
+    /// 1.4 MB each at 1080p) for the batched launches.
     fn prepare_ladder(
         &mut self,
         dev: &GpuDevice,
         stream: &Arc<CudaStream>,
         renditions: usize,
     ) -> Result<(), CudaError> {
-        if self.lanes.is_none() && renditions > 1 {
-            let (w, h, bpc) = self.geometry;
-            self.workers = (0..renditions)
-                .map(|_| cuda::VifGpu::new(dev, stream, w, h, bpc))
-                .collect::<Result<_, _>>()?;
-            self.lanes = Some(RenditionLanes::new(dev, renditions)?);
+        let _ = dev;
+        if renditions > 1 {
+            self.gpu.prepare_renditions(stream, renditions)?;
         }
         Ok(())
     }
 
     /// The reference's tile statistics (up to [`cuda::LADDER_MAX`] frames per launch) and
-    /// pyramid once for all frames, each frame's scales 1..=3 on its own lane
-    /// ([`cuda::VifGpu::enqueue_ladder_lanes`]; all on `stream` without lanes).
+    /// pyramid once for all frames, every frame's scales 1..=3 in one launch per scale and
+    /// step ([`cuda::VifGpu::enqueue_ladder_batched`]; `outs` arrive zeroed, the trait's
+    /// contract); without prepared planes, one frame after the other
+    /// ([`cuda::VifGpu::enqueue_ladder`]).
     fn enqueue_ladder(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -247,19 +236,12 @@ impl CudaExtractor for VifCuda {
             return Ok(());
         };
         let distorted: Vec<DevPlane> = frames.iter().map(|f| f.distorted).collect();
-        match self.lanes.as_ref() {
-            Some(lanes) => self.gpu.enqueue_ladder_lanes(
-                stream,
-                first.reference,
-                &distorted,
-                &self.cfg,
-                outs,
-                lanes,
-                &mut self.workers,
-            ),
-            None => self
-                .gpu
-                .enqueue_ladder(stream, first.reference, &distorted, &self.cfg, outs),
+        if self.gpu.has_renditions() {
+            self.gpu
+                .enqueue_ladder_batched(stream, first.reference, &distorted, &self.cfg, outs)
+        } else {
+            self.gpu
+                .enqueue_ladder(stream, first.reference, &distorted, &self.cfg, outs)
         }
     }
 
