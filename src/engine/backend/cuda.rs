@@ -724,16 +724,6 @@ impl CudaBackend {
             reference_chroma,
             renditions,
         } = frame;
-        let ref_plane = self.place(
-            reference,
-            Staging {
-                slot: s,
-                stream: 0,
-                index,
-            },
-            index + 1,
-        )?;
-        let ref_plane = self.scale_luma(s, 0, ref_plane)?;
         let ref_chroma = match reference_chroma {
             Some(FrameChroma::Components(c)) => Some(c),
             _ => None,
@@ -762,22 +752,27 @@ impl CudaBackend {
             )?;
             ref_cplanes = Some(planes);
         }
-        // The renditions with full features: placed, scaled, their chroma unpacked, each by a
-        // job of its own beside the others (`run_beside`): one thread staging every
-        // rendition's rows in turn made a ladder from system memory slower than separate
-        // elements, which each stage their own (issue 30). A job touches only its
-        // rendition's buffers, scalers and chroma unpacking; the copies and kernels of all
-        // of them go to the upload stream, each job's in its own order.
+        // The reference's luma and the renditions with full features (placed, scaled, their
+        // chroma unpacked), each by a job of its own beside the others (`run_beside`): one
+        // thread staging every plane's rows in turn made a ladder from system memory slower
+        // than separate elements, which each stage their own (issue 30). A job touches only
+        // its stream's buffers, scalers and chroma unpacking; the copies and kernels of all
+        // of them go to the upload stream, each job's in its own order. (The reference's
+        // chroma, above, comes first: it shares its unpacking with rendition 0's.)
         let (context, bpc) = (self.context, self.bpc);
         let chroma_size = self.chroma_size.unwrap_or_default();
         let upload = &self.upload;
         let slot = &mut self.slots[s];
         slot.occupants.clear();
-        let mut parts: Vec<Option<RenditionParts<'_>>> = slot
-            .streams
+        let (Some((ref_bufs, rend_bufs)), Some((ref_scaler, rend_scalers))) = (
+            slot.streams.split_first_mut(),
+            self.scalers.split_first_mut(),
+        ) else {
+            return Err(internal("a ladder slot without reference buffers"));
+        };
+        let mut parts: Vec<Option<RenditionParts<'_>>> = rend_bufs
             .iter_mut()
-            .skip(1)
-            .zip(self.scalers.iter_mut().skip(1))
+            .zip(rend_scalers.iter_mut())
             .map(|(bufs, scaler)| {
                 Some(RenditionParts {
                     bufs,
@@ -793,7 +788,31 @@ impl CudaBackend {
         }
         let mut results: Vec<Option<PlacedRendition>> = renditions.iter().map(|_| None).collect();
         // `results[i]` belongs to `renditions[i]`, as `slot.occupants[i]`.
-        let mut jobs: Vec<LaunchJob<'_>> = Vec::with_capacity(renditions.len());
+        let mut ref_result: Option<Placed> = None;
+        let mut jobs: Vec<LaunchJob<'_>> = Vec::with_capacity(renditions.len() + 1);
+        // The reference's luma, beside the renditions (its rows are the largest to stage; it
+        // is read again by the next frame's motion, so held one frame longer).
+        {
+            let ref_out = &mut ref_result;
+            jobs.push(Box::new(move || {
+                let mut placed = place_in(
+                    ref_bufs,
+                    reference,
+                    (upload, context, bpc),
+                    index,
+                    index + 1,
+                )?;
+                if let (Some(scaler), Some(out)) = (ref_scaler.as_mut(), ref_bufs.scaled.as_mut()) {
+                    let n = scaler.luma.output_len();
+                    placed.plane =
+                        scaler
+                            .luma
+                            .enqueue(upload, &placed.plane, &mut out.slice_mut(0..n))?;
+                }
+                *ref_out = Some(placed);
+                Ok(())
+            }));
+        }
         for (r, result) in renditions.into_iter().zip(results.iter_mut()) {
             slot.occupants.push(Occupant {
                 rendition: r.rendition,
@@ -852,6 +871,12 @@ impl CudaBackend {
             }));
         }
         run_beside(jobs)?;
+        let Some(placed_ref) = ref_result else {
+            return Err(internal("the ladder's reference was not placed"));
+        };
+        self.bytes_copied += placed_ref.bytes;
+        self.holds.extend(placed_ref.hold);
+        let ref_plane = placed_ref.plane;
         let mut computed: Vec<(usize, DevPlane, Option<ChromaDev>)> =
             Vec::with_capacity(results.len());
         for (result, occupant) in results.into_iter().zip(slot.occupants.iter_mut()) {
