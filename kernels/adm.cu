@@ -456,14 +456,28 @@ __device__ __forceinline__ uint64_t den_term(int32_t x, int shift_sq, int shift_
     }
 }
 
-// acc: 9 u64 words of this scale: [den h, v, d, dlm h, v, d, aim h, v, d].
-template <bool S0>
+// A ladder's renditions in one launch (see "A ladder's renditions, batched" below).
+#define ADM_LADDER_MAX 8
+
+struct AdmLadderPlanes {
+    Plane p[ADM_LADDER_MAX];
+};
+struct AdmLadderAccs {
+    unsigned long long* p[ADM_LADDER_MAX];
+};
+
+// acc: 9 u64 words of this scale: [den h, v, d, dlm h, v, d, aim h, v, d]. The denominator
+// reads the reference alone: DEN = 1 adds it to `acc` (a pair), 0 leaves it out, 2 adds it to
+// the words of each of the `n` renditions `all->p[z]` (a ladder computes it once, in block
+// z = 0, for all of them: the same wrapping sums, so the same bits).
+template <bool S0, int DEN>
 __device__ __forceinline__ void cm_body(const typename Band<S0>::T* __restrict__ hvd_ref,
                                         const typename Band<S0>::T* __restrict__ dec_r,
                                         const typename Band<S0>::T* __restrict__ dec_a,
                                         const int32_t* __restrict__ fc, int64_t band_len,
                                         const int64_t* __restrict__ p,
-                                        unsigned long long* __restrict__ acc) {
+                                        unsigned long long* __restrict__ acc,
+                                        const AdmLadderAccs* all, int n) {
     const int w = (int)p[P_W], h = (int)p[P_H];
     const int i = (int)p[P_TOP] + (int)blockIdx.x;
     const int left = (int)p[P_LEFT], right = (int)p[P_RIGHT];
@@ -486,9 +500,11 @@ __device__ __forceinline__ void cm_body(const typename Band<S0>::T* __restrict__
         const int jm = j == 0 ? 1 : j - 1;
         const int jp = j + 1 >= w ? w - 1 : j + 1;
         const int64_t idx = (int64_t)i * w + j;
-        s[0] += den_term<S0>(hvd_ref[idx], dsq, dcub);
-        s[1] += den_term<S0>(hvd_ref[band_len + idx], dsq, dcub);
-        s[2] += den_term<S0>(hvd_ref[2 * band_len + idx], dsq, dcub);
+        if (DEN != 0) {
+            s[0] += den_term<S0>(hvd_ref[idx], dsq, dcub);
+            s[1] += den_term<S0>(hvd_ref[band_len + idx], dsq, dcub);
+            s[2] += den_term<S0>(hvd_ref[2 * band_len + idx], dsq, dcub);
+        }
         const int32_t thr_dlm = threshold(f_dlm, c_dlm, w, iu, i, id, jm, j, jp);
         const int32_t thr_aim = threshold(f_aim, c_aim, w, iu, i, id, jm, j, jp);
         s[3] += (uint64_t)cm_term<S0>(dec_r[idx], thr_dlm, irf0, sub0, sq0, cub0);
@@ -513,15 +529,21 @@ __device__ __forceinline__ void cm_body(const typename Band<S0>::T* __restrict__
         const int k = threadIdx.x;
         uint64_t v = 0;
         for (int wi = 0; wi < (int)(blockDim.x >> 5); wi++) v += part[wi][k];
-        uint64_t row;
         if (k < 3) {
             const int sh = (int)p[P_DEN_SHIFT_ROW];
-            row = (v + round_add(sh)) >> sh;
+            const uint64_t row = (v + round_add(sh)) >> sh;
+            if (DEN == 1) {
+                atomicAdd(acc + k, (unsigned long long)row);
+            } else if (DEN == 2) {
+                for (int z = 0; z < n && z < ADM_LADDER_MAX; z++) {
+                    atomicAdd(all->p[z] + k, (unsigned long long)row);
+                }
+            }
         } else {
             const int sh = (int)p[P_SHIFT_INNER];
-            row = (uint64_t)((int64_t)(v + round_add(sh)) >> sh);
+            const uint64_t row = (uint64_t)((int64_t)(v + round_add(sh)) >> sh);
+            atomicAdd(acc + k, (unsigned long long)row);
         }
-        atomicAdd(acc + k, (unsigned long long)row);
     }
 }
 
@@ -529,7 +551,7 @@ extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
     adm_cm_s0(const int16_t* __restrict__ hvd_ref, const int16_t* __restrict__ dec_r,
               const int16_t* __restrict__ dec_a, const int32_t* __restrict__ fc, int64_t band_len,
               const int64_t* __restrict__ p, unsigned long long* __restrict__ acc) {
-    cm_body<true>(hvd_ref, dec_r, dec_a, fc, band_len, p, acc);
+    cm_body<true, 1>(hvd_ref, dec_r, dec_a, fc, band_len, p, acc, nullptr, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
@@ -537,7 +559,7 @@ extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
                 const int32_t* __restrict__ dec_a, const int32_t* __restrict__ fc,
                 int64_t band_len, const int64_t* __restrict__ p,
                 unsigned long long* __restrict__ acc) {
-    cm_body<false>(hvd_ref, dec_r, dec_a, fc, band_len, p, acc);
+    cm_body<false, 1>(hvd_ref, dec_r, dec_a, fc, band_len, p, acc, nullptr, 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -548,14 +570,6 @@ extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
 // each base pointer, with the same bodies as the pair kernels (so the same bits). The
 // reference's bands are shared; its DWT runs through the pair kernels with grid z = 1.
 
-#define ADM_LADDER_MAX 8
-
-struct AdmLadderPlanes {
-    Plane p[ADM_LADDER_MAX];
-};
-struct AdmLadderAccs {
-    unsigned long long* p[ADM_LADDER_MAX];
-};
 
 // Scale 0 of each distorted plane `dis.p[z]` into `a + z * a_stride`, `hvd + z * hvd_stride`.
 extern "C" __global__ void adm_dwt_s0_ladder(const AdmLadderPlanes dis, int16_t* __restrict__ a,
@@ -629,22 +643,35 @@ extern "C" __global__ void adm_decouple_s123_ladder(const int32_t* hvd_ref, cons
                            p, cos_sq, gain, gain_i, int_gain);
 }
 
-// Masking sums of each rendition (scratch as decouple_ladder) into its 9 words `acc.p[z]`.
+// Masking sums of each of `n` renditions (scratch as decouple_ladder) into its 9 words
+// `acc.p[z]`; the reference's denominator once, by block z = 0, into every rendition's words.
+template <bool S0>
+__device__ __forceinline__ void cm_ladder(const typename Band<S0>::T* hvd_ref,
+                                          const typename Band<S0>::T* dec_r,
+                                          const typename Band<S0>::T* dec_a,
+                                          int64_t dis_stride, const int32_t* fc,
+                                          int64_t fc_stride, int64_t band_len, const int64_t* p,
+                                          const AdmLadderAccs& acc, int n) {
+    const int64_t z = blockIdx.z;
+    if (z == 0) {
+        cm_body<S0, 2>(hvd_ref, dec_r, dec_a, fc, band_len, p, acc.p[0], &acc, n);
+    } else {
+        cm_body<S0, 0>(hvd_ref, dec_r + z * dis_stride, dec_a + z * dis_stride,
+                       fc + z * fc_stride, band_len, p, acc.p[z], &acc, n);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
     adm_cm_s0_ladder(const int16_t* hvd_ref, const int16_t* dec_r, const int16_t* dec_a,
                      int64_t dis_stride, const int32_t* fc, int64_t fc_stride, int64_t band_len,
-                     const int64_t* __restrict__ p, const AdmLadderAccs acc) {
-    const int64_t z = blockIdx.z;
-    cm_body<true>(hvd_ref, dec_r + z * dis_stride, dec_a + z * dis_stride, fc + z * fc_stride,
-                  band_len, p, acc.p[z]);
+                     const int64_t* __restrict__ p, const AdmLadderAccs acc, int32_t n) {
+    cm_ladder<true>(hvd_ref, dec_r, dec_a, dis_stride, fc, fc_stride, band_len, p, acc, n);
 }
 
 extern "C" __global__ void __launch_bounds__(ADM_ROW_THREADS)
     adm_cm_s123_ladder(const int32_t* hvd_ref, const int32_t* dec_r, const int32_t* dec_a,
                        int64_t dis_stride, const int32_t* fc, int64_t fc_stride,
-                       int64_t band_len, const int64_t* __restrict__ p,
-                       const AdmLadderAccs acc) {
-    const int64_t z = blockIdx.z;
-    cm_body<false>(hvd_ref, dec_r + z * dis_stride, dec_a + z * dis_stride, fc + z * fc_stride,
-                   band_len, p, acc.p[z]);
+                       int64_t band_len, const int64_t* __restrict__ p, const AdmLadderAccs acc,
+                       int32_t n) {
+    cm_ladder<false>(hvd_ref, dec_r, dec_a, dis_stride, fc, fc_stride, band_len, p, acc, n);
 }

@@ -370,14 +370,14 @@ struct LadderAccs {
     unsigned long long *p[LADDER_MAX];
 };
 
-template <bool NARROW>
-__device__ __forceinline__ void stat0_ladder_tile(const Plane &ref, const LadderPlanes &dis,
+template <int SCALE, bool NARROW>
+__device__ __forceinline__ void stat_ladder_tile(const Plane &ref, const LadderPlanes &dis,
                                                   int32_t n, int32_t w, int32_t h,
                                                   const uint16_t *__restrict__ tab,
                                                   double limit, uint32_t mu_round,
                                                   uint32_t mu_shift, uint64_t sq_round,
                                                   uint32_t sq_shift, const LadderAccs &acc_out) {
-    using F = Filter<0>;
+    using F = Filter<SCALE>;
     constexpr int LEN = F::LEN;
     constexpr int HALF = LEN / 2;
     constexpr int IW = TW + 2 * HALF;
@@ -557,7 +557,7 @@ __device__ __forceinline__ void stat0_ladder_tile(const Plane &ref, const Ladder
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 vif_stat0_narrow_ladder(const Plane ref, const LadderPlanes dis, int32_t n, int32_t w, int32_t h,
                         const uint16_t *tab, double limit, const LadderAccs acc) {
-    stat0_ladder_tile<true>(ref, dis, n, w, h, tab, limit, 128u, 8u, 0ull, 0u, acc);
+    stat_ladder_tile<0, true>(ref, dis, n, w, h, tab, limit, 128u, 8u, 0ull, 0u, acc);
 }
 
 // vif_stat0 (above 8 bits) for a ladder, as vif_stat0_narrow_ladder.
@@ -565,7 +565,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 vif_stat0_ladder(const Plane ref, const LadderPlanes dis, int32_t n, int32_t w, int32_t h,
                  const uint16_t *tab, double limit, uint32_t mu_round, uint32_t mu_shift,
                  unsigned long long sq_round, uint32_t sq_shift, const LadderAccs acc) {
-    stat0_ladder_tile<false>(ref, dis, n, w, h, tab, limit, mu_round, mu_shift, sq_round,
+    stat_ladder_tile<0, false>(ref, dis, n, w, h, tab, limit, mu_round, mu_shift, sq_round,
                              sq_shift, acc);
 }
 
@@ -602,3 +602,14 @@ VIF_SUB_LADDER(3)
 VIF_STAT_LADDER(1)
 VIF_STAT_LADDER(2)
 VIF_STAT_LADDER(3)
+
+// Scale 1's statistic of a ladder as vif_stat0_ladder: the reference's tile of scale 1 loaded
+// and filtered once per block, each of `n` distorted planes' after it (at scales 2 and 3 the
+// tiles are few, and vif_statS_ladder's grid z over the planes keeps the GPU busier).
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+vif_stat1_shared(const Plane ref, const LadderPlanes dis, int32_t n, int32_t w, int32_t h,
+                 const uint16_t *tab, double limit, uint32_t mu_round, uint32_t mu_shift,
+                 unsigned long long sq_round, uint32_t sq_shift, const LadderAccs acc) {
+    stat_ladder_tile<1, false>(ref, dis, n, w, h, tab, limit, mu_round, mu_shift, sq_round,
+                               sq_shift, acc);
+}

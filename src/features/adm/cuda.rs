@@ -747,12 +747,14 @@ impl AdmGpu {
             for a in accs.0.iter_mut().take(z as usize) {
                 *a += (s * WORDS_PER_SCALE * 8) as u64;
             }
+            let mut count = z as i32;
             // SAFETY: adm_cm_s0_ladder / _s123_ladder(const T* hvd_ref, const T* dec_r,
             // const T* dec_a, int64_t dis_stride, const int32_t* fc, int64_t fc_stride,
-            // int64_t band_len, const int64_t* p, AdmLadderAccs acc): scratch as above;
-            // acc.p[z] (z < n) the 9 u64 words of this scale in rendition z's output
-            // (`outs`, at least RESULT_WORDS each, alive until the stream has run);
-            // blockDim.x is a multiple of 32 <= 256.
+            // int64_t band_len, const int64_t* p, AdmLadderAccs acc, int32_t n): scratch as
+            // above; acc.p[z] (z < n) the 9 u64 words of this scale in rendition z's output
+            // (`outs`, at least RESULT_WORDS each, alive until the stream has run; block
+            // z = 0 adds the reference's denominator to all n of them); blockDim.x is a
+            // multiple of 32 <= 256.
             unsafe {
                 launch(
                     stream,
@@ -769,6 +771,7 @@ impl AdmGpu {
                         param(&mut stride),
                         param(&mut p),
                         param(&mut accs),
+                        param(&mut count),
                     ],
                     "cuLaunchKernel(adm_cm_ladder)",
                 )?;

@@ -41,6 +41,8 @@ pub struct VifGpu {
     /// A ladder's batched kernels of scales 1..=3: subsampling, statistic.
     sub_ladder: [CudaFunction; 3],
     stat_ladder: [CudaFunction; 3],
+    /// Scale 1's statistic of a ladder with the reference's tile filtered once per block.
+    stat1_shared: CudaFunction,
     /// A ladder's distorted planes of scales 1..=3 for `n` renditions at once, rendition `z`'s
     /// `z`-th share of each ([`VifGpu::prepare_renditions`]).
     renditions: Option<(usize, [DeviceAlloc<u16>; 3])>,
@@ -137,6 +139,11 @@ impl VifGpu {
                 "cuModuleGetFunction(vif_stat3_ladder)",
             )?,
         ];
+        let stat1_shared = function(
+            m,
+            "vif_stat1_shared",
+            "cuModuleGetFunction(vif_stat1_shared)",
+        )?;
         let table = log2_table();
         let log2_table = alloc_copy(stream, &table[..], "cuMemAlloc(vif log2 table)")?;
         let plane = |s: usize| -> Result<DeviceAlloc<u16>, CudaError> {
@@ -163,6 +170,7 @@ impl VifGpu {
             scaled_dis,
             sub_ladder,
             stat_ladder,
+            stat1_shared,
             renditions: None,
             width,
             height,
@@ -517,31 +525,60 @@ impl VifGpu {
             let (mut mu_round, mut mu_shift, mut sq_round, mut sq_shift) =
                 (32768u32, 16u32, 32768u64, 16u32);
             let (gx, gy, _) = grid(ow, oh);
+            let mut count = z as i32;
             // SAFETY: vif_statN_ladder(Plane ref, LadderPlanes dis, i32 w, i32 h,
-            // const u16* tab, f64 limit, u32, u32, u64, u32, LadderAccs acc): the reference's
-            // plane and each rendition's share hold w2 * h2 samples; acc.p[z] 4 words of
-            // rendition z's output (alive until the stream has run); table of 65536.
+            // const u16* tab, f64 limit, u32, u32, u64, u32, LadderAccs acc) and
+            // vif_stat1_shared(Plane ref, LadderPlanes dis, i32 n, i32 w, i32 h, const u16*
+            // tab, f64 limit, u32, u32, u64, u32, LadderAccs acc): the reference's plane and
+            // each rendition's share hold w2 * h2 samples; acc.p[z] 4 words of rendition z's
+            // output (alive until the stream has run); table of 65536; n = z <= LADDER_MAX.
             unsafe {
-                launch(
-                    stream,
-                    &self.stat_ladder[s - 1],
-                    (gx, gy, z as u32),
-                    BLOCK,
-                    &mut [
-                        param(&mut p_ref),
-                        param(&mut dis_arg),
-                        param(&mut w2),
-                        param(&mut h2),
-                        param(&mut tab),
-                        param(&mut limit),
-                        param(&mut mu_round),
-                        param(&mut mu_shift),
-                        param(&mut sq_round),
-                        param(&mut sq_shift),
-                        param(&mut accs),
-                    ],
-                    "cuLaunchKernel(vif_stat_ladder)",
-                )?;
+                if s == 1 {
+                    // Scale 1 has tiles enough to loop over the renditions in each block,
+                    // the reference's tile filtered once.
+                    launch(
+                        stream,
+                        &self.stat1_shared,
+                        (gx, gy, 1),
+                        BLOCK,
+                        &mut [
+                            param(&mut p_ref),
+                            param(&mut dis_arg),
+                            param(&mut count),
+                            param(&mut w2),
+                            param(&mut h2),
+                            param(&mut tab),
+                            param(&mut limit),
+                            param(&mut mu_round),
+                            param(&mut mu_shift),
+                            param(&mut sq_round),
+                            param(&mut sq_shift),
+                            param(&mut accs),
+                        ],
+                        "cuLaunchKernel(vif_stat1_shared)",
+                    )?;
+                } else {
+                    launch(
+                        stream,
+                        &self.stat_ladder[s - 1],
+                        (gx, gy, z as u32),
+                        BLOCK,
+                        &mut [
+                            param(&mut p_ref),
+                            param(&mut dis_arg),
+                            param(&mut w2),
+                            param(&mut h2),
+                            param(&mut tab),
+                            param(&mut limit),
+                            param(&mut mu_round),
+                            param(&mut mu_shift),
+                            param(&mut sq_round),
+                            param(&mut sq_shift),
+                            param(&mut accs),
+                        ],
+                        "cuLaunchKernel(vif_stat_ladder)",
+                    )?;
+                }
             }
             src = next;
             sw = ow;
