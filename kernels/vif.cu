@@ -357,11 +357,12 @@ VIF_SUB_ONE(1)
 VIF_SUB_ONE(2)
 VIF_SUB_ONE(3)
 
-// Scale 0's statistic of one reference against up to LADDER_MAX distorted planes (a
-// ladder's renditions), `n` of them: the reference's tile is loaded and filtered once (its
-// vertical and horizontal means and second moments), each distorted plane's after it, and
-// each plane's sums go to its own `acc[d]` (4 words). Bit for bit the sums of vif_stat0 /
-// vif_stat0_narrow for each pair: the same integer operations on the same samples.
+// A scale's statistic of one reference against up to LADDER_MAX distorted planes (a
+// ladder's renditions), `n` of them (scale 0, and scale 1 through vif_stat1_shared): the
+// reference's tile is loaded and filtered once (its vertical and horizontal means and second
+// moments), each distorted plane's after it, and each plane's sums go to its own `acc[d]`
+// (4 words). Bit for bit the sums of vif_statS / vif_stat0_narrow for each pair: the same
+// integer operations on the same samples.
 constexpr int LADDER_MAX = 8;
 struct LadderPlanes {
     Plane p[LADDER_MAX];
