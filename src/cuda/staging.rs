@@ -123,3 +123,61 @@ pub fn stage_rows(src: &[u8], stride: usize, row: usize, rows: usize, dst: &mut 
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every job runs once, each on its own data, whichever thread takes it.
+    #[test]
+    fn run_beside_runs_every_job_once() {
+        let mut slots = vec![0u64; 37];
+        let jobs: Vec<Box<dyn FnOnce() -> Result<(), String> + Send + '_>> = slots
+            .iter_mut()
+            .enumerate()
+            .map(|(i, slot)| {
+                Box::new(move || {
+                    *slot += (i as u64 + 1) * 3;
+                    Ok(())
+                }) as Box<dyn FnOnce() -> Result<(), String> + Send + '_>
+            })
+            .collect();
+        assert_eq!(run_beside(jobs), Ok(()));
+        let expected: Vec<u64> = (0..37).map(|i| (i + 1) * 3).collect();
+        assert_eq!(slots, expected);
+    }
+
+    /// The first error in job order is returned (not the first to happen), and the other
+    /// jobs still run.
+    #[test]
+    fn run_beside_returns_the_first_error_in_job_order() {
+        let ran = std::sync::atomic::AtomicUsize::new(0);
+        let jobs: Vec<Box<dyn FnOnce() -> Result<(), String> + Send + '_>> = (0..8)
+            .map(|i| {
+                let ran = &ran;
+                Box::new(move || {
+                    ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if i == 0 {
+                        // The job-order-first failure, made to finish last.
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    if i % 3 == 0 {
+                        Err(format!("job {i}"))
+                    } else {
+                        Ok(())
+                    }
+                }) as Box<dyn FnOnce() -> Result<(), String> + Send + '_>
+            })
+            .collect();
+        assert_eq!(run_beside(jobs), Err("job 0".to_owned()));
+        assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 8);
+        // No jobs, one job: nothing to hand to the pool.
+        assert_eq!(run_beside::<String>(Vec::new()), Ok(()));
+        assert_eq!(
+            run_beside(vec![
+                Box::new(|| Err::<(), _>("only".to_owned())) as Box<dyn FnOnce() -> _ + Send>
+            ]),
+            Err("only".to_owned())
+        );
+    }
+}
