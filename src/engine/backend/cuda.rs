@@ -529,16 +529,12 @@ impl CudaBackend {
         side: usize,
         plane: DevPlane,
     ) -> Result<DevPlane, CudaError> {
-        let (Some(scaler), Some(out)) = (
-            self.scalers[side].as_mut(),
-            self.slots[s].streams[side].scaled.as_mut(),
-        ) else {
-            return Ok(plane);
-        };
-        let n = scaler.luma.output_len();
-        scaler
-            .luma
-            .enqueue(&self.upload, &plane, &mut out.slice_mut(0..n))
+        scale_luma_in(
+            &mut self.slots[s].streams[side],
+            &mut self.scalers[side],
+            &self.upload,
+            plane,
+        )
     }
 
     /// The first CUDA steps of a frame going into slot `s` (the pair's and the ladder's):
@@ -802,13 +798,7 @@ impl CudaBackend {
                     index,
                     index + 1,
                 )?;
-                if let (Some(scaler), Some(out)) = (ref_scaler.as_mut(), ref_bufs.scaled.as_mut()) {
-                    let n = scaler.luma.output_len();
-                    placed.plane =
-                        scaler
-                            .luma
-                            .enqueue(upload, &placed.plane, &mut out.slice_mut(0..n))?;
-                }
+                placed.plane = scale_luma_in(ref_bufs, ref_scaler, upload, placed.plane)?;
                 *ref_out = Some(placed);
                 Ok(())
             }));
@@ -836,22 +826,15 @@ impl CudaBackend {
                     scaler,
                     unpacked,
                 } = part;
-                let placed = place_in(bufs, luma, (upload, context, bpc), index, index)?;
-                let mut plane = placed.plane;
-                if let (Some(scaler), Some(out)) = (scaler.as_mut(), bufs.scaled.as_mut()) {
-                    let n = scaler.luma.output_len();
-                    plane = scaler
-                        .luma
-                        .enqueue(upload, &plane, &mut out.slice_mut(0..n))?;
-                }
-                let mut bytes = placed.bytes;
+                let mut placed = place_in(bufs, luma, (upload, context, bpc), index, index)?;
+                placed.plane = scale_luma_in(bufs, scaler, upload, placed.plane)?;
                 let mut cdev = None;
                 if let (Some((c, reference)), Some(gpu)) = (chroma, unpacked) {
                     let Some(staging) = bufs.chroma.as_mut() else {
                         return Err(internal("a ladder slot without rendition chroma staging"));
                     };
                     let (pd, nd) = gpu.place(staging, c, 1, context, upload)?;
-                    bytes += nd as u64;
+                    placed.bytes += nd as u64;
                     let mut planes = gpu.unpack_one(upload, 1, &pd)?;
                     scale_chroma(scaler, &mut bufs.scaled_chroma, upload, &mut planes)?;
                     cdev = Some(ChromaDev {
@@ -862,10 +845,8 @@ impl CudaBackend {
                     });
                 }
                 *result = Some(PlacedRendition {
-                    plane,
+                    placed,
                     chroma: cdev,
-                    bytes,
-                    hold: placed.hold,
                 });
                 Ok(())
             }));
@@ -880,13 +861,13 @@ impl CudaBackend {
         let mut computed: Vec<(usize, DevPlane, Option<ChromaDev>)> =
             Vec::with_capacity(results.len());
         for (result, occupant) in results.into_iter().zip(slot.occupants.iter_mut()) {
-            let Some(p) = result else {
+            let Some(PlacedRendition { placed, chroma }) = result else {
                 continue;
             };
-            self.bytes_copied += p.bytes;
-            self.holds.extend(p.hold);
-            occupant.has_chroma = p.chroma.is_some();
-            computed.push((occupant.rendition, p.plane, p.chroma));
+            self.bytes_copied += placed.bytes;
+            self.holds.extend(placed.hold);
+            occupant.has_chroma = chroma.is_some();
+            computed.push((occupant.rendition, placed.plane, chroma));
         }
         let slot = &mut self.slots[s];
         slot.has_chroma = ref_cplanes.is_some();
@@ -1151,13 +1132,28 @@ struct RenditionParts<'a> {
     unpacked: Option<&'a mut ChromaGpu>,
 }
 
-/// What placing one rendition gave: its luma at the scoring size, its chroma with the
-/// reference's, the bytes copied and the buffer to hold.
+/// What placing one rendition gave: its luma at the scoring size (with the bytes copied for
+/// luma and chroma, and the buffer to hold), its chroma with the reference's.
 struct PlacedRendition {
-    plane: DevPlane,
+    placed: Placed,
     chroma: Option<ChromaDev>,
-    bytes: u64,
-    hold: Option<Hold>,
+}
+
+/// `plane` at the scoring size: itself, or (a stream with a scaler) the stream's scaled
+/// plane in `bufs`, written by the scaler's kernels on `upload`.
+fn scale_luma_in(
+    bufs: &mut StreamBufs,
+    scaler: &mut Option<GpuScaler>,
+    upload: &Arc<CudaStream>,
+    plane: DevPlane,
+) -> Result<DevPlane, CudaError> {
+    let (Some(scaler), Some(out)) = (scaler.as_mut(), bufs.scaled.as_mut()) else {
+        return Ok(plane);
+    };
+    let n = scaler.luma.output_len();
+    scaler
+        .luma
+        .enqueue(upload, &plane, &mut out.slice_mut(0..n))
 }
 
 /// What [`place_in`] gave: the plane's descriptor, the bytes copied to the device, and the
