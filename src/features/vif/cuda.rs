@@ -311,50 +311,57 @@ impl VifGpu {
         cfg: &VifConfig,
         outs: &mut [CudaViewMut<u64>],
     ) -> Result<(), CudaError> {
-        self.enqueue_ladder_on(stream, reference, distorted, cfg, outs)
-    }
-
-    fn enqueue_ladder_on(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        reference: DevPlane,
-        distorted: &[DevPlane],
-        cfg: &VifConfig,
-        outs: &mut [CudaViewMut<u64>],
-    ) -> Result<(), CudaError> {
-        if outs.len() != distorted.len() {
-            return Err(CudaError::Driver {
-                call: "VifGpu::enqueue_ladder",
-                code: "CUDA_ERROR_INVALID_VALUE (one output per distorted plane)".to_owned(),
-            });
-        }
         let limit = cfg.enhn_gain_limit;
-        // Each plane's four words of every scale, zero before anything adds to them.
-        let mut bases = Vec::with_capacity(outs.len());
-        for out in outs.iter_mut() {
-            if out.len() < Self::RESULT_WORDS {
-                return Err(CudaError::Driver {
-                    call: "VifGpu::enqueue_ladder",
-                    code: "CUDA_ERROR_INVALID_VALUE (an output shorter than RESULT_WORDS)"
-                        .to_owned(),
-                });
-            }
-            stream
-                .memset_zeros(out)
-                .during("cuMemsetD8Async(vif sums)")?;
-            bases.push(out.device_ptr_mut(stream).0);
-        }
-        // The reference's scales 1..=3, once.
-        let pyramid = self.reference_pyramid(stream, reference)?;
-        // Scale 0, LADDER_MAX planes per launch, then each plane's scales 1..=3: its own
-        // pyramid against the reference's.
-        for (dis, bases) in distorted.chunks(LADDER_MAX).zip(bases.chunks(LADDER_MAX)) {
-            self.stat0_ladder(stream, reference, dis, bases, limit)?;
-        }
+        let (bases, pyramid) =
+            self.ladder_common(stream, reference, distorted, outs, limit, true)?;
+        // Each plane's scales 1..=3: its own pyramid against the reference's.
         for (&d, &base) in distorted.iter().zip(&bases) {
             self.enqueue_rendition_scales(stream, &pyramid, d, limit, base)?;
         }
         Ok(())
+    }
+
+    /// What both ladder paths do first, on `stream`: checks `outs` (one per distorted plane,
+    /// each of at least [`VifGpu::RESULT_WORDS`] words), zeroes them when `zero` (else they
+    /// must arrive zeroed), subsamples the reference's scales 1..=3 once and runs scale 0 for
+    /// [`LADDER_MAX`] planes per launch. Returns each output's device address and the
+    /// reference's planes of scales 1..=3.
+    ///
+    /// Errors: [`CudaError::Driver`] for a bad `outs` or a failed memset or launch.
+    fn ladder_common(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        reference: DevPlane,
+        distorted: &[DevPlane],
+        outs: &mut [CudaViewMut<u64>],
+        limit: f64,
+        zero: bool,
+    ) -> Result<(Vec<u64>, [DevPlane; 3]), CudaError> {
+        let invalid = |what: &str| CudaError::Driver {
+            call: "VifGpu::enqueue_ladder",
+            code: format!("CUDA_ERROR_INVALID_VALUE ({what})"),
+        };
+        if outs.len() != distorted.len() {
+            return Err(invalid("one output per distorted plane"));
+        }
+        // Each plane's four words of every scale, zero before anything adds to them.
+        let mut bases = Vec::with_capacity(outs.len());
+        for out in outs.iter_mut() {
+            if out.len() < Self::RESULT_WORDS {
+                return Err(invalid("an output shorter than RESULT_WORDS"));
+            }
+            if zero {
+                stream
+                    .memset_zeros(out)
+                    .during("cuMemsetD8Async(vif sums)")?;
+            }
+            bases.push(out.device_ptr_mut(stream).0);
+        }
+        let pyramid = self.reference_pyramid(stream, reference)?;
+        for (dis, bases) in distorted.chunks(LADDER_MAX).zip(bases.chunks(LADDER_MAX)) {
+            self.stat0_ladder(stream, reference, dis, bases, limit)?;
+        }
+        Ok((bases, pyramid))
     }
 
     /// Allocates the distorted planes of scales 1..=3 for `n` renditions (at most
@@ -402,28 +409,15 @@ impl VifGpu {
         cfg: &VifConfig,
         outs: &mut [CudaViewMut<u64>],
     ) -> Result<(), CudaError> {
-        let invalid = |what: &str| CudaError::Driver {
-            call: "VifGpu::enqueue_ladder",
-            code: format!("CUDA_ERROR_INVALID_VALUE ({what})"),
-        };
-        if outs.len() != distorted.len() {
-            return Err(invalid("one output per distorted plane"));
-        }
         let Some(group) = self.renditions.as_ref().map(|(n, _)| *n) else {
-            return Err(invalid("no rendition planes"));
+            return Err(CudaError::Driver {
+                call: "VifGpu::enqueue_ladder",
+                code: "CUDA_ERROR_INVALID_VALUE (no rendition planes)".to_owned(),
+            });
         };
         let limit = cfg.enhn_gain_limit;
-        let mut bases = Vec::with_capacity(outs.len());
-        for out in outs.iter_mut() {
-            if out.len() < Self::RESULT_WORDS {
-                return Err(invalid("an output shorter than RESULT_WORDS"));
-            }
-            bases.push(out.device_ptr_mut(stream).0);
-        }
-        let pyramid = self.reference_pyramid(stream, reference)?;
-        for (dis, bases) in distorted.chunks(LADDER_MAX).zip(bases.chunks(LADDER_MAX)) {
-            self.stat0_ladder(stream, reference, dis, bases, limit)?;
-        }
+        let (bases, pyramid) =
+            self.ladder_common(stream, reference, distorted, outs, limit, false)?;
         for (dis, bases) in distorted.chunks(group).zip(bases.chunks(group)) {
             self.rendition_scales_batched(stream, &pyramid, dis, bases, limit)?;
         }
