@@ -255,6 +255,8 @@ struct Setup {
     plan: ScorePlan,
     geometry: Geometry,
     scaling: LadderScaling,
+    /// Frames each run scores before its timing starts (`--ladder-warm`).
+    warm: usize,
 }
 
 /// Reference frames per second of the ladder backend over `frames` frames (after a warm-up).
@@ -271,7 +273,7 @@ fn ladder_fps(
         .with_shared_reference(share);
     let mut s = LadderScorer::new(Box::new(b), set.plan.clone(), 1)?;
     let mut start = Instant::now();
-    let warm = warm();
+    let warm = set.warm;
     for i in 0..warm + frames {
         if i == warm {
             s.settle()?;
@@ -333,13 +335,6 @@ fn run_pair(
     Ok(start.elapsed().as_secs_f64())
 }
 
-/// Frames scored before the timing starts, per run (`--ladder-warm`; 30 by default).
-static WARM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(30);
-
-fn warm() -> usize {
-    WARM.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Reference fps of five pair backends on five threads at once (each made and warmed up
 /// first; timed from a common start to the last one's end).
 fn threads_fps(
@@ -358,7 +353,7 @@ fn threads_fps(
                     let ready = || -> Result<Scorer<()>, BoxError> {
                         dev.context().bind_to_thread()?;
                         let mut s = pair_scorer(dev, set, k)?;
-                        run_pair(&mut s, dev, c, k, mem, warm())?;
+                        run_pair(&mut s, dev, c, k, mem, set.warm)?;
                         Ok(s)
                     };
                     let ready = ready();
@@ -395,7 +390,7 @@ fn in_turn_fps(
     let mut total = 0.0;
     for k in 0..SIZES.len() {
         let mut s = pair_scorer(dev, set, k)?;
-        run_pair(&mut s, dev, c, k, mem, warm())?;
+        run_pair(&mut s, dev, c, k, mem, set.warm)?;
         total += run_pair(&mut s, dev, c, k, mem, frames)?;
         s.finish()?;
     }
@@ -413,7 +408,6 @@ pub fn ladder(
     memory: &[String],
     warm: usize,
 ) -> Result<bool, BoxError> {
-    WARM.store(warm, std::sync::atomic::Ordering::Relaxed);
     let wants = |r: &str| runs.iter().any(|x| x.trim() == r);
     let mems: Vec<Mem> = memory
         .iter()
@@ -449,6 +443,7 @@ pub fn ladder(
                     .map(|&s| (s != REF).then(|| scaler(s, REF)).transpose())
                     .collect::<Result<_, _>>()?,
             },
+            warm,
         };
         for &mem in &mems {
             // `None`: not asked for.
