@@ -418,17 +418,16 @@ pub trait CudaExtractor: Send {
     /// Allocates what [`CudaExtractor::enqueue_ladder`] needs beyond a pair's scratch for a
     /// ladder of `renditions` renditions (e.g. ADM's reference bands of every scale, and each
     /// rendition's share of the scratch that VIF's and ADM's batched launches use, grid z =
-    /// rendition), on `stream` of `dev`; called once by a ladder backend when it is made, so
+    /// rendition), on `stream`; called once by a ladder backend when it is made, so
     /// that no ladder frame allocates. The default needs nothing.
     ///
-    /// Errors: [`CudaError`] from the allocations and stream creation.
+    /// Errors: [`CudaError`] from the allocations.
     fn prepare_ladder(
         &mut self,
-        dev: &GpuDevice,
         stream: &Arc<CudaStream>,
         renditions: usize,
     ) -> Result<(), CudaError> {
-        let _ = (dev, stream, renditions);
+        let _ = (stream, renditions);
         Ok(())
     }
     /// `enqueue` for a ladder: one reference frame and several distorted frames (renditions

@@ -296,7 +296,7 @@ impl CudaBackend {
             if ladder {
                 // A ladder's own scratch (ADM's reference bands, the renditions' lanes), once
                 // per caps as the rest.
-                ex.prepare_ladder(dev, &compute, distorted.len())?;
+                ex.prepare_ladder(&compute, distorted.len())?;
             }
             if ex.side_stream() {
                 let high = ex.high_priority();

@@ -339,11 +339,9 @@ impl CudaExtractor for AdmCuda {
     /// batched launches.
     fn prepare_ladder(
         &mut self,
-        dev: &GpuDevice,
         stream: &Arc<CudaStream>,
         renditions: usize,
     ) -> Result<(), CudaError> {
-        let _ = dev;
         self.gpu.prepare_ladder(stream)?;
         if renditions > 1 {
             self.gpu.prepare_renditions(stream, renditions)?;

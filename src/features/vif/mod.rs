@@ -210,11 +210,9 @@ impl CudaExtractor for VifCuda {
     /// 1.4 MB each at 1080p) for the batched launches.
     fn prepare_ladder(
         &mut self,
-        dev: &GpuDevice,
         stream: &Arc<CudaStream>,
         renditions: usize,
     ) -> Result<(), CudaError> {
-        let _ = dev;
         if renditions > 1 {
             self.gpu.prepare_renditions(stream, renditions)?;
         }
