@@ -18,6 +18,9 @@ namespace vif_detail {
 
 constexpr int TW = 32;  // output columns per block
 constexpr int TH = 16;  // output rows per block
+// Blocks of a statistic kernel resident per SM, asked of the compiler (at most 51 registers a
+// thread): the 8-bit scale 0 of a ladder took 60 and ran 4 blocks per SM, instruction-bound.
+constexpr int STAT_MIN_BLOCKS = 5;
 
 __constant__ uint16_t VIF_FILTER0[17] = {489,  935,  1640, 2640, 3896, 5274, 6547, 7455, 7784,
                                          7455, 6547, 5274, 3896, 2640, 1640, 935,  489};
@@ -98,19 +101,69 @@ __device__ __forceinline__ void pixel(int32_t sigma1_sq, int32_t sigma2_sq, int3
     }
 }
 
-// One scale's statistic over a TW x TH output tile. NARROW: 8-bit scale 0 (means rounded
-// with 128 >> 8, second moments of 16-bit products summed in 32 bits, unshifted).
-template <int SCALE, bool NARROW>
-__device__ __forceinline__ void stat_tile(const Plane &ref, const Plane &dis, int32_t w, int32_t h,
+// Up to LADDER_MAX distorted planes (a ladder's renditions) and each one's 4 output words.
+constexpr int LADDER_MAX = 8;
+struct LadderPlanes {
+    Plane p[LADDER_MAX];
+};
+struct LadderAccs {
+    unsigned long long *p[LADDER_MAX];
+};
+
+// The distorted planes stat_tile scores against one reference: a pair's one plane ...
+struct OneDistorted {
+    const Plane &dis;
+    unsigned long long *acc;
+    __device__ __forceinline__ int count() const { return 1; }
+    __device__ __forceinline__ const Plane &plane(int) const { return dis; }
+    __device__ __forceinline__ unsigned long long *out(int) const { return acc; }
+};
+// ... or a ladder's `n` (at most LADDER_MAX), plane d's sums into acc.p[d].
+struct ManyDistorted {
+    const LadderPlanes &dis;
+    const LadderAccs &acc;
+    int32_t n;
+    __device__ __forceinline__ int count() const { return n < LADDER_MAX ? n : LADDER_MAX; }
+    __device__ __forceinline__ const Plane &plane(int d) const { return dis.p[d]; }
+    __device__ __forceinline__ unsigned long long *out(int d) const { return acc.p[d]; }
+};
+
+// Loads the IH x IW input tile whose top-left sample is (sx0, sy0) of `p` (w x h) into `s`,
+// borders reflected; a tile inside the plane skips the reflection.
+template <int IH, int IW>
+__device__ __forceinline__ void load_tile(uint16_t (&s)[IH][IW], const Plane &p, int sx0,
+                                          int sy0, int32_t w, int32_t h) {
+    const bool inside = sx0 >= 0 && sy0 >= 0 && sx0 + IW <= w && sy0 + IH <= h;
+    const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
+    for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
+        const int r = i / IW;
+        const int c = i % IW;
+        const int y = inside ? sy0 + r : reflect(sy0 + r, h);
+        const int x = inside ? sx0 + c : reflect(sx0 + c, w);
+        s[r][c] = (uint16_t)sample(p, x, y);
+    }
+}
+
+// One scale's statistic over a TW x TH output tile of `ref` against every plane of `dis`
+// (OneDistorted: a pair; ManyDistorted: a ladder's renditions): the reference's tile is
+// loaded and filtered once (vertical and horizontal means and second moments), each
+// distorted plane's after it, and each plane's 4 sums go to its own output. NARROW: 8-bit
+// scale 0 (means rounded with 128 >> 8, second moments of 16-bit products summed in 32 bits,
+// unshifted; the samples are below 256: 8-bit planes are masked to their depth and the
+// scaler clamps to it, so a product of two fits 16 bits). Sums that libvmaf keeps in 64 bits
+// are 64-bit multiply-adds here. Bit for bit libvmaf's vif_statistic_8/16 for each pair: the
+// same integer operations on the same samples, in an order that integer sums do not see.
+template <int SCALE, bool NARROW, class Dis>
+__device__ __forceinline__ void stat_tile(const Plane &ref, const Dis &dis, int32_t w, int32_t h,
                                           const uint16_t *__restrict__ tab, double limit,
                                           uint32_t mu_round, uint32_t mu_shift,
-                                          uint64_t sq_round, uint32_t sq_shift,
-                                          unsigned long long *__restrict__ acc_out) {
+                                          uint64_t sq_round, uint32_t sq_shift) {
     using F = Filter<SCALE>;
     constexpr int LEN = F::LEN;
     constexpr int HALF = LEN / 2;
     constexpr int IW = TW + 2 * HALF;
     constexpr int IH = TH + 2 * HALF;
+    constexpr int PER = (TH * TW + BLOCK_THREADS - 1) / BLOCK_THREADS;
     __shared__ uint16_t s_ref[IH][IW];
     __shared__ uint16_t s_dis[IH][IW];
     __shared__ uint16_t s_mu1[TH][IW];
@@ -124,104 +177,140 @@ __device__ __forceinline__ void stat_tile(const Plane &ref, const Plane &dis, in
     const int y0 = blockIdx.y * TH;
     const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
 
-    for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
-        const int r = i / IW;
-        const int c = i % IW;
-        const int y = reflect(y0 - HALF + r, h);
-        const int x = reflect(x0 - HALF + c, w);
-        s_ref[r][c] = (uint16_t)sample(ref, x, y);
-        s_dis[r][c] = (uint16_t)sample(dis, x, y);
-    }
+    load_tile<IH, IW>(s_ref, ref, x0 - HALF, y0 - HALF, w, h);
     __syncthreads();
-
-    // Vertical pass: TH rows x IW columns.
+    // The reference's vertical pass: TH rows x IW columns.
     for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
         const int r = i / IW;
         const int c = i % IW;
-        uint32_t m1 = 0, m2 = 0;
+        uint32_t m1 = 0;
         if (NARROW) {
-            uint32_t xx = 0, yy = 0, xy = 0;
+            uint32_t xx = 0;
 #pragma unroll
             for (int k = 0; k < LEN; ++k) {
                 const uint32_t f = F::tap(k);
                 const uint32_t a = s_ref[r + k][c];
-                const uint32_t b = s_dis[r + k][c];
                 m1 += f * a;
-                m2 += f * b;
-                xx += f * (uint32_t)(uint16_t)(a * a);
-                yy += f * (uint32_t)(uint16_t)(b * b);
-                xy += f * (uint32_t)(uint16_t)(a * b);
+                xx += f * (a * a);
             }
             s_mu1[r][c] = (uint16_t)((m1 + 128u) >> 8);
-            s_mu2[r][c] = (uint16_t)((m2 + 128u) >> 8);
             s_xx[r][c] = xx;
-            s_yy[r][c] = yy;
-            s_xy[r][c] = xy;
         } else {
-            uint32_t xx_lo = 0, xx_hi = 0, yy_lo = 0, yy_hi = 0, xy_lo = 0, xy_hi = 0;
+            uint64_t xx = 0;
 #pragma unroll
             for (int k = 0; k < LEN; ++k) {
                 const uint32_t f = F::tap(k);
                 const uint32_t a = s_ref[r + k][c];
-                const uint32_t b = s_dis[r + k][c];
                 m1 += f * a;
-                m2 += f * b;
-                const uint32_t paa = a * a, pbb = b * b, pab = a * b;
-                xx_lo += f * (paa & 0xffffu);
-                xx_hi += f * (paa >> 16);
-                yy_lo += f * (pbb & 0xffffu);
-                yy_hi += f * (pbb >> 16);
-                xy_lo += f * (pab & 0xffffu);
-                xy_hi += f * (pab >> 16);
+                xx += (uint64_t)f * (a * a);
             }
             s_mu1[r][c] = (uint16_t)((m1 + mu_round) >> mu_shift);
-            s_mu2[r][c] = (uint16_t)((m2 + mu_round) >> mu_shift);
-            s_xx[r][c] = (uint32_t)(((((uint64_t)xx_hi) << 16) + xx_lo + sq_round) >> sq_shift);
-            s_yy[r][c] = (uint32_t)(((((uint64_t)yy_hi) << 16) + yy_lo + sq_round) >> sq_shift);
-            s_xy[r][c] = (uint32_t)(((((uint64_t)xy_hi) << 16) + xy_lo + sq_round) >> sq_shift);
+            s_xx[r][c] = (uint32_t)((xx + sq_round) >> sq_shift);
         }
     }
     __syncthreads();
-
-    // Horizontal pass and per-pixel terms: TH x TW outputs.
-    Accum acc;
-    for (int i = tid; i < TH * TW; i += BLOCK_THREADS) {
-        const int r = i / TW;
-        const int c = i % TW;
-        if (x0 + c >= w || y0 + r >= h) {
+    // The reference's horizontal pass, kept per output in registers.
+    uint32_t hm1[PER], hxx[PER];
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+        hm1[j] = 0;
+        hxx[j] = 0;
+        const int i = tid + j * BLOCK_THREADS;
+        if (i >= TH * TW) {
             continue;
         }
-        uint32_t m1 = 0, m2 = 0;
-        uint32_t xx_lo = 0, xx_hi = 0, yy_lo = 0, yy_hi = 0, xy_lo = 0, xy_hi = 0;
+        const int r = i / TW;
+        const int c = i % TW;
+        uint32_t m1 = 0;
+        uint64_t xx = 0;
 #pragma unroll
         for (int k = 0; k < LEN; ++k) {
             const uint32_t f = F::tap(k);
             m1 += f * (uint32_t)s_mu1[r][c + k];
-            m2 += f * (uint32_t)s_mu2[r][c + k];
-            const uint32_t xx = s_xx[r][c + k], yy = s_yy[r][c + k], xy = s_xy[r][c + k];
-            xx_lo += f * (xx & 0xffffu);
-            xx_hi += f * (xx >> 16);
-            yy_lo += f * (yy & 0xffffu);
-            yy_hi += f * (yy >> 16);
-            xy_lo += f * (xy & 0xffffu);
-            xy_hi += f * (xy >> 16);
+            xx += (uint64_t)f * s_xx[r][c + k];
         }
-        const uint32_t xx = xx_hi + ((xx_lo + 32768u) >> 16);
-        const uint32_t yy = yy_hi + ((yy_lo + 32768u) >> 16);
-        const uint32_t xy = xy_hi + ((xy_lo + 32768u) >> 16);
-        const uint64_t a = m1, b = m2;
-        const uint32_t mu1_sq = (uint32_t)((a * a + (1ull << 31)) >> 32);
-        const uint32_t mu2_sq = (uint32_t)((b * b + (1ull << 31)) >> 32);
-        const uint32_t mu1_mu2 = (uint32_t)((a * b + (1ull << 31)) >> 32);
-        const int32_t sigma1_sq = (int32_t)(xx - mu1_sq);
-        int32_t sigma2_sq = (int32_t)(yy - mu2_sq);
-        sigma2_sq = sigma2_sq < 0 ? 0 : sigma2_sq;
-        const int32_t sigma12 = (int32_t)(xy - mu1_mu2);
-        pixel(sigma1_sq, sigma2_sq, sigma12, acc, tab, limit);
+        hm1[j] = m1;
+        hxx[j] = (uint32_t)((xx + 32768u) >> 16);
     }
-    uint64_t v[4] = {(uint64_t)acc.num_log, (uint64_t)acc.den_log, (uint64_t)acc.num_non_log,
-                     (uint64_t)acc.den_non_log};
-    block_add_u64<4>(v, scratch, acc_out);
+
+    for (int d = 0; d < dis.count(); ++d) {
+        __syncthreads();
+        load_tile<IH, IW>(s_dis, dis.plane(d), x0 - HALF, y0 - HALF, w, h);
+        __syncthreads();
+        for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
+            const int r = i / IW;
+            const int c = i % IW;
+            uint32_t m2 = 0;
+            if (NARROW) {
+                uint32_t yy = 0, xy = 0;
+#pragma unroll
+                for (int k = 0; k < LEN; ++k) {
+                    const uint32_t f = F::tap(k);
+                    const uint32_t a = s_ref[r + k][c];
+                    const uint32_t b = s_dis[r + k][c];
+                    m2 += f * b;
+                    yy += f * (b * b);
+                    xy += f * (a * b);
+                }
+                s_mu2[r][c] = (uint16_t)((m2 + 128u) >> 8);
+                s_yy[r][c] = yy;
+                s_xy[r][c] = xy;
+            } else {
+                uint64_t yy = 0, xy = 0;
+#pragma unroll
+                for (int k = 0; k < LEN; ++k) {
+                    const uint32_t f = F::tap(k);
+                    const uint32_t a = s_ref[r + k][c];
+                    const uint32_t b = s_dis[r + k][c];
+                    m2 += f * b;
+                    yy += (uint64_t)f * (b * b);
+                    xy += (uint64_t)f * (a * b);
+                }
+                s_mu2[r][c] = (uint16_t)((m2 + mu_round) >> mu_shift);
+                s_yy[r][c] = (uint32_t)((yy + sq_round) >> sq_shift);
+                s_xy[r][c] = (uint32_t)((xy + sq_round) >> sq_shift);
+            }
+        }
+        __syncthreads();
+        // Horizontal pass and the per-pixel terms: TH x TW outputs.
+        Accum acc;
+#pragma unroll
+        for (int j = 0; j < PER; ++j) {
+            const int i = tid + j * BLOCK_THREADS;
+            if (i >= TH * TW) {
+                continue;
+            }
+            const int r = i / TW;
+            const int c = i % TW;
+            if (x0 + c >= w || y0 + r >= h) {
+                continue;
+            }
+            uint32_t m2 = 0;
+            uint64_t yy64 = 0, xy64 = 0;
+#pragma unroll
+            for (int k = 0; k < LEN; ++k) {
+                const uint32_t f = F::tap(k);
+                m2 += f * (uint32_t)s_mu2[r][c + k];
+                yy64 += (uint64_t)f * s_yy[r][c + k];
+                xy64 += (uint64_t)f * s_xy[r][c + k];
+            }
+            const uint32_t xx = hxx[j];
+            const uint32_t yy = (uint32_t)((yy64 + 32768u) >> 16);
+            const uint32_t xy = (uint32_t)((xy64 + 32768u) >> 16);
+            const uint64_t a = hm1[j], b = m2;
+            const uint32_t mu1_sq = (uint32_t)((a * a + (1ull << 31)) >> 32);
+            const uint32_t mu2_sq = (uint32_t)((b * b + (1ull << 31)) >> 32);
+            const uint32_t mu1_mu2 = (uint32_t)((a * b + (1ull << 31)) >> 32);
+            const int32_t sigma1_sq = (int32_t)(xx - mu1_sq);
+            int32_t sigma2_sq = (int32_t)(yy - mu2_sq);
+            sigma2_sq = sigma2_sq < 0 ? 0 : sigma2_sq;
+            const int32_t sigma12 = (int32_t)(xy - mu1_mu2);
+            pixel(sigma1_sq, sigma2_sq, sigma12, acc, tab, limit);
+        }
+        uint64_t v[4] = {(uint64_t)acc.num_log, (uint64_t)acc.den_log,
+                         (uint64_t)acc.num_non_log, (uint64_t)acc.den_non_log};
+        block_add_u64<4>(v, scratch, dis.out(d));
+    }
 }
 
 // Low-pass with the filter of SCALE and keep every second row and column: a TW x TH tile of
@@ -250,15 +339,9 @@ __device__ __forceinline__ void subsample_tile(const Plane &ref, const Plane &di
     const int sy0 = 2 * y0 - HALF;
     const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
 
-    for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
-        const int r = i / IW;
-        const int c = i % IW;
-        const int y = reflect(sy0 + r, h);
-        const int x = reflect(sx0 + c, w);
-        s_ref[r][c] = (uint16_t)sample(ref, x, y);
-        if (TWO) {
-            s_dis[r][c] = (uint16_t)sample(dis, x, y);
-        }
+    load_tile<IH, IW>(s_ref, ref, sx0, sy0, w, h);
+    if (TWO) {
+        load_tile<IH, IW>(s_dis, dis, sx0, sy0, w, h);
     }
     __syncthreads();
     for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
@@ -309,22 +392,22 @@ using namespace vif_detail;
 // Statistic of scale 0 for 8-bit planes. `ref`, `dis`: `w * h` planes (see Plane); `tab`: the
 // 65536-entry log2 table; `acc`: 4 words to add num_log, den_log, num_non_log, den_non_log to.
 // Grid: ceil(w / 32) x ceil(h / 16) blocks of 32 x 8 threads.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, STAT_MIN_BLOCKS)
 vif_stat0_narrow(const Plane ref, const Plane dis, int32_t w, int32_t h,
                  const uint16_t *tab, double limit, unsigned long long *acc) {
-    stat_tile<0, true>(ref, dis, w, h, tab, limit, 128u, 8u, 0ull, 0u, acc);
+    stat_tile<0, true>(ref, OneDistorted{dis, acc}, w, h, tab, limit, 128u, 8u, 0ull, 0u);
 }
 
 // Statistic of scale 0..3 with 64-bit second moments rounded by `sq_round >> sq_shift` and
 // means by `mu_round >> mu_shift` (scale 0 above 8 bits; every scale >= 1). Same layout as
 // vif_stat0_narrow.
 #define VIF_STAT_WIDE(S)                                                                      \
-    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_stat##S(                 \
+    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, STAT_MIN_BLOCKS) vif_stat##S(                 \
         const Plane ref, const Plane dis, int32_t w, int32_t h, const uint16_t *tab,         \
         double limit, uint32_t mu_round, uint32_t mu_shift, unsigned long long sq_round,     \
         uint32_t sq_shift, unsigned long long *acc) {                                        \
-        stat_tile<S, false>(ref, dis, w, h, tab, limit, mu_round, mu_shift, sq_round,        \
-                            sq_shift, acc);                                                  \
+        stat_tile<S, false>(ref, OneDistorted{dis, acc}, w, h, tab, limit, mu_round,         \
+                            mu_shift, sq_round, sq_shift);                                   \
     }
 VIF_STAT_WIDE(0)
 VIF_STAT_WIDE(1)
@@ -357,217 +440,21 @@ VIF_SUB_ONE(1)
 VIF_SUB_ONE(2)
 VIF_SUB_ONE(3)
 
-// A scale's statistic of one reference against up to LADDER_MAX distorted planes (a
-// ladder's renditions), `n` of them (scale 0, and scale 1 through vif_stat1_shared): the
-// reference's tile is loaded and filtered once (its vertical and horizontal means and second
-// moments), each distorted plane's after it, and each plane's sums go to its own `acc[d]`
-// (4 words). Bit for bit the sums of vif_statS / vif_stat0_narrow for each pair: the same
-// integer operations on the same samples.
-constexpr int LADDER_MAX = 8;
-struct LadderPlanes {
-    Plane p[LADDER_MAX];
-};
-struct LadderAccs {
-    unsigned long long *p[LADDER_MAX];
-};
-
-template <int SCALE, bool NARROW>
-__device__ __forceinline__ void stat_ladder_tile(const Plane &ref, const LadderPlanes &dis,
-                                                  int32_t n, int32_t w, int32_t h,
-                                                  const uint16_t *__restrict__ tab,
-                                                  double limit, uint32_t mu_round,
-                                                  uint32_t mu_shift, uint64_t sq_round,
-                                                  uint32_t sq_shift, const LadderAccs &acc_out) {
-    using F = Filter<SCALE>;
-    constexpr int LEN = F::LEN;
-    constexpr int HALF = LEN / 2;
-    constexpr int IW = TW + 2 * HALF;
-    constexpr int IH = TH + 2 * HALF;
-    constexpr int PER = (TH * TW + BLOCK_THREADS - 1) / BLOCK_THREADS;
-    __shared__ uint16_t s_ref[IH][IW];
-    __shared__ uint16_t s_dis[IH][IW];
-    __shared__ uint16_t s_mu1[TH][IW];
-    __shared__ uint16_t s_mu2[TH][IW];
-    __shared__ uint32_t s_xx[TH][IW];
-    __shared__ uint32_t s_yy[TH][IW];
-    __shared__ uint32_t s_xy[TH][IW];
-    __shared__ uint64_t scratch[(BLOCK_THREADS / 32) * 4];
-
-    const int x0 = blockIdx.x * TW;
-    const int y0 = blockIdx.y * TH;
-    const int tid = threadIdx.y * BLOCK_X + threadIdx.x;
-
-    for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
-        const int r = i / IW;
-        const int c = i % IW;
-        s_ref[r][c] = (uint16_t)sample(ref, reflect(x0 - HALF + c, w), reflect(y0 - HALF + r, h));
-    }
-    __syncthreads();
-    // The reference's vertical pass (as stat_tile's).
-    for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
-        const int r = i / IW;
-        const int c = i % IW;
-        uint32_t m1 = 0;
-        if (NARROW) {
-            uint32_t xx = 0;
-#pragma unroll
-            for (int k = 0; k < LEN; ++k) {
-                const uint32_t f = F::tap(k);
-                const uint32_t a = s_ref[r + k][c];
-                m1 += f * a;
-                xx += f * (uint32_t)(uint16_t)(a * a);
-            }
-            s_mu1[r][c] = (uint16_t)((m1 + 128u) >> 8);
-            s_xx[r][c] = xx;
-        } else {
-            uint32_t xx_lo = 0, xx_hi = 0;
-#pragma unroll
-            for (int k = 0; k < LEN; ++k) {
-                const uint32_t f = F::tap(k);
-                const uint32_t a = s_ref[r + k][c];
-                m1 += f * a;
-                const uint32_t paa = a * a;
-                xx_lo += f * (paa & 0xffffu);
-                xx_hi += f * (paa >> 16);
-            }
-            s_mu1[r][c] = (uint16_t)((m1 + mu_round) >> mu_shift);
-            s_xx[r][c] = (uint32_t)(((((uint64_t)xx_hi) << 16) + xx_lo + sq_round) >> sq_shift);
-        }
-    }
-    __syncthreads();
-    // The reference's horizontal pass, kept per output in registers.
-    uint32_t hm1[PER], hxx[PER];
-#pragma unroll
-    for (int j = 0; j < PER; ++j) {
-        hm1[j] = 0;
-        hxx[j] = 0;
-        const int i = tid + j * BLOCK_THREADS;
-        if (i >= TH * TW) {
-            continue;
-        }
-        const int r = i / TW;
-        const int c = i % TW;
-        uint32_t m1 = 0, xx_lo = 0, xx_hi = 0;
-#pragma unroll
-        for (int k = 0; k < LEN; ++k) {
-            const uint32_t f = F::tap(k);
-            m1 += f * (uint32_t)s_mu1[r][c + k];
-            const uint32_t xx = s_xx[r][c + k];
-            xx_lo += f * (xx & 0xffffu);
-            xx_hi += f * (xx >> 16);
-        }
-        hm1[j] = m1;
-        hxx[j] = xx_hi + ((xx_lo + 32768u) >> 16);
-    }
-
-    for (int d = 0; d < n && d < LADDER_MAX; ++d) {
-        const Plane &dp = dis.p[d];
-        __syncthreads();
-        for (int i = tid; i < IH * IW; i += BLOCK_THREADS) {
-            const int r = i / IW;
-            const int c = i % IW;
-            s_dis[r][c] =
-                (uint16_t)sample(dp, reflect(x0 - HALF + c, w), reflect(y0 - HALF + r, h));
-        }
-        __syncthreads();
-        for (int i = tid; i < TH * IW; i += BLOCK_THREADS) {
-            const int r = i / IW;
-            const int c = i % IW;
-            uint32_t m2 = 0;
-            if (NARROW) {
-                uint32_t yy = 0, xy = 0;
-#pragma unroll
-                for (int k = 0; k < LEN; ++k) {
-                    const uint32_t f = F::tap(k);
-                    const uint32_t a = s_ref[r + k][c];
-                    const uint32_t b = s_dis[r + k][c];
-                    m2 += f * b;
-                    yy += f * (uint32_t)(uint16_t)(b * b);
-                    xy += f * (uint32_t)(uint16_t)(a * b);
-                }
-                s_mu2[r][c] = (uint16_t)((m2 + 128u) >> 8);
-                s_yy[r][c] = yy;
-                s_xy[r][c] = xy;
-            } else {
-                uint32_t yy_lo = 0, yy_hi = 0, xy_lo = 0, xy_hi = 0;
-#pragma unroll
-                for (int k = 0; k < LEN; ++k) {
-                    const uint32_t f = F::tap(k);
-                    const uint32_t a = s_ref[r + k][c];
-                    const uint32_t b = s_dis[r + k][c];
-                    m2 += f * b;
-                    const uint32_t pbb = b * b, pab = a * b;
-                    yy_lo += f * (pbb & 0xffffu);
-                    yy_hi += f * (pbb >> 16);
-                    xy_lo += f * (pab & 0xffffu);
-                    xy_hi += f * (pab >> 16);
-                }
-                s_mu2[r][c] = (uint16_t)((m2 + mu_round) >> mu_shift);
-                s_yy[r][c] =
-                    (uint32_t)(((((uint64_t)yy_hi) << 16) + yy_lo + sq_round) >> sq_shift);
-                s_xy[r][c] =
-                    (uint32_t)(((((uint64_t)xy_hi) << 16) + xy_lo + sq_round) >> sq_shift);
-            }
-        }
-        __syncthreads();
-        Accum acc;
-#pragma unroll
-        for (int j = 0; j < PER; ++j) {
-            const int i = tid + j * BLOCK_THREADS;
-            if (i >= TH * TW) {
-                continue;
-            }
-            const int r = i / TW;
-            const int c = i % TW;
-            if (x0 + c >= w || y0 + r >= h) {
-                continue;
-            }
-            uint32_t m2 = 0;
-            uint32_t yy_lo = 0, yy_hi = 0, xy_lo = 0, xy_hi = 0;
-#pragma unroll
-            for (int k = 0; k < LEN; ++k) {
-                const uint32_t f = F::tap(k);
-                m2 += f * (uint32_t)s_mu2[r][c + k];
-                const uint32_t yy = s_yy[r][c + k], xy = s_xy[r][c + k];
-                yy_lo += f * (yy & 0xffffu);
-                yy_hi += f * (yy >> 16);
-                xy_lo += f * (xy & 0xffffu);
-                xy_hi += f * (xy >> 16);
-            }
-            const uint32_t xx = hxx[j];
-            const uint32_t yy = yy_hi + ((yy_lo + 32768u) >> 16);
-            const uint32_t xy = xy_hi + ((xy_lo + 32768u) >> 16);
-            const uint64_t a = hm1[j], b = m2;
-            const uint32_t mu1_sq = (uint32_t)((a * a + (1ull << 31)) >> 32);
-            const uint32_t mu2_sq = (uint32_t)((b * b + (1ull << 31)) >> 32);
-            const uint32_t mu1_mu2 = (uint32_t)((a * b + (1ull << 31)) >> 32);
-            const int32_t sigma1_sq = (int32_t)(xx - mu1_sq);
-            int32_t sigma2_sq = (int32_t)(yy - mu2_sq);
-            sigma2_sq = sigma2_sq < 0 ? 0 : sigma2_sq;
-            const int32_t sigma12 = (int32_t)(xy - mu1_mu2);
-            pixel(sigma1_sq, sigma2_sq, sigma12, acc, tab, limit);
-        }
-        uint64_t v[4] = {(uint64_t)acc.num_log, (uint64_t)acc.den_log,
-                         (uint64_t)acc.num_non_log, (uint64_t)acc.den_non_log};
-        block_add_u64<4>(v, scratch, acc_out.p[d]);
-    }
-}
-
 // vif_stat0_narrow (8-bit) for a ladder: `n` (<= LADDER_MAX) distorted planes, sums into
 // `acc.p[d]`. Grid as vif_stat0_narrow.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, STAT_MIN_BLOCKS)
 vif_stat0_narrow_ladder(const Plane ref, const LadderPlanes dis, int32_t n, int32_t w, int32_t h,
                         const uint16_t *tab, double limit, const LadderAccs acc) {
-    stat_ladder_tile<0, true>(ref, dis, n, w, h, tab, limit, 128u, 8u, 0ull, 0u, acc);
+    stat_tile<0, true>(ref, ManyDistorted{dis, acc, n}, w, h, tab, limit, 128u, 8u, 0ull, 0u);
 }
 
 // vif_stat0 (above 8 bits) for a ladder, as vif_stat0_narrow_ladder.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, STAT_MIN_BLOCKS)
 vif_stat0_ladder(const Plane ref, const LadderPlanes dis, int32_t n, int32_t w, int32_t h,
                  const uint16_t *tab, double limit, uint32_t mu_round, uint32_t mu_shift,
                  unsigned long long sq_round, uint32_t sq_shift, const LadderAccs acc) {
-    stat_ladder_tile<0, false>(ref, dis, n, w, h, tab, limit, mu_round, mu_shift, sq_round,
-                             sq_shift, acc);
+    stat_tile<0, false>(ref, ManyDistorted{dis, acc, n}, w, h, tab, limit, mu_round, mu_shift,
+                        sq_round, sq_shift);
 }
 
 // A ladder's renditions at scales 1..=3, batched: one launch per scale and step for up to
@@ -592,13 +479,13 @@ VIF_SUB_LADDER(2)
 VIF_SUB_LADDER(3)
 
 #define VIF_STAT_LADDER(S)                                                                    \
-    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) vif_stat##S##_ladder(        \
+    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, STAT_MIN_BLOCKS) vif_stat##S##_ladder(        \
         const Plane ref, const LadderPlanes dis, int32_t w, int32_t h, const uint16_t *tab,  \
         double limit, uint32_t mu_round, uint32_t mu_shift, unsigned long long sq_round,     \
         uint32_t sq_shift, const LadderAccs acc) {                                           \
         const Plane d = dis.p[blockIdx.z];                                                   \
-        stat_tile<S, false>(ref, d, w, h, tab, limit, mu_round, mu_shift, sq_round, sq_shift, \
-                            acc.p[blockIdx.z]);                                              \
+        stat_tile<S, false>(ref, OneDistorted{d, acc.p[blockIdx.z]}, w, h, tab, limit,       \
+                            mu_round, mu_shift, sq_round, sq_shift);                         \
     }
 VIF_STAT_LADDER(1)
 VIF_STAT_LADDER(2)
@@ -606,11 +493,12 @@ VIF_STAT_LADDER(3)
 
 // Scale 1's statistic of a ladder as vif_stat0_ladder: the reference's tile of scale 1 loaded
 // and filtered once per block, each of `n` distorted planes' after it (at scales 2 and 3 the
-// tiles are few, and vif_statS_ladder's grid z over the planes keeps the GPU busier).
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+// tiles are few, and vif_statS_ladder's grid z over the planes keeps the GPU busier; measured
+// on an H200, a shared variant of them did not change a 5-rendition ladder's speed).
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, STAT_MIN_BLOCKS)
 vif_stat1_shared(const Plane ref, const LadderPlanes dis, int32_t n, int32_t w, int32_t h,
                  const uint16_t *tab, double limit, uint32_t mu_round, uint32_t mu_shift,
                  unsigned long long sq_round, uint32_t sq_shift, const LadderAccs acc) {
-    stat_ladder_tile<1, false>(ref, dis, n, w, h, tab, limit, mu_round, mu_shift, sq_round,
-                               sq_shift, acc);
+    stat_tile<1, false>(ref, ManyDistorted{dis, acc, n}, w, h, tab, limit, mu_round, mu_shift,
+                        sq_round, sq_shift);
 }
