@@ -37,7 +37,7 @@ use crate::video::frame::{
 #[derive(Debug, Clone)]
 pub(crate) struct FramePlan {
     pub(crate) geometry: Geometry,
-    layout: Arc<Layout>,
+    pub(crate) layout: Arc<Layout>,
 }
 
 impl FramePlan {

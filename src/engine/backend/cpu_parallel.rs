@@ -1,5 +1,9 @@
 //! Frames in flight on a [`CpuPool`]: each submitted pair is copied into buffers of its own
-//! and scored by a worker with its own [`Extractors`]; results wait in submission order.
+//! and scored on the pool; results wait in submission order. An unscaled pair is one job
+//! that converts its host rows and then one job per feature instance, each with an extractor
+//! of that instance ([`Parallel::fan_out`], as libvmaf 3.2.0 queues a frame's features); a
+//! pair whose distorted stream is scaled, and a ladder frame, is one job with its own
+//! [`Extractors`].
 //!
 //! Motion reads another frame (the previous reference), `speed_temporal` the previous
 //! reference and distorted frames. The job of frame i holds frame i-1's buffers (an `Arc`
@@ -23,6 +27,7 @@ use crate::engine::frame::{
 use crate::engine::ladder::LadderFeatures;
 use crate::engine::scale::{LadderScaling, StreamScaler};
 use crate::engine::scorer::{EngineError, RawFeatures};
+use crate::features::{CpuExtractor, HostFrame};
 use crate::video::frame::{Detached, HostComponent, HostLuma};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -318,6 +323,161 @@ impl Job {
     }
 }
 
+impl Job {
+    /// Converts every plane of the pair that is still host rows ([`Owned::view`]).
+    fn convert(&self) -> Result<(), EngineError> {
+        let planes = [
+            Some(&self.reference),
+            Some(&self.distorted),
+            self.prev.as_ref(),
+        ]
+        .into_iter()
+        .chain([self.prev2.as_ref(), self.prev_dis.as_ref()])
+        .flatten();
+        for p in planes {
+            p.view()?;
+        }
+        if let Some(c) = &self.chroma {
+            for p in c.reference.iter().chain(&c.distorted) {
+                p.view()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Instance `i`'s values of the pair (an unscaled pair: [`Parallel::fan_out`]), with an
+    /// extractor of that instance from `idle` (made when none is free, given back after).
+    fn run_instance(
+        &self,
+        i: usize,
+        idle: &Mutex<Vec<Box<dyn CpuExtractor>>>,
+    ) -> Result<Vec<f64>, EngineError> {
+        let plan = &self.plan;
+        let (Some(inst), span) = (plan.layout.instances().get(i), plan.layout.span(i)) else {
+            return Err(EngineError::Backend {
+                backend: "cpu",
+                message: "internal: an instance outside the layout".into(),
+            });
+        };
+        let popped = lock(idle).pop();
+        let mut ex = match popped {
+            Some(ex) => ex,
+            None => inst.cpu(&plan.geometry)?,
+        };
+        let geometry = plan.geometry.triple();
+        let r = self.reference.view()?;
+        let d = self.distorted.view()?;
+        FeatureError::check_plane("vmaf", geometry, &r)?;
+        FeatureError::check_plane("vmaf", geometry, &d)?;
+        let prev = self.prev.as_ref().map(|p| p.view()).transpose()?;
+        let prev2 = self.prev2.as_ref().map(|p| p.view()).transpose()?;
+        let prev_dis = self.prev_dis.as_ref().map(|p| p.view()).transpose()?;
+        let chroma = match &self.chroma {
+            Some(c) => Some(ChromaPair {
+                reference: [c.reference[0].view()?, c.reference[1].view()?],
+                distorted: [c.distorted[0].view()?, c.distorted[1].view()?],
+            }),
+            None => None,
+        };
+        let frame = HostFrame {
+            reference: &r,
+            distorted: &d,
+            previous: prev.as_ref(),
+            previous2: prev2.as_ref(),
+            previous_distorted: prev_dis.as_ref(),
+            chroma: chroma.as_ref(),
+        };
+        let mut out = vec![0.0; span.len()];
+        let result = ex.extract(&frame, &mut out);
+        lock(idle).push(ex);
+        result?;
+        Ok(out)
+    }
+}
+
+/// One pair's instances in flight as jobs of their own ([`Parallel::fan_out`]): the job
+/// (dropped with the last instance, so that its planes go back to the free list before the
+/// values are seen), the values written so far, the first error, how many instances have not
+/// finished, and where the values go.
+struct FanOut {
+    job: Mutex<Option<Arc<Job>>>,
+    raw: Mutex<Option<RawFeatures>>,
+    error: Mutex<Option<EngineError>>,
+    remaining: AtomicUsize,
+    idle: InstanceIdle,
+    flight: Arc<Flight<RawFeatures>>,
+    /// The backend's count of unfinished jobs (this pair counts one).
+    active: Arc<AtomicUsize>,
+}
+
+impl FanOut {
+    /// Runs instance `i` (a panic becomes an error) and records its values.
+    fn run(&self, i: usize) {
+        let Some(job) = lock(&self.job).clone() else {
+            return;
+        };
+        let result = match self.idle.get(i) {
+            Some(idle) => std::panic::catch_unwind(AssertUnwindSafe(|| job.run_instance(i, idle)))
+                .unwrap_or_else(|_| Err(panicked())),
+            None => Err(EngineError::Backend {
+                backend: "cpu",
+                message: "internal: an instance without its extractors".into(),
+            }),
+        };
+        let span = job.plan.layout.span(i);
+        drop(job);
+        self.instance_done(Some((span, result)));
+    }
+
+    /// One instance finished (`None`: ended by an earlier error); the last one drops the
+    /// job and hands the values (or the first error) over.
+    fn instance_done(&self, done: Option<InstanceValues>) {
+        match done {
+            Some((span, Ok(values))) => {
+                if let Some(out) = lock(&self.raw)
+                    .as_mut()
+                    .and_then(|raw| raw.values_mut().get_mut(span))
+                {
+                    out.copy_from_slice(&values);
+                }
+            }
+            Some((_, Err(e))) => {
+                lock(&self.error).get_or_insert(e);
+            }
+            None => {}
+        }
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        lock(&self.job).take();
+        let error = lock(&self.error).take();
+        let raw = lock(&self.raw).take();
+        self.active.fetch_sub(1, Ordering::AcqRel);
+        self.flight.finish(match (error, raw) {
+            (Some(e), _) => Err(e),
+            (None, Some(raw)) => Ok(raw),
+            (None, None) => Err(EngineError::Backend {
+                backend: "cpu",
+                message: "internal: a pair's values were taken twice".into(),
+            }),
+        });
+    }
+}
+
+/// The error of a job that panicked.
+fn panicked() -> EngineError {
+    EngineError::Backend {
+        backend: "cpu",
+        message: "internal: a CPU scoring thread panicked".into(),
+    }
+}
+
+/// One instance's span of a pair's values and what it computed for them.
+type InstanceValues = (std::ops::Range<usize>, Result<Vec<f64>, EngineError>);
+
+/// Idle extractors of each instance of a layout, shared by the fanned-out jobs.
+type InstanceIdle = Arc<[Mutex<Vec<Box<dyn CpuExtractor>>>]>;
+
 /// One rendition of a ladder job: its planes at its own size, its scaler.
 struct RenditionJob {
     rendition: usize,
@@ -419,6 +579,9 @@ pub(crate) struct Parallel {
     /// Jobs spawned and not finished (queued or running).
     active: Arc<AtomicUsize>,
     idle: Arc<Mutex<Vec<Extractors>>>,
+    /// Idle extractors per instance, for pairs fanned out ([`Parallel::fan_out`]); made on
+    /// the first such pair.
+    instance_idle: Option<InstanceIdle>,
     free: FreeList,
     flights: VecDeque<Arc<Flight<RawFeatures>>>,
     /// A ladder backend's frames in flight.
@@ -474,6 +637,7 @@ impl Parallel {
             pool,
             active: Arc::default(),
             idle: Arc::default(),
+            instance_idle: None,
             free: Arc::default(),
             flights: VecDeque::new(),
             ladder_flights: VecDeque::new(),
@@ -622,9 +786,88 @@ impl Parallel {
             full,
             idle: self.idle.clone(),
         };
-        let flight = self.spawn(job, Job::run);
+        let flight = if job.scale.is_none() {
+            self.fan_out(job)
+        } else {
+            self.spawn(job, Job::run)
+        };
         self.flights.push_back(flight);
         Ok(())
+    }
+
+    /// Runs each instance of an unscaled pair's `job` that scores this frame as a pool job
+    /// of its own, and returns where the pair's values will be (the last instance to finish
+    /// puts them there, after the planes went back to the free list).
+    ///
+    /// A whole pair per worker kept each worker on one frame through every feature, so that
+    /// a frame's planes came from memory once per feature, and at the start and end of a run
+    /// (fewer frames than workers) workers idled; libvmaf 3.2.0 queues each feature of a
+    /// frame as a job of its own (issue 33). One job first converts the pair's host rows
+    /// (so that no instance waits for another's conversion), then queues the other
+    /// instances and runs the last one itself: a frame's instances run at about the same
+    /// time, sharing its planes in the cache, and no job waits for another.
+    fn fan_out(&mut self, job: Job) -> Arc<Flight<RawFeatures>> {
+        let flight: Arc<Flight<RawFeatures>> = Arc::new(Flight::default());
+        let layout = &job.plan.layout;
+        let n = layout.instances().len();
+        let idle = match &self.instance_idle {
+            Some(idle) if idle.len() == n => idle.clone(),
+            _ => {
+                let idle: InstanceIdle = (0..n).map(|_| Mutex::new(Vec::new())).collect();
+                self.instance_idle = Some(idle.clone());
+                idle
+            }
+        };
+        let wanted: Vec<usize> = layout
+            .instances()
+            .iter()
+            .enumerate()
+            .filter(|(_, inst)| job.full || inst.needs().previous)
+            .map(|(i, _)| i)
+            .collect();
+        let raw = RawFeatures::new(layout);
+        if wanted.is_empty() {
+            drop(job);
+            flight.finish(Ok(raw));
+            return flight;
+        }
+        let fan = Arc::new(FanOut {
+            job: Mutex::new(Some(Arc::new(job))),
+            raw: Mutex::new(Some(raw)),
+            error: Mutex::new(None),
+            remaining: AtomicUsize::new(wanted.len()),
+            idle,
+            flight: flight.clone(),
+            active: self.active.clone(),
+        });
+        self.active.fetch_add(1, Ordering::AcqRel);
+        self.pool.spawn(move || {
+            let Some(job) = lock(&fan.job).clone() else {
+                return;
+            };
+            let converted = std::panic::catch_unwind(AssertUnwindSafe(|| job.convert()))
+                .unwrap_or_else(|_| Err(panicked()));
+            drop(job);
+            if let Err(e) = converted {
+                // Every instance ends at once with the conversion's error.
+                lock(&fan.error).get_or_insert(e);
+                for _ in &wanted {
+                    fan.instance_done(None);
+                }
+                return;
+            }
+            let Some((&last, rest)) = wanted.split_last() else {
+                return;
+            };
+            for &i in rest {
+                let fan = fan.clone();
+                // On a worker, rayon::spawn queues into this worker's own pool (no handle
+                // to the pool is kept in a job: its last drop would join its own thread).
+                rayon::spawn(move || fan.run(i));
+            }
+            fan.run(last);
+        });
+        flight
     }
 
     /// Copies one ladder frame (the reference at the scoring size, each rendition at its
