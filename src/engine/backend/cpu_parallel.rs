@@ -296,9 +296,7 @@ impl Job {
         let chroma_s = self.scale.as_deref().and_then(|s| s.chroma.as_ref());
         let r = self.reference.view()?;
         let d = scale_into(luma_s, self.distorted.view()?, scratch, luma_d)?;
-        let prev = self.prev.as_ref().map(|p| p.view()).transpose()?;
-        let prev2 = self.prev2.as_ref().map(|p| p.view()).transpose()?;
-        let prev_dis = self.prev_dis.as_ref().map(|p| p.view()).transpose()?;
+        let [prev, prev2, prev_dis] = self.previous()?;
         let chroma = match &self.chroma {
             Some(c) => Some(ChromaPair {
                 reference: [c.reference[0].view()?, c.reference[1].view()?],
@@ -321,9 +319,16 @@ impl Job {
             split,
         )
     }
-}
 
-impl Job {
+    /// The earlier planes the job holds: the previous reference, the one before it, the
+    /// previous distorted plane (each `None` when not held).
+    fn previous(&self) -> Result<[Option<LumaPlane<'_>>; 3], EngineError> {
+        fn view(p: &Option<Arc<Owned>>) -> Result<Option<LumaPlane<'_>>, EngineError> {
+            p.as_ref().map(|p| p.view()).transpose()
+        }
+        Ok([view(&self.prev)?, view(&self.prev2)?, view(&self.prev_dis)?])
+    }
+
     /// Converts every plane of the pair that is still host rows ([`Owned::view`]).
     fn convert(&self) -> Result<(), EngineError> {
         let planes = [
@@ -369,9 +374,7 @@ impl Job {
         let d = self.distorted.view()?;
         FeatureError::check_plane("vmaf", geometry, &r)?;
         FeatureError::check_plane("vmaf", geometry, &d)?;
-        let prev = self.prev.as_ref().map(|p| p.view()).transpose()?;
-        let prev2 = self.prev2.as_ref().map(|p| p.view()).transpose()?;
-        let prev_dis = self.prev_dis.as_ref().map(|p| p.view()).transpose()?;
+        let [prev, prev2, prev_dis] = self.previous()?;
         let chroma = match &self.chroma {
             Some(c) => Some(ChromaPair {
                 reference: [c.reference[0].view()?, c.reference[1].view()?],
