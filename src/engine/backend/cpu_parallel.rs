@@ -420,8 +420,7 @@ impl FanOut {
             return;
         };
         let result = match self.idle.get(i) {
-            Some(idle) => std::panic::catch_unwind(AssertUnwindSafe(|| job.run_instance(i, idle)))
-                .unwrap_or_else(|_| Err(panicked())),
+            Some(idle) => caught(|| job.run_instance(i, idle)),
             None => Err(EngineError::Backend {
                 backend: "cpu",
                 message: "internal: an instance without its extractors".into(),
@@ -467,12 +466,14 @@ impl FanOut {
     }
 }
 
-/// The error of a job that panicked.
-fn panicked() -> EngineError {
-    EngineError::Backend {
-        backend: "cpu",
-        message: "internal: a CPU scoring thread panicked".into(),
-    }
+/// `f()` on a pool thread, a panic in it an error.
+fn caught<T>(f: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(EngineError::Backend {
+            backend: "cpu",
+            message: "internal: a CPU scoring thread panicked".into(),
+        })
+    })
 }
 
 /// One instance's span of a pair's values and what it computed for them.
@@ -621,13 +622,7 @@ impl Parallel {
         active.fetch_add(1, Ordering::AcqRel);
         self.pool.spawn(move || {
             let split = active.load(Ordering::Acquire) < threads;
-            let result = std::panic::catch_unwind(AssertUnwindSafe(|| run(&job, split)))
-                .unwrap_or_else(|_| {
-                    Err(EngineError::Backend {
-                        backend: "cpu",
-                        message: "internal: a CPU scoring thread panicked".into(),
-                    })
-                });
+            let result = caught(|| run(&job, split));
             drop(job);
             active.fetch_sub(1, Ordering::AcqRel);
             slot.finish(result);
@@ -848,8 +843,7 @@ impl Parallel {
             let Some(job) = lock(&fan.job).clone() else {
                 return;
             };
-            let converted = std::panic::catch_unwind(AssertUnwindSafe(|| job.convert()))
-                .unwrap_or_else(|_| Err(panicked()));
+            let converted = caught(|| job.convert());
             drop(job);
             if let Err(e) = converted {
                 // Every instance ends at once with the conversion's error.
