@@ -101,6 +101,16 @@ __device__ __forceinline__ void pixel(int32_t sigma1_sq, int32_t sigma2_sq, int3
     }
 }
 
+// The type stat_tile sums vertical second moments in (see there).
+template <bool NARROW>
+struct MomentOf {
+    using T = uint64_t;
+};
+template <>
+struct MomentOf<true> {
+    using T = uint32_t;
+};
+
 // Up to LADDER_MAX distorted planes (a ladder's renditions) and each one's 4 output words.
 constexpr int LADDER_MAX = 8;
 struct LadderPlanes {
@@ -164,6 +174,9 @@ __device__ __forceinline__ void stat_tile(const Plane &ref, const Dis &dis, int3
     constexpr int IW = TW + 2 * HALF;
     constexpr int IH = TH + 2 * HALF;
     constexpr int PER = (TH * TW + BLOCK_THREADS - 1) / BLOCK_THREADS;
+    // The vertical second moments: summed in 32 bits (NARROW, unshifted: its callers pass
+    // sq_round = sq_shift = 0) or, as libvmaf's 16-bit path, in 64 bits.
+    using Moment = typename MomentOf<NARROW>::T;
     __shared__ uint16_t s_ref[IH][IW];
     __shared__ uint16_t s_dis[IH][IW];
     __shared__ uint16_t s_mu1[TH][IW];
@@ -184,29 +197,16 @@ __device__ __forceinline__ void stat_tile(const Plane &ref, const Dis &dis, int3
         const int r = i / IW;
         const int c = i % IW;
         uint32_t m1 = 0;
-        if (NARROW) {
-            uint32_t xx = 0;
+        Moment xx = 0;
 #pragma unroll
-            for (int k = 0; k < LEN; ++k) {
-                const uint32_t f = F::tap(k);
-                const uint32_t a = s_ref[r + k][c];
-                m1 += f * a;
-                xx += f * (a * a);
-            }
-            s_mu1[r][c] = (uint16_t)((m1 + 128u) >> 8);
-            s_xx[r][c] = xx;
-        } else {
-            uint64_t xx = 0;
-#pragma unroll
-            for (int k = 0; k < LEN; ++k) {
-                const uint32_t f = F::tap(k);
-                const uint32_t a = s_ref[r + k][c];
-                m1 += f * a;
-                xx += (uint64_t)f * (a * a);
-            }
-            s_mu1[r][c] = (uint16_t)((m1 + mu_round) >> mu_shift);
-            s_xx[r][c] = (uint32_t)((xx + sq_round) >> sq_shift);
+        for (int k = 0; k < LEN; ++k) {
+            const uint32_t f = F::tap(k);
+            const uint32_t a = s_ref[r + k][c];
+            m1 += f * a;
+            xx += (Moment)f * (a * a);
         }
+        s_mu1[r][c] = (uint16_t)((m1 + mu_round) >> mu_shift);
+        s_xx[r][c] = (uint32_t)((xx + (Moment)sq_round) >> sq_shift);
     }
     __syncthreads();
     // The reference's horizontal pass, kept per output in registers.
@@ -241,35 +241,19 @@ __device__ __forceinline__ void stat_tile(const Plane &ref, const Dis &dis, int3
             const int r = i / IW;
             const int c = i % IW;
             uint32_t m2 = 0;
-            if (NARROW) {
-                uint32_t yy = 0, xy = 0;
+            Moment yy = 0, xy = 0;
 #pragma unroll
-                for (int k = 0; k < LEN; ++k) {
-                    const uint32_t f = F::tap(k);
-                    const uint32_t a = s_ref[r + k][c];
-                    const uint32_t b = s_dis[r + k][c];
-                    m2 += f * b;
-                    yy += f * (b * b);
-                    xy += f * (a * b);
-                }
-                s_mu2[r][c] = (uint16_t)((m2 + 128u) >> 8);
-                s_yy[r][c] = yy;
-                s_xy[r][c] = xy;
-            } else {
-                uint64_t yy = 0, xy = 0;
-#pragma unroll
-                for (int k = 0; k < LEN; ++k) {
-                    const uint32_t f = F::tap(k);
-                    const uint32_t a = s_ref[r + k][c];
-                    const uint32_t b = s_dis[r + k][c];
-                    m2 += f * b;
-                    yy += (uint64_t)f * (b * b);
-                    xy += (uint64_t)f * (a * b);
-                }
-                s_mu2[r][c] = (uint16_t)((m2 + mu_round) >> mu_shift);
-                s_yy[r][c] = (uint32_t)((yy + sq_round) >> sq_shift);
-                s_xy[r][c] = (uint32_t)((xy + sq_round) >> sq_shift);
+            for (int k = 0; k < LEN; ++k) {
+                const uint32_t f = F::tap(k);
+                const uint32_t a = s_ref[r + k][c];
+                const uint32_t b = s_dis[r + k][c];
+                m2 += f * b;
+                yy += (Moment)f * (b * b);
+                xy += (Moment)f * (a * b);
             }
+            s_mu2[r][c] = (uint16_t)((m2 + mu_round) >> mu_shift);
+            s_yy[r][c] = (uint32_t)((yy + (Moment)sq_round) >> sq_shift);
+            s_xy[r][c] = (uint32_t)((xy + (Moment)sq_round) >> sq_shift);
         }
         __syncthreads();
         // Horizontal pass and the per-pixel terms: TH x TW outputs.
