@@ -390,6 +390,19 @@ impl VifGpu {
         Ok(())
     }
 
+    /// The count and the planes [`VifGpu::prepare_renditions`] made.
+    ///
+    /// Errors: [`CudaError::Driver`] when it was not called.
+    fn rendition_planes(&self) -> Result<(usize, &[DeviceAlloc<u16>; 3]), CudaError> {
+        self.renditions
+            .as_ref()
+            .map(|(n, planes)| (*n, planes))
+            .ok_or_else(|| CudaError::Driver {
+                call: "VifGpu::enqueue_ladder",
+                code: "CUDA_ERROR_INVALID_VALUE (no rendition planes)".to_owned(),
+            })
+    }
+
     /// Whether [`VifGpu::prepare_renditions`] made planes.
     pub fn has_renditions(&self) -> bool {
         self.renditions.is_some()
@@ -409,12 +422,7 @@ impl VifGpu {
         cfg: &VifConfig,
         outs: &mut [CudaViewMut<u64>],
     ) -> Result<(), CudaError> {
-        let Some(group) = self.renditions.as_ref().map(|(n, _)| *n) else {
-            return Err(CudaError::Driver {
-                call: "VifGpu::enqueue_ladder",
-                code: "CUDA_ERROR_INVALID_VALUE (no rendition planes)".to_owned(),
-            });
-        };
+        let group = self.rendition_planes()?.0;
         let limit = cfg.enhn_gain_limit;
         let (bases, pyramid) =
             self.ladder_common(stream, reference, distorted, outs, limit, false)?;
@@ -454,13 +462,8 @@ impl VifGpu {
         bases: &[u64],
         limit: f64,
     ) -> Result<(), CudaError> {
-        let Some((n, planes)) = self.renditions.as_ref() else {
-            return Err(CudaError::Driver {
-                call: "VifGpu::enqueue_ladder",
-                code: "CUDA_ERROR_INVALID_VALUE (no rendition planes)".to_owned(),
-            });
-        };
-        let z = dis.len().min(*n).min(bases.len());
+        let (n, planes) = self.rendition_planes()?;
+        let z = dis.len().min(n).min(bases.len());
         let mut src = [DevPlane::default(); LADDER_MAX];
         src.iter_mut().zip(dis).for_each(|(p, d)| *p = *d);
         let (mut sw, mut sh) = (self.width, self.height);
