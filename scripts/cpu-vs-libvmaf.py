@@ -9,7 +9,10 @@ The files are made once from two H.264 clips (reference, distorted) decoded by G
 
 fps is "steady", as libvmaf's README on the GPU host measures it: `(N - 1) / (wall(N frames)
 - wall(1 frame))`, the 1-frame run of each tool taking off its start-up (process, pipeline,
-model, thread pool). With `--perf PATH` (a `perf` binary) each N-frame run is also counted by
+model, thread pool). With `--repeat K` each tool's pair of runs is made K times, the two
+tools taking turns (ours, libvmaf, ours, ...), and the fastest of the K is reported, as
+`cpu_bench` does (a shared host's other load only ever slows a run down); the spread of the
+K, slowest to fastest, is printed beside it. With `--perf PATH` (a `perf` binary) each N-frame run is also counted by
 `perf stat`: CPU seconds per frame (task-clock), the cores' mean clock (cycles / task-clock)
 and instructions per cycle, which tell a tool that waits (CPU-s flat, fps low) from one that
 works more per frame or at a lower clock. The pooled VMAF of both tools is compared (they must
@@ -148,6 +151,8 @@ def main():
                     help="frames at 1080p (2160p: a quarter); fewer at few threads, see --per-thread")
     ap.add_argument("--per-thread", type=int, default=24,
                     help="frames per thread at least (runs of N = min(frames, max(48, this x threads)))")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of each tool per cell, taking turns; the fastest is reported")
     ap.add_argument("--perf", help="a perf binary: adds CPU-s/frame, GHz and IPC columns")
     ap.add_argument("--work", default="/tmp/cpu-vs-libvmaf", help="folder for the raw files")
     a = ap.parse_args()
@@ -161,6 +166,9 @@ def main():
     models = a.models.split(",")
     head = "| size | bits | model | threads | frames | vmafcompare fps | libvmaf fps | ours / libvmaf |"
     sep = "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    if a.repeat > 1:
+        head += f" spread of {a.repeat} runs, ours / libvmaf |"
+        sep += " --- |"
     if a.perf:
         head += " CPU-s/frame ours / libvmaf | GHz ours / libvmaf | IPC ours / libvmaf |"
         sep += " --- | --- | --- |"
@@ -189,19 +197,36 @@ def main():
                 for t in threads:
                     n = min(frames, max(48, a.per_thread * t))
                     tmp = tempfile.mkdtemp(dir=a.work)
-                    ours, e1 = measure(lambda k, log: ours_cmd(raw["ref"], raw["dis"], w, h, bits, t,
-                                                               model, k, log),
-                                       a.perf, n, "ours", tmp)
-                    theirs, e2 = (None, None) if a.libvmaf == "none" else measure(
-                        lambda k, log: theirs_cmd(a.libvmaf, raw["ref"], raw["dis"], w, h, bits,
-                                                  t, model, k, log),
-                        a.perf, n, "libvmaf", tmp)
+                    runs = {"ours": [], "libvmaf": []}
+                    e1 = e2 = None
+                    for k in range(max(a.repeat, 1)):
+                        r, e = measure(lambda m, log: ours_cmd(raw["ref"], raw["dis"], w, h, bits,
+                                                               t, model, m, log),
+                                       a.perf, n, f"ours{k}", tmp)
+                        e1 = e1 or e
+                        if r:
+                            runs["ours"].append(r)
+                        if a.libvmaf == "none":
+                            continue
+                        r, e = measure(
+                            lambda m, log: theirs_cmd(a.libvmaf, raw["ref"], raw["dis"], w, h,
+                                                      bits, t, model, m, log),
+                            a.perf, n, f"libvmaf{k}", tmp)
+                        e2 = e2 or e
+                        if r:
+                            runs["libvmaf"].append(r)
+                    best = lambda rs: max(rs, key=lambda r: r["fps"]) if rs else None
+                    ours, theirs = best(runs["ours"]), best(runs["libvmaf"])
                     for e in (e1, e2):
                         if e:
                             print(f"{w}x{h} {bits}-bit {model} {t} threads: {e}", file=sys.stderr)
                     f = lambda r: f"{r['fps']:.1f}" if r else "failed"
                     ratio = f"{ours['fps'] / theirs['fps']:.2f}" if ours and theirs else "-"
                     row = f"| {w}x{h} | {bits} | {model} | {t} | {n} | {f(ours)} | {f(theirs)} | {ratio} |"
+                    if a.repeat > 1:
+                        spread = lambda rs: "-".join(f"{r['fps']:.1f}" for r in
+                                                     (min(rs, key=lambda r: r["fps"]), best(rs))) if rs else "-"
+                        row += f" {spread(runs['ours'])} / {spread(runs['libvmaf'])} |"
                     if a.perf:
                         def col(fn):
                             v = [fn(r) if r and r["stats"] else None for r in (ours, theirs)]
