@@ -12,7 +12,9 @@ fps is "steady", as libvmaf's README on the GPU host measures it: `(N - 1) / (wa
 model, thread pool). With `--repeat K` each tool's pair of runs is made K times, the two
 tools taking turns (ours, libvmaf, ours, ...), and the fastest of the K is reported, as
 `cpu_bench` does (a shared host's other load only ever slows a run down); the spread of the
-K, slowest to fastest, is printed beside it. With `--perf PATH` (a `perf` binary) each N-frame run is also counted by
+K, slowest to fastest, is printed beside it. Runs need several frames per thread: on a
+32-core host, 2160p runs of 96 frames at 16 and 32 threads (33-65 frames in flight) moved
+one cell from 0.89 to 1.04 against runs of 192 (`--frames 768` gives 2160p runs of 192). With `--perf PATH` (a `perf` binary) each N-frame run is also counted by
 `perf stat`: CPU seconds per frame (task-clock), the cores' mean clock (cycles / task-clock)
 and instructions per cycle, which tell a tool that waits (CPU-s flat, fps low) from one that
 works more per frame or at a lower clock. The pooled VMAF of both tools is compared (they must

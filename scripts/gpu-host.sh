@@ -295,10 +295,15 @@ PY
       .gpu/bin/vmaf_bench ${RENDITION_BENCH:---sizes 1920x1080 --depths 8,10 --renditions 1280x720,960x540 --seconds 3} || fail=1 ;;
     cpuvs)  # not in the default list (issue 33): the CPU backend against libvmaf's CLI, whole
             # process, from the same raw files, at 1-32 threads, 1080p and 2160p, 8 and 10 bits,
-            # VMAF v0 and v1; PERF=/path/to/perf adds CPU seconds per frame (perf stat)
+            # VMAF v0 and v1; PERF=/path/to/perf adds CPU seconds per frame (perf stat); each
+            # cell the fastest of CPU_REPEAT runs per tool; 1080p runs of up to CPU_FRAMES frames,
+            # 2160p of a quarter (runs of 96 frames at 16-32 threads were mostly the fill and
+            # drain of 33-65 frames in flight); the whole table takes over 10 minutes: split it
+            # with CPU_THREADS
       python3 scripts/cpu-vs-libvmaf.py --libvmaf .gpu/bin/libvmaf-vmaf ${PERF:+--perf "$PERF"} \
         --reference .gpu/clips/ref_1080p.mp4 --distorted .gpu/clips/dist_1080p.mp4 \
         --reference2160 .gpu/clips/ref_2160p.mp4 --distorted2160 .gpu/clips/dist_2160p.mp4 \
+        --repeat "${CPU_REPEAT:-3}" --frames "${CPU_FRAMES:-768}" \
         --threads "${CPU_THREADS:-1,2,4,8,16,32}" || fail=1 ;;
     cpu)    # not in the default list (issue 20): the CPU backend's fps at 1, 2, 4, 8 and all
             # threads, 1080p and 2160p, 8 and 10 bits, VMAF alone then with the extra metrics;
