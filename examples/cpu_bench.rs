@@ -48,7 +48,7 @@ use gstvmafcompare::engine::{
 #[derive(Parser)]
 #[command(about = "Prints the CPU backend's fps beside libvmaf's at equal thread counts")]
 struct Args {
-    /// Frame pairs per row (0: at least 24, and 4 per thread).
+    /// Frame pairs per row (0: 16 per thread of the row, at least 24).
     #[arg(long, default_value_t = 0)]
     frames: usize,
     /// Frame sizes: 1080p, 2160p, or WxH.
@@ -428,7 +428,13 @@ fn ffmpeg() -> Option<String> {
 }
 
 /// Seconds of one ffmpeg run on the two raw files with `lavfi` (`None`: no filter).
-fn ffmpeg_seconds(ff: &str, files: (&Path, &Path), c: &Content, lavfi: Option<&str>) -> f64 {
+fn ffmpeg_seconds(
+    ff: &str,
+    files: (&Path, &Path),
+    c: &Content,
+    lavfi: Option<&str>,
+    frames: usize,
+) -> f64 {
     let pix = if c.bpc > 8 { "yuv420p10le" } else { "yuv420p" };
     let size = format!("{}x{}", c.w, c.h);
     let mut cmd = Command::new(ff);
@@ -441,6 +447,7 @@ fn ffmpeg_seconds(ff: &str, files: (&Path, &Path), c: &Content, lavfi: Option<&s
         Some(l) => cmd.arg("-lavfi").arg(l),
         None => cmd.args(["-map", "0:v", "-map", "1:v"]),
     };
+    cmd.arg("-frames:v").arg(frames.to_string());
     cmd.args(["-f", "null", "-"]);
     let start = Instant::now();
     let status = cmd.status().expect("run ffmpeg");
@@ -513,32 +520,46 @@ fn main() {
                 h,
                 bpc,
             };
-            let n = match args.frames {
-                // Enough that start-up (ffmpeg's, and the first frame's allocations on
-                // each of our threads) weighs little at either size.
-                0 => (4 * most).max(24),
+            // Frames of the row at `t` threads: enough that start-up (ffmpeg's, and each
+            // worker's first frame, its scratch made then) weighs little. With 4 per thread of
+            // the largest count, 128 frames a row, a 32-core host's rows at 16 and 32 threads
+            // were mostly that (1080p 8-bit `vmaf_v0.6.1`: 240.1 and 245.6 fps, where the
+            // whole process reached 427.8 at 32 threads).
+            let frames_at = |t: usize| match args.frames {
+                0 => (16 * t).max(24),
                 n => n,
             };
+            let longest = counts.iter().map(|&t| frames_at(t)).max().unwrap_or(24);
             let files = (dir.join("dis.yuv"), dir.join("ref.yuv"));
-            let base = ff.as_deref().map(|ff| {
-                write_yuv(&files.0, &diss, &dis_chroma, bpc, n);
-                write_yuv(&files.1, &refs, &ref_chroma, bpc, n);
-                best(args.repeat, || {
-                    ffmpeg_seconds(ff, (&files.0, &files.1), &c, None)
-                })
-            });
+            if ff.is_some() {
+                write_yuv(&files.0, &diss, &dis_chroma, bpc, longest);
+                write_yuv(&files.1, &refs, &ref_chroma, bpc, longest);
+            }
+            // ffmpeg without libvmaf, per frame count.
+            let mut bases: Vec<(usize, f64)> = Vec::new();
             for &t in &counts {
+                let n = frames_at(t);
                 let fps = n as f64
                     / best(args.repeat, || {
                         n as f64 / ours(&c, &args.model, &features, t, n)
                     });
-                let lib = ff.as_deref().zip(base).map(|(ff, base)| {
+                let lib = ff.as_deref().map(|ff| {
+                    let base = match bases.iter().find(|(m, _)| *m == n) {
+                        Some(&(_, b)) => b,
+                        None => {
+                            let b = best(args.repeat, || {
+                                ffmpeg_seconds(ff, (&files.0, &files.1), &c, None, n)
+                            });
+                            bases.push((n, b));
+                            b
+                        }
+                    };
                     let lavfi = format!(
                         "[0:v][1:v]libvmaf=model=version={}:n_threads={t}{feature_opt}",
                         args.model
                     );
                     let secs = best(args.repeat, || {
-                        ffmpeg_seconds(ff, (&files.0, &files.1), &c, Some(&lavfi))
+                        ffmpeg_seconds(ff, (&files.0, &files.1), &c, Some(&lavfi), n)
                     });
                     n as f64 / (secs - base).max(1e-6)
                 });
