@@ -199,29 +199,24 @@ def main():
                 for t in threads:
                     n = min(frames, max(48, a.per_thread * t))
                     tmp = tempfile.mkdtemp(dir=a.work)
+                    tools = [("ours", lambda m, log: ours_cmd(raw["ref"], raw["dis"], w, h, bits,
+                                                              t, model, m, log))]
+                    if a.libvmaf != "none":
+                        tools.append(("libvmaf", lambda m, log: theirs_cmd(
+                            a.libvmaf, raw["ref"], raw["dis"], w, h, bits, t, model, m, log)))
                     runs = {"ours": [], "libvmaf": []}
-                    e1 = e2 = None
+                    errors = {}
                     for k in range(max(a.repeat, 1)):
-                        r, e = measure(lambda m, log: ours_cmd(raw["ref"], raw["dis"], w, h, bits,
-                                                               t, model, m, log),
-                                       a.perf, n, f"ours{k}", tmp)
-                        e1 = e1 or e
-                        if r:
-                            runs["ours"].append(r)
-                        if a.libvmaf == "none":
-                            continue
-                        r, e = measure(
-                            lambda m, log: theirs_cmd(a.libvmaf, raw["ref"], raw["dis"], w, h,
-                                                      bits, t, model, m, log),
-                            a.perf, n, f"libvmaf{k}", tmp)
-                        e2 = e2 or e
-                        if r:
-                            runs["libvmaf"].append(r)
+                        for name, make in tools:  # the tools take turns
+                            r, e = measure(make, a.perf, n, f"{name}{k}", tmp)
+                            if e:
+                                errors.setdefault(name, e)
+                            if r:
+                                runs[name].append(r)
                     best = lambda rs: max(rs, key=lambda r: r["fps"]) if rs else None
                     ours, theirs = best(runs["ours"]), best(runs["libvmaf"])
-                    for e in (e1, e2):
-                        if e:
-                            print(f"{w}x{h} {bits}-bit {model} {t} threads: {e}", file=sys.stderr)
+                    for e in errors.values():
+                        print(f"{w}x{h} {bits}-bit {model} {t} threads: {e}", file=sys.stderr)
                     f = lambda r: f"{r['fps']:.1f}" if r else "failed"
                     ratio = f"{ours['fps'] / theirs['fps']:.2f}" if ours and theirs else "-"
                     row = f"| {w}x{h} | {bits} | {model} | {t} | {n} | {f(ours)} | {f(theirs)} | {ratio} |"
