@@ -77,16 +77,30 @@ pub fn c_value(p: &Params, v: u16, count: impl Fn(i32) -> u16) -> f32 {
     let mut c = 0.0f32;
     for (d, &weight) in CONTRAST_WEIGHTS.iter().enumerate().take(nd) {
         let step = d as i32 + 1;
-        if value <= i32::from(p.tvi[d]) && value + step > i32::from(p.vlt_luma) {
+        if difference_counts(p, value, d) {
             let (p1, p2) = (i32::from(count(step)), i32::from(count(-step)));
-            let pm = if p1 > p2 { p1 } else { p2 };
-            let val = (weight * p0 * pm) as f32 * p.lut[(pm + p0) as usize];
+            let val = contrast(p, weight, p0, p1.max(p2));
             if val > c {
                 c = val;
             }
         }
     }
     c
+}
+
+/// Whether difference `d` (a step of `d + 1` codes) counts for a pixel of 10-bit value
+/// `value - num_diffs`: the step is visible there (`tvi`) and reaches above the visibility
+/// threshold (`vlt_luma`).
+#[inline(always)]
+fn difference_counts(p: &Params, value: i32, d: usize) -> bool {
+    value <= i32::from(p.tvi[d]) && value + d as i32 + 1 > i32::from(p.vlt_luma)
+}
+
+/// One difference's term of a c-value, in libvmaf's `f32` order: `weight * p0 * pm` (an exact
+/// integer) times the reciprocal of `p0 + pm` from the table.
+#[inline(always)]
+fn contrast(p: &Params, weight: i32, p0: i32, pm: i32) -> f32 {
+    (weight * p0 * pm) as f32 * p.lut[(pm + p0) as usize]
 }
 
 /// Sum of the `k` largest of `vals` (destroys their order); exact, wrapping never reached
@@ -362,15 +376,14 @@ fn run_c_values(p: &Params, v: u16, hist: &[u16], at: usize, pitch: usize, out: 
     }
     let mut c = [0.0f32; RUN];
     for (d, &weight) in CONTRAST_WEIGHTS.iter().enumerate().take(nd) {
-        let step = d + 1;
-        if value > i32::from(p.tvi[d]) || value + step as i32 <= i32::from(p.vlt_luma) {
+        if !difference_counts(p, value, d) {
             continue;
         }
+        let step = d + 1;
         let up = &hist[at + step * pitch..][..RUN];
         let down = &hist[at - step * pitch..][..RUN];
         for l in 0..RUN {
-            let pm = i32::from(up[l].max(down[l]));
-            let val = (weight * p0[l] * pm) as f32 * p.lut[(pm + p0[l]) as usize];
+            let val = contrast(p, weight, p0[l], i32::from(up[l].max(down[l])));
             if val > c[l] {
                 c[l] = val;
             }
