@@ -536,7 +536,7 @@ fn main() {
                 write_yuv(&files.1, &refs, &ref_chroma, bpc, longest);
             }
             // ffmpeg without libvmaf, per frame count.
-            let mut bases: Vec<(usize, f64)> = Vec::new();
+            let mut bases = std::collections::HashMap::new();
             for &t in &counts {
                 let n = frames_at(t);
                 let fps = n as f64
@@ -544,16 +544,11 @@ fn main() {
                         n as f64 / ours(&c, &args.model, &features, t, n)
                     });
                 let lib = ff.as_deref().map(|ff| {
-                    let base = match bases.iter().find(|(m, _)| *m == n) {
-                        Some(&(_, b)) => b,
-                        None => {
-                            let b = best(args.repeat, || {
-                                ffmpeg_seconds(ff, (&files.0, &files.1), &c, None, n)
-                            });
-                            bases.push((n, b));
-                            b
-                        }
-                    };
+                    let base = *bases.entry(n).or_insert_with(|| {
+                        best(args.repeat, || {
+                            ffmpeg_seconds(ff, (&files.0, &files.1), &c, None, n)
+                        })
+                    });
                     let lavfi = format!(
                         "[0:v][1:v]libvmaf=model=version={}:n_threads={t}{feature_opt}",
                         args.model
