@@ -14,7 +14,9 @@ tools taking turns (ours, libvmaf, ours, ...), and the fastest of the K is repor
 `cpu_bench` does (a shared host's other load only ever slows a run down); the spread of the
 K, slowest to fastest, is printed beside it. Runs need several frames per thread: on a
 32-core host, 2160p runs of 96 frames at 16 and 32 threads (33-65 frames in flight) moved
-one cell from 0.89 to 1.04 against runs of 192 (`--frames 768` gives 2160p runs of 192). With `--perf PATH` (a `perf` binary) each N-frame run is also counted by
+one cell from 0.89 to 1.04 against runs of 192 (`--frames 768` gives 2160p runs of 192), and
+at 1-8 threads runs of 24 frames per thread read three 8-bit cells at 0.97-0.99 that runs of
+48 per thread (the default) read at 1.02-1.10 on the same kind of host. With `--perf PATH` (a `perf` binary) each N-frame run is also counted by
 `perf stat`: CPU seconds per frame (task-clock), the cores' mean clock (cycles / task-clock)
 and instructions per cycle, which tell a tool that waits (CPU-s flat, fps low) from one that
 works more per frame or at a lower clock. The pooled VMAF of both tools is compared (they must
@@ -151,8 +153,9 @@ def main():
     ap.add_argument("--models", default="vmaf_v0.6.1,vmaf_v1.0.16_3d0h")
     ap.add_argument("--frames", type=int, default=480,
                     help="frames at 1080p (2160p: a quarter); fewer at few threads, see --per-thread")
-    ap.add_argument("--per-thread", type=int, default=24,
-                    help="frames per thread at least (runs of N = min(frames, max(48, this x threads)))")
+    ap.add_argument("--per-thread", type=int, default=48,
+                    help="frames per thread at least (runs of N = min(frames, max(48, this x threads)); "
+                         "24 left the 1-frame start-up run's jitter a visible share at 2-8 threads)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of each tool per cell, taking turns; the fastest is reported")
     ap.add_argument("--perf", help="a perf binary: adds CPU-s/frame, GHz and IPC columns")

@@ -296,10 +296,10 @@ PY
     cpuvs)  # not in the default list (issue 33): the CPU backend against libvmaf's CLI, whole
             # process, from the same raw files, at 1-32 threads, 1080p and 2160p, 8 and 10 bits,
             # VMAF v0 and v1; PERF=/path/to/perf adds CPU seconds per frame (perf stat); each
-            # cell the fastest of CPU_REPEAT runs per tool; 1080p runs of up to CPU_FRAMES frames,
-            # 2160p of a quarter (runs of 96 frames at 16-32 threads were mostly the fill and
-            # drain of 33-65 frames in flight); the whole table takes over 10 minutes: split it
-            # with CPU_THREADS
+            # cell the fastest of CPU_REPEAT runs per tool; runs of 48 frames per thread, 1080p
+            # up to CPU_FRAMES frames, 2160p up to a quarter (runs of 96 frames at 16-32 threads
+            # were mostly the fill and drain of 33-65 frames in flight); 1-8 threads alone took
+            # 21 minutes on a 16-core host: split it with CPU_THREADS (and into calls of 10 minutes)
       python3 scripts/cpu-vs-libvmaf.py --libvmaf .gpu/bin/libvmaf-vmaf ${PERF:+--perf "$PERF"} \
         --reference .gpu/clips/ref_1080p.mp4 --distorted .gpu/clips/dist_1080p.mp4 \
         --reference2160 .gpu/clips/ref_2160p.mp4 --distorted2160 .gpu/clips/dist_2160p.mp4 \
