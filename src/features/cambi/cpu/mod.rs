@@ -340,19 +340,20 @@ fn c_values(
         let mut x = 0;
         while x < w {
             let b = brow[x];
+            if b == NO_BAND {
+                out[x] = 0;
+                x += 1;
+                continue;
+            }
             // The counter of the window centred on `x` for value `v + k`.
             let at = window(b, x) + pad;
-            if b != NO_BAND && x + RUN <= w && brow[x..x + RUN].iter().all(|&c| c == b) {
+            if x + RUN <= w && brow[x..x + RUN].iter().all(|&c| c == b) {
                 run_c_values(p, vrow[x], hist, at, pitch, &mut out[x..x + RUN]);
                 x += RUN;
                 continue;
             }
-            out[x] = if b == NO_BAND {
-                0
-            } else {
-                let count = |k: i32| hist[(at as isize + k as isize * pitch as isize) as usize];
-                (c_value(p, vrow[x], count) * FIXED_ONE) as u64
-            };
+            let count = |k: i32| hist[(at as isize + k as isize * pitch as isize) as usize];
+            out[x] = (c_value(p, vrow[x], count) * FIXED_ONE) as u64;
             x += 1;
         }
     }
