@@ -16,10 +16,11 @@ K, slowest to fastest, is printed beside it. Runs need several frames per thread
 32-core host, 2160p runs of 96 frames at 16 and 32 threads (33-65 frames in flight) moved
 one cell from 0.89 to 1.04 against runs of 192 (`--frames 768` gives 2160p runs of 192), and
 at 1-8 threads runs of 24 frames per thread read three 8-bit cells at 0.97-0.99 that runs of
-48 per thread (the default) read at 1.02-1.10 on the same kind of host. With `--perf PATH` (a `perf` binary) each N-frame run is also counted by
-`perf stat`: CPU seconds per frame (task-clock), the cores' mean clock (cycles / task-clock)
-and instructions per cycle, which tell a tool that waits (CPU-s flat, fps low) from one that
-works more per frame or at a lower clock. The pooled VMAF of both tools is compared (they must
+48 per thread (the default) read at 1.06-1.11 on the same kind of host. With `--perf PATH` (a
+`perf` binary) each N-frame run is also counted by `perf stat`: CPU seconds per frame
+(task-clock), the cores' mean clock (cycles / task-clock) and instructions per cycle, which
+tell a tool that waits (CPU-s flat, fps low) from one that works more per frame or at a lower
+clock. The pooled VMAF of both tools is compared (they must
 be equal to 6 decimals).
 
 Prints one Markdown table. Example (the GPU host, after scripts/gpu-stage.sh):
