@@ -1,6 +1,6 @@
 //! The CPU half of scaling: a plane of packed `u16` samples through a [`PlaneScaler`], with
-//! swscale's integer arithmetic (see the parent module). The CUDA half
-//! (`kernels/scale.cu`) computes the same values.
+//! swscale's integer arithmetic (see the parent module), a colour range conversion fused
+//! between the two passes. The CUDA half (`kernels/scale.cu`) computes the same values.
 
 use super::{h_shift, v_shift, FilterBank, PlaneScaler};
 use crate::video::frame::LumaPlane;
@@ -14,7 +14,8 @@ pub struct Scratch {
 }
 
 /// Scales `src` (right-aligned samples of `src.bpc` bits, the scaler's source size) into
-/// `out`, packed `dst_w * dst_h` samples of the same depth.
+/// `out`, packed `dst_w * dst_h` samples of the same depth, converting their range on the
+/// intermediate when the scaler says so ([`PlaneScaler::range`]).
 ///
 /// Returns `false` (and leaves `out` untouched) when the plane's size is not the scaler's
 /// source size or `bpc` is outside `8..=14` (swscale's 15-bit intermediate path; the element
@@ -31,6 +32,9 @@ pub fn scale_plane(
         return false;
     }
     let bpc = src.bpc;
+    let Ok(range) = scaler.range_map(bpc) else {
+        return false;
+    };
     let Scratch { tmp, acc } = scratch;
     tmp.resize(dw * sh, 0);
     acc.resize(dw, 0);
@@ -43,6 +47,9 @@ pub fn scale_plane(
             4 => h_row::<4>(row, h, trow, hs),
             8 => h_row::<8>(row, h, trow, hs),
             _ => h_row_any(row, h, trow, hs),
+        }
+        if let Some(m) = range {
+            trow.iter_mut().for_each(|t| *t = m.apply(*t));
         }
     }
     let vs = v_shift(bpc);

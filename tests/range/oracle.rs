@@ -1,0 +1,1 @@
+//! Element scores vs ffmpeg + libvmaf across colour ranges (filled in below).
