@@ -1,9 +1,11 @@
 //! The `vmafnvdec` element: a `GstVideoDecoder` whose frames go through a [`Session`].
 //!
-//! Frame matching: each access unit is parsed with its `system_frame_number` as the NVDEC
-//! timestamp, which the parser hands back with the picture in display order; the base class
-//! keeps the frame's own PTS, DTS and duration, so timestamps are GStreamer's, not the
-//! parser's.
+//! Frame matching: each access unit is parsed with its `system_frame_number`, and
+//! [`super::frames::FrameMatcher`] tells which frame each displayed picture belongs to (by
+//! its decode surface); the base class keeps the frame's own PTS, DTS, duration and flags,
+//! so timestamps are GStreamer's, not the parser's. Frames that get no picture are released.
+//! At `LOG` level (`GST_DEBUG=vmafnvdec:6`) every parser call and callback is logged as a
+//! `cb: EVENT` line, the format of the recorded sequences in `tests/data/nvdec/`.
 
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
@@ -14,6 +16,7 @@ use gst::subclass::prelude::*;
 use gst_video::prelude::*;
 use gst_video::subclass::prelude::*;
 
+use super::frames::Event;
 use super::session::{Codec, DecodedPicture, FrameSink, SequenceInfo, Session};
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 
@@ -315,7 +318,7 @@ impl VideoDecoderImpl for VmafNvDec {
             );
             gst::FlowError::Error
         })?;
-        self.with_session(|session, sink| session.decode(&map, id as i64, sink))
+        self.with_session(|session, sink| session.decode(&map, id, sink))
     }
 
     fn finish(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
@@ -594,7 +597,7 @@ impl FrameSink for Output<'_> {
 
     fn frame(&mut self, p: &DecodedPicture) -> Result<(), String> {
         let obj = self.imp.obj();
-        let Some(mut frame) = obj.frame(p.timestamp as i32) else {
+        let Some(mut frame) = obj.frame(p.frame as i32) else {
             return Ok(()); // its frame was dropped (flush): nothing to output
         };
         let Some((vinfo, cuda)) = self.state.output.clone() else {
@@ -654,6 +657,39 @@ impl FrameSink for Output<'_> {
         self.ready = Some(frame.system_frame_number());
         self.state.frames += 1;
         Ok(())
+    }
+
+    fn release(&mut self, frame: u32) -> Result<(), String> {
+        let obj = self.imp.obj();
+        if let Some(f) = obj.frame(frame as i32) {
+            gst::debug!(
+                CAT,
+                imp = self.imp,
+                "frame {frame} (PTS {}) has no picture: released",
+                f.pts().display()
+            );
+            obj.release_frame(f);
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, event: &Event, parser_timestamp: Option<i64>) {
+        if !CAT.above_threshold(gst::DebugLevel::Log) {
+            return;
+        }
+        match (event, parser_timestamp) {
+            (Event::Packet { frame }, _) => {
+                let pts = self.imp.obj().frame(*frame as i32).and_then(|f| f.pts());
+                gst::log!(
+                    CAT,
+                    imp = self.imp,
+                    "cb: {event} pts={}",
+                    pts.map_or(-1, |t| t.nseconds() as i64)
+                );
+            }
+            (_, Some(ts)) => gst::log!(CAT, imp = self.imp, "cb: {event} ts={ts}"),
+            (_, None) => gst::log!(CAT, imp = self.imp, "cb: {event}"),
+        }
     }
 
     fn frame_ready(&mut self) -> Result<(), String> {

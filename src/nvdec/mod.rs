@@ -9,12 +9,14 @@
 //! copied out), and allocates its output from a `GstCudaBufferPool` in the device's primary
 //! context, the context `vmafcompare` runs its kernels in, so no copy happens between the two.
 //!
-//! Layout: [`sys`] (the NVDEC API, loaded at run time), [`session`] (parser + decoder,
-//! GStreamer-free), `imp` (the `GstVideoDecoder` subclass).
+//! Layout: [`sys`] (the NVDEC API, loaded at run time), [`frames`] (which input frame each
+//! decoded picture belongs to: a pure function of the parser's callbacks), [`session`]
+//! (parser + decoder, GStreamer-free), `imp` (the `GstVideoDecoder` subclass).
 
 use gst::glib;
 use gst::prelude::*;
 
+pub mod frames;
 mod imp;
 pub mod session;
 pub mod sys;

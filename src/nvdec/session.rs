@@ -6,7 +6,9 @@
 //! a sequence header creates (or keeps) the decoder, each picture is decoded as soon as it is
 //! parsed, and a picture is mapped and handed out once the parser's display queue passes it
 //! (`max_display_delay` pictures later, so that the engines work on the next pictures while
-//! this one is copied out: the pipelining that makes NVDEC reach its rated speed).
+//! this one is copied out: the pipelining that makes NVDEC reach its rated speed). Which input
+//! frame a displayed picture belongs to is [`FrameMatcher`]'s answer, from the decode
+//! surfaces the callbacks name, not the parser's timestamp (see [`super::frames`]).
 //!
 //! Source of the API and its call order: NVIDIA Video Codec SDK 12/13, `nvcuvid.h` and
 //! `cuviddec.h` (NVDEC Video Decoder API Programming Guide).
@@ -16,6 +18,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream};
 
+use super::frames::{Action, Event, FrameMatcher};
 use super::sys::{self, Nvcuvid, Padded};
 
 /// The stream formats this decoder takes (Annex B byte-stream, one access unit per call).
@@ -69,8 +72,9 @@ pub struct DecodedPicture {
     pub height: u32,
     /// Bytes per sample: 1 (8-bit) or 2.
     pub bytes: usize,
-    /// The timestamp given with the picture's access unit to [`Session::decode`].
-    pub timestamp: i64,
+    /// The input frame the picture belongs to (the `frame` given with its access unit to
+    /// [`Session::decode`]).
+    pub frame: u32,
     /// The stream to copy on (`CUstream`); the session synchronises it before the picture is
     /// unmapped and before [`FrameSink::frame_ready`].
     pub stream: *mut c_void,
@@ -87,6 +91,12 @@ pub trait FrameSink {
     /// The copies queued by the last [`FrameSink::frame`] have completed: the output may
     /// leave.
     fn frame_ready(&mut self) -> Result<(), String>;
+    /// Input `frame` will never have a picture (its access unit held none, or the parser
+    /// skipped or dropped its picture): it leaves no output.
+    fn release(&mut self, frame: u32) -> Result<(), String>;
+    /// Every parser call and callback, in order, for the debug log (the recorded sequences
+    /// `tests/nvdec_frames.rs` replays are these lines).
+    fn event(&mut self, _event: &Event, _parser_timestamp: Option<i64>) {}
 }
 
 /// Geometry the current decoder was created for.
@@ -112,6 +122,54 @@ struct Callbacks {
     sink: Option<*mut (dyn FrameSink + 'static)>,
     /// The first error a callback met during the current parse call.
     error: Option<String>,
+    /// Which frame each decode surface holds.
+    matcher: FrameMatcher,
+    /// The matcher's output, reused (no allocation per picture).
+    actions: Vec<Action>,
+}
+
+impl Callbacks {
+    /// Applies `event` to the matcher and carries out its releases on `sink` (a finish is
+    /// the display callback's, which copies the picture out first).
+    fn track(
+        &mut self,
+        event: Event,
+        parser_timestamp: Option<i64>,
+        sink: &mut dyn FrameSink,
+    ) -> Result<Option<u32>, String> {
+        sink.event(&event, parser_timestamp);
+        let mut actions = std::mem::take(&mut self.actions);
+        actions.clear();
+        self.matcher.apply(event, &mut actions);
+        let mut finish = None;
+        let mut result = Ok(());
+        for a in actions.iter() {
+            match *a {
+                Action::Finish(f) => finish = Some(f),
+                Action::Release(f) => {
+                    if result.is_ok() {
+                        result = sink.release(f);
+                    }
+                }
+                Action::Orphan { .. } => {}
+            }
+        }
+        self.actions = actions;
+        result.map(|()| finish)
+    }
+
+    /// [`Callbacks::track`] on the sink of the parse call in progress (none outside one).
+    fn track_in_parse(
+        &mut self,
+        event: Event,
+        parser_timestamp: Option<i64>,
+    ) -> Result<Option<u32>, String> {
+        match self.sink {
+            // SAFETY: set by `parse` for the duration of this parse call.
+            Some(s) => self.track(event, parser_timestamp, unsafe { &mut *s }),
+            None => Ok(None),
+        }
+    }
 }
 
 /// An NVDEC session bound to one CUDA context (the device's primary context, shared with the
@@ -161,6 +219,8 @@ impl Session {
             display_delay: max_display_delay,
             sink: None,
             error: None,
+            matcher: FrameMatcher::new(),
+            actions: Vec::with_capacity(8),
         });
         let mut s = Session {
             cb,
@@ -196,15 +256,16 @@ impl Session {
         Ok(())
     }
 
-    /// Parses one access unit (`data`, Annex B) tagged with `timestamp`; pictures it
-    /// completes reach `sink`.
+    /// Parses one access unit (`data`, Annex B) of input frame `frame`; pictures it
+    /// completes reach `sink` (as `frame` or earlier frames, in display order), and a frame
+    /// that will have no picture is released.
     ///
     /// Errors: the first error of a callback (the sink's, or the decoder's), else the
     /// parser's.
     pub fn decode(
         &mut self,
         data: &[u8],
-        timestamp: i64,
+        frame: u32,
         sink: &mut dyn FrameSink,
     ) -> Result<(), String> {
         if self.parser.is_null() {
@@ -214,8 +275,12 @@ impl Session {
         pkt.value.flags = sys::PKT_TIMESTAMP | sys::PKT_ENDOFPICTURE;
         pkt.value.payload_size = data.len() as _;
         pkt.value.payload = data.as_ptr();
-        pkt.value.timestamp = timestamp;
-        self.parse(&mut pkt.value, sink)
+        // Only for the debug log: the frame is matched by its decode surface.
+        pkt.value.timestamp = frame as i64;
+        self.cb.track(Event::Packet { frame }, None, sink)?;
+        let parsed = self.parse(&mut pkt.value, sink);
+        let done = self.cb.track(Event::PacketDone, None, sink);
+        parsed.and(done.map(|_| ()))
     }
 
     /// End of stream: every picture the parser still holds reaches `sink`. The next
@@ -229,13 +294,19 @@ impl Session {
         pkt.value.flags = sys::PKT_ENDOFSTREAM;
         let r = self.parse(&mut pkt.value, sink);
         self.destroy_parser();
-        r
+        let drained = self.cb.track(Event::Drained, None, sink);
+        r.and(drained.map(|_| ()))
     }
 
     /// Drops the parser and what it holds (a flush): the next [`Session::decode`] starts
-    /// afresh and needs a sequence header and a random access point.
+    /// afresh and needs a sequence header and a random access point. The frames in flight
+    /// are the base class's to drop.
     pub fn reset(&mut self) {
         self.destroy_parser();
+        let mut actions = std::mem::take(&mut self.cb.actions);
+        self.cb.matcher.apply(Event::Reset, &mut actions);
+        actions.clear();
+        self.cb.actions = actions;
     }
 
     fn parse(
@@ -429,10 +500,19 @@ unsafe extern "C" fn on_decode(user: *mut c_void, pic: *mut sys::CUVIDPICPARAMS)
         if cb.decoder.is_null() {
             return Err("a picture came before any sequence header".to_owned());
         }
+        // SAFETY: the parser's picture parameters, valid for this call, begin with the head.
+        let head = unsafe { *(pic as *const sys::CUVIDPICPARAMS_HEAD) };
         // SAFETY: a live decoder and the parser's picture parameters for this call.
         cu("cuvidDecodePicture", unsafe {
             (cb.lib.decode_picture)(cb.decoder, pic)
         })?;
+        cb.track_in_parse(
+            Event::Decode {
+                surface: head.CurrPicIdx,
+                second_field: head.second_field != 0,
+            },
+            None,
+        )?;
         Ok(1)
     })
 }
@@ -444,6 +524,15 @@ unsafe extern "C" fn on_display(user: *mut c_void, disp: *mut sys::CUVIDPARSERDI
         }
         // SAFETY: valid for the duration of the call.
         let d = unsafe { *disp };
+        let Some(frame) = cb.track_in_parse(
+            Event::Display {
+                surface: d.picture_index,
+            },
+            Some(d.timestamp),
+        )?
+        else {
+            return Ok(1); // no frame claims this picture: nothing to output
+        };
         let mut proc_ = Padded::<sys::CUVIDPROCPARAMS>::zeroed();
         proc_.value.progressive_frame = d.progressive_frame;
         proc_.value.top_field_first = d.top_field_first;
@@ -468,7 +557,7 @@ unsafe extern "C" fn on_display(user: *mut c_void, disp: *mut sys::CUVIDPARSERDI
             width: w,
             height: h,
             bytes,
-            timestamp: d.timestamp,
+            frame,
             stream: cb.stream,
         };
         let sink = cb.sink;

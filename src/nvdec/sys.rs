@@ -81,10 +81,27 @@ pub struct CUVIDPARSERDISPINFO {
     pub timestamp: i64,
 }
 
-/// `CUVIDPICPARAMS`, never read here: the parser fills it and the decoder takes it as is.
+/// `CUVIDPICPARAMS`: the parser fills it and the decoder takes it as is; only its first
+/// fields ([`CUVIDPICPARAMS_HEAD`]) are read here.
 #[repr(C)]
 pub struct CUVIDPICPARAMS {
     _opaque: [u8; 0],
+}
+
+/// The first fields of `CUVIDPICPARAMS` (`cuviddec.h`), the same in every SDK revision: which
+/// decode surface the picture goes into and whether it completes a field pair.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct CUVIDPICPARAMS_HEAD {
+    pub PicWidthInMbs: c_int,
+    pub FrameHeightInMbs: c_int,
+    /// The decode surface of this picture (what `CUVIDPARSERDISPINFO::picture_index` names
+    /// when it is displayed).
+    pub CurrPicIdx: c_int,
+    pub field_pic_flag: c_int,
+    pub bottom_field_flag: c_int,
+    /// 1: the second field of a complementary field pair (its first is in `CurrPicIdx`).
+    pub second_field: c_int,
 }
 
 pub type PfnSequence = unsafe extern "C" fn(*mut c_void, *mut CUVIDEOFORMAT) -> c_int;
@@ -269,6 +286,8 @@ mod tests {
     fn layouts_match_the_sdk_headers() {
         assert_eq!(std::mem::size_of::<CUVIDEOFORMAT>(), 64);
         assert_eq!(std::mem::size_of::<CUVIDPARSERDISPINFO>(), 24);
+        assert_eq!(std::mem::offset_of!(CUVIDPICPARAMS_HEAD, CurrPicIdx), 8);
+        assert_eq!(std::mem::offset_of!(CUVIDPICPARAMS_HEAD, second_field), 20);
         assert_eq!(std::mem::size_of::<CUVIDSOURCEDATAPACKET>(), 32);
         assert_eq!(std::mem::size_of::<CUVIDPARSERPARAMS>(), 136);
         assert_eq!(std::mem::offset_of!(CUVIDPARSERPARAMS, pUserData), 40);
