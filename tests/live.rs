@@ -768,6 +768,8 @@ fn typed_messages_round_trip_through_structures() {
         frames: 10,
         unpaired_reference: 1,
         unpaired_distorted: 2,
+        out_of_order_reference: 0,
+        out_of_order_distorted: 3,
         backend: "cpu".into(),
         model: "vmaf_v0.6.1".into(),
         reference_input: "cuda".into(),

@@ -319,3 +319,311 @@ fn gpu_state_cycles_give_the_device_memory_back() {
         "{lost} bytes of device memory kept by 10 cycles"
     );
 }
+
+/// The B-frame clips of scripts/nvdec-clips.sh (issue 48), from `$VMAF_NVDEC_CLIPS`.
+fn bframe_clips() -> std::path::PathBuf {
+    std::path::PathBuf::from(
+        std::env::var_os("VMAF_NVDEC_CLIPS")
+            .expect("VMAF_NVDEC_CLIPS must name the folder scripts/nvdec-clips.sh made"),
+    )
+}
+
+/// `filesrc ! demuxer ! parser` for a clip of scripts/nvdec-clips.sh, and its codec's
+/// nvcodec decoder.
+fn bframe_source(name: &str) -> (String, &'static str) {
+    let path = bframe_clips().join(name);
+    let hevc = name.contains("hevc");
+    let demux = match name.rsplit('.').next() {
+        Some("mp4") => "qtdemux ! ",
+        Some("mkv") => "matroskademux ! ",
+        Some("ts") => "tsdemux ! ",
+        _ => "",
+    };
+    let parse = if hevc { "h265parse" } else { "h264parse" };
+    (
+        format!("filesrc location=\"{}\" ! {demux}{parse}", path.display()),
+        if hevc { "nvh265dec" } else { "nvh264dec" },
+    )
+}
+
+/// (PTS, duration, SHA-256 of the visible samples) of every output frame, in output order;
+/// with `seek`, the pipeline is paused, seeked (flushing, accurate) to that time and played.
+fn decoded(source: &str, decoder: &str, seek: Option<gst::ClockTime>) -> Vec<(u64, u64, String)> {
+    use sha2::Digest;
+    common::init();
+    let desc = format!("{source} ! {decoder} ! video/x-raw ! appsink name=frames sync=false");
+    let pipeline = gst::parse::launch(&desc)
+        .unwrap()
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let sink = pipeline
+        .by_name("frames")
+        .unwrap()
+        .downcast::<gst_app::AppSink>()
+        .unwrap();
+    if let Some(t) = seek {
+        pipeline.set_state(gst::State::Paused).expect("paused");
+        let _ = pipeline.state(gst::ClockTime::from_seconds(10));
+        pipeline
+            .seek_simple(gst::SeekFlags::FLUSH | gst::SeekFlags::ACCURATE, t)
+            .expect("seek");
+        let _ = pipeline.state(gst::ClockTime::from_seconds(10));
+    }
+    pipeline.set_state(gst::State::Playing).expect("playing");
+    let mut out = Vec::new();
+    while let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_seconds(20)) {
+        let info = gst_video::VideoInfo::from_caps(sample.caps().unwrap()).unwrap();
+        let buffer = sample.buffer().unwrap();
+        let frame = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer, &info).unwrap();
+        let mut h = sha2::Sha256::new();
+        let bytes = if info.format_info().bits() > 8 { 2 } else { 1 };
+        for p in 0..frame.n_planes() {
+            let (w, rows) = (
+                info.comp_width(p as u8) as usize * bytes * if p == 1 { 2 } else { 1 },
+                info.comp_height(p as u8) as usize,
+            );
+            let stride = frame.plane_stride()[p as usize] as usize;
+            let data = frame.plane_data(p).unwrap();
+            for r in 0..rows {
+                h.update(&data[r * stride..r * stride + w]);
+            }
+        }
+        out.push((
+            buffer.pts().map_or(u64::MAX, |t| t.nseconds()),
+            buffer.duration().map_or(u64::MAX, |t| t.nseconds()),
+            format!("{:x}", h.finalize()),
+        ));
+        if sink.is_eos() {
+            break;
+        }
+    }
+    let _ = pipeline.set_state(gst::State::Null);
+    out
+}
+
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn gpu_bframe_files_keep_each_frames_timestamp() {
+    if !nvdec_usable() {
+        eprintln!("skipped: no NVDEC");
+        return;
+    }
+    // Every container and stream shape of issue 48: each output frame carries its own
+    // picture's PTS and duration, as nvcodec's decoders give them, and the same samples.
+    for (name, frames) in [
+        ("h264_b.mp4", 48),
+        ("h264_b_noedit.mp4", 46),
+        ("h264_b.mkv", 48),
+        ("h264_b.ts", 48),
+        ("h264_b.h264", 48),
+        ("h264_opengop.mkv", 48),
+        ("h264_vfr.mkv", 48),
+        ("hevc8_b.mp4", 48),
+        ("hevc10_b.mkv", 48),
+        ("r640_hevc10.mkv", 48),
+    ] {
+        let (source, nvcodec) = bframe_source(name);
+        let ours = decoded(&source, "vmafnvdec", None);
+        let theirs = decoded(&source, nvcodec, None);
+        eprintln!("{name}: vmafnvdec {} frames, {nvcodec} {}", ours.len(), theirs.len());
+        assert_eq!(ours.len(), frames, "{name}: every frame, drained at EOS");
+        assert_eq!(ours, theirs, "{name}: PTS, duration and samples as {nvcodec}");
+    }
+    // Leading pictures of a CRA that starts the file: what nvcodec outputs, nothing more.
+    let (source, nvcodec) = bframe_source("hevc8_cra_start.mp4");
+    let (ours, theirs) = (
+        decoded(&source, "vmafnvdec", None),
+        decoded(&source, nvcodec, None),
+    );
+    eprintln!("hevc8_cra_start.mp4: vmafnvdec {} frames, {nvcodec} {}", ours.len(), theirs.len());
+    let pts = |v: &[(u64, u64, String)]| v.iter().map(|f| f.0).collect::<Vec<_>>();
+    assert!(
+        pts(&ours).windows(2).all(|w| w[0] < w[1]),
+        "increasing PTS: {:?}",
+        pts(&ours)
+    );
+    assert_eq!(pts(&ours), pts(&theirs), "CRA start: the frames nvcodec outputs");
+}
+
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn gpu_a_seek_mid_stream_keeps_timestamps() {
+    if !nvdec_usable() {
+        eprintln!("skipped: no NVDEC");
+        return;
+    }
+    for name in ["h264_b.mp4", "hevc8_b.mp4"] {
+        let (source, nvcodec) = bframe_source(name);
+        let at = Some(gst::ClockTime::from_mseconds(1200));
+        let ours = decoded(&source, "vmafnvdec", at);
+        let theirs = decoded(&source, nvcodec, at);
+        eprintln!("{name} after a seek: vmafnvdec {} frames, {nvcodec} {}", ours.len(), theirs.len());
+        assert!(!ours.is_empty() && ours.len() < 48, "{name}: the seek took effect");
+        assert_eq!(ours, theirs, "{name}: after a flushing seek");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn gpu_bframe_renditions_score_as_the_oracle() {
+    if !nvdec_usable() {
+        eprintln!("skipped: no NVDEC");
+        return;
+    }
+    // Each rendition (B-frames, MP4 and MKV, other sizes, 10-bit HEVC) decoded by vmafnvdec
+    // and scored on the GPU, as a pair and all in one ladder: the oracle's frames and scores
+    // (FFmpeg + libvmaf 3.2.0, scripts/nvdec-clips.sh's oracle_*.json).
+    let renditions = [
+        "h264_b.mp4",
+        "h264_b.mkv",
+        "r480_h264.mp4",
+        "r320_h264.mkv",
+        "r640_hevc10.mkv",
+    ];
+    let oracle = |name: &str| -> Vec<f64> {
+        let file = bframe_clips().join(format!("oracle_{}.json", name.replace('.', "_")));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        v["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["metrics"]["vmaf"].as_f64().unwrap())
+            .collect()
+    };
+    let (reference, _) = bframe_source("ref.mp4");
+    let check = |name: &str, got: Vec<f64>| {
+        let want = oracle(name);
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        eprintln!(
+            "| {name} | {} / {} frames | largest |VMAF - oracle| {worst:.2e} |",
+            got.len(),
+            want.len()
+        );
+        assert_eq!(got.len(), want.len(), "{name}: frames scored");
+        assert!(worst < 1e-4, "{name}: {worst} from the oracle");
+    };
+    for name in renditions {
+        let (source, _) = bframe_source(name);
+        let out = common::run(
+            &format!(
+                "vmafcompare name=c backend=cuda ! fakesink \
+                 {reference} ! vmafnvdec ! c.reference {source} ! vmafnvdec ! c.distorted"
+            ),
+            Duration::from_secs(120),
+        );
+        assert!(out.errors.is_empty(), "{name}: {:?}", out.errors);
+        check(name, out.frames.iter().map(|f| f.vmaf).collect());
+    }
+    let mut desc = String::from("vmafcompare name=c backend=cuda ! fakesink ");
+    desc += &format!("{reference} ! vmafnvdec ! c.reference ");
+    for (k, name) in renditions.iter().enumerate() {
+        let (source, _) = bframe_source(name);
+        desc += &format!("{source} ! vmafnvdec ! c.distorted_{} ", k + 1);
+    }
+    let out = common::run(&desc, Duration::from_secs(180));
+    assert!(out.errors.is_empty(), "ladder: {:?}", out.errors);
+    for (k, name) in renditions.iter().enumerate() {
+        let pad = format!("distorted_{}", k + 1);
+        check(
+            name,
+            out.frames
+                .iter()
+                .filter(|f| f.pad.as_deref() == Some(pad.as_str()))
+                .map(|f| f.vmaf)
+                .collect(),
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(gpu_tests),
+    ignore = "needs an NVIDIA GPU (run with --include-ignored on a GPU host)"
+)]
+fn gpu_the_command_scores_bframe_files_alike_on_both_backends() {
+    if !nvdec_usable() {
+        eprintln!("skipped: no NVDEC");
+        return;
+    }
+    // `--backend cuda` decodes with vmafnvdec, `--backend cpu` with software decoders: the
+    // same frames and the same per-frame VMAF, pairs (MP4, MKV) and a ladder in one pass.
+    // The command: $VMAFCOMPARE_BIN on the GPU host (staged), else cargo's build of it.
+    let bin = std::env::var_os("VMAFCOMPARE_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_vmafcompare").into());
+    let dir = bframe_clips();
+    let tmp = std::env::temp_dir().join(format!("nvdec-cli-{}", std::process::id()));
+    let cases: [&[&str]; 3] = [
+        &["h264_b.mp4"],
+        &["h264_b.mkv"],
+        &["h264_b.mp4", "r480_h264.mp4", "r320_h264.mkv"],
+    ];
+    for (i, files) in cases.iter().enumerate() {
+        let mut logs = Vec::new();
+        for backend in ["cuda", "cpu"] {
+            let out_dir = tmp.join(format!("{i}-{backend}"));
+            std::fs::create_dir_all(&out_dir).unwrap();
+            let mut cmd = std::process::Command::new(&bin);
+            cmd.arg("--backend").arg(backend).arg("--log").arg(out_dir.join("s.json"));
+            cmd.arg(dir.join("ref.mp4"));
+            for f in files.iter() {
+                cmd.arg(dir.join(f));
+            }
+            let out = cmd.output().expect("run vmafcompare");
+            assert!(
+                out.status.success(),
+                "{files:?} --backend {backend}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mut per_file = Vec::new();
+            let mut names: Vec<_> = std::fs::read_dir(&out_dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            names.sort();
+            for p in names {
+                let v: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+                let vmaf: Vec<f64> = v["frames"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f["metrics"]["vmaf"].as_f64().unwrap())
+                    .collect();
+                per_file.push((p.file_name().unwrap().to_string_lossy().into_owned(), vmaf));
+            }
+            logs.push(per_file);
+        }
+        for ((name, cuda), (_, cpu)) in logs[0].iter().zip(&logs[1]) {
+            let worst = cuda
+                .iter()
+                .zip(cpu)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            eprintln!(
+                "| {files:?} | {name} | cuda {} / cpu {} frames | largest difference {worst:.2e} |",
+                cuda.len(),
+                cpu.len()
+            );
+            assert_eq!(cuda.len(), 48, "{name}: every frame scored");
+            assert_eq!(cuda.len(), cpu.len(), "{name}: frames");
+            assert!(worst < 1e-4, "{name}: per-frame VMAF");
+        }
+        assert_eq!(logs[0].len(), files.len(), "one log per file");
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -35,6 +35,7 @@ mod caps;
 mod ladder;
 mod mapping;
 mod monitor;
+mod order;
 mod outputs;
 mod pairing;
 mod properties;
@@ -125,6 +126,8 @@ pub struct VmafCompare {
     prepared: Mutex<Option<Prepared>>,
     state: Mutex<State>,
     monitor: monitor::Monitor,
+    /// Running-time order of each sink pad's frames (repeats and regressions counted).
+    order: Mutex<order::TimestampOrder>,
     /// The `GstCudaContext` shared with CUDA neighbours (`gst.cuda.context`), from NULL->READY
     /// to READY->NULL: the pipeline's when one was offered, else one wrapping the element's
     /// own (primary) context.
@@ -180,6 +183,7 @@ impl ObjectSubclass for VmafCompare {
             prepared: Mutex::new(None),
             state: Mutex::new(State::default()),
             monitor: monitor::Monitor::default(),
+            order: Mutex::new(order::TimestampOrder::default()),
             cuda_context: Mutex::new(None),
         }
     }
@@ -402,6 +406,7 @@ impl AggregatorImpl for VmafCompare {
             ..State::default()
         };
         *lock(&self.state) = state;
+        lock(&self.order).reset();
         self.monitor_start();
         Ok(())
     }
@@ -455,6 +460,7 @@ impl AggregatorImpl for VmafCompare {
     /// the unpaired counts and the results log all restart, so the summary and the log
     /// describe the same frames, as a fresh run from there would.
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
+        lock(&self.order).reset();
         if self.is_ladder() {
             self.ladder_flush()?;
             return self.parent_flush();
@@ -503,6 +509,19 @@ impl AggregatorImpl for VmafCompare {
                 "dropping buffer at {pts} outside the segment"
             );
             return None;
+        }
+        // Gap events carry no picture; a frame whose time repeats or goes backwards is
+        // counted, and reported once per pad.
+        if let Some(rt) = segment.to_running_time(pts).filter(|_| !is_gap(&buffer)) {
+            let report = lock(&self.order).observe(pad.name().as_str(), rt);
+            if let Some(r) = report {
+                gst::element_imp_warning!(
+                    self,
+                    gst::StreamError::Format,
+                    ("{}", r.message()),
+                    ["PTS {} in segment {:?}", pts, segment]
+                );
+            }
         }
         Some(buffer)
     }

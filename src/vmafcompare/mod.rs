@@ -268,6 +268,11 @@ pub struct SummaryMessage {
     pub unpaired_reference: u64,
     /// Distorted frames that found no reference partner.
     pub unpaired_distorted: u64,
+    /// Reference frames whose running time repeated or went backwards (an upstream fault,
+    /// reported once by a warning naming the pad; such frames are usually unpaired too).
+    pub out_of_order_reference: u64,
+    /// The same for the distorted frames (a ladder's: the rendition's pad).
+    pub out_of_order_distorted: u64,
     /// Backend that computed the scores (`"cpu"`, `"cuda"`).
     pub backend: String,
     /// Model name or path.
@@ -344,6 +349,8 @@ const SUMMARY_FIELDS: &[&str] = &[
     "frames",
     "unpaired-reference",
     "unpaired-distorted",
+    "out-of-order-reference",
+    "out-of-order-distorted",
     "backend",
     "model",
     "reference-input",
@@ -375,6 +382,8 @@ impl SummaryMessage {
             .field("frames", self.frames)
             .field("unpaired-reference", self.unpaired_reference)
             .field("unpaired-distorted", self.unpaired_distorted)
+            .field("out-of-order-reference", self.out_of_order_reference)
+            .field("out-of-order-distorted", self.out_of_order_distorted)
             .field("backend", &self.backend)
             .field("model", &self.model)
             .field("reference-input", &self.reference_input)
@@ -441,6 +450,8 @@ impl TryFrom<&gst::StructureRef> for SummaryMessage {
             frames: count("frames"),
             unpaired_reference: count("unpaired-reference"),
             unpaired_distorted: count("unpaired-distorted"),
+            out_of_order_reference: count("out-of-order-reference"),
+            out_of_order_distorted: count("out-of-order-distorted"),
             backend: text("backend"),
             model: text("model"),
             reference_input: text("reference-input"),

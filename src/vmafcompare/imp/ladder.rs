@@ -933,6 +933,8 @@ impl VmafCompare {
             frames,
             unpaired_reference: r.unpaired_reference,
             unpaired_distorted: r.unpaired_distorted,
+            out_of_order_reference: lock(&self.order).count("reference"),
+            out_of_order_distorted: lock(&self.order).count(&r.name),
             backend,
             model: settings.model.clone(),
             reference_input,

@@ -164,6 +164,8 @@ impl VmafCompare {
             frames,
             unpaired_reference: state.unpaired_reference,
             unpaired_distorted: state.unpaired_distorted,
+            out_of_order_reference: lock(&self.order).count("reference"),
+            out_of_order_distorted: lock(&self.order).count("distorted"),
             backend,
             model: settings.model.clone(),
             reference_input: joined(state.paths[0].iter().map(|p| p.name())),
