@@ -195,22 +195,30 @@ fn several_distorted_files_give_a_row_each() {
     );
 }
 
-/// The average bitrate an MP4's `btrt` box declares (what qtdemux tags as `bitrate`), in
-/// bit/s.
-fn btrt_average(path: &Path) -> u32 {
-    let bytes = std::fs::read(path).expect("read mp4");
-    let at = bytes
-        .windows(4)
-        .position(|w| w == b"btrt")
-        .expect("a btrt box");
-    // type, bufferSizeDB, maxBitrate, avgBitrate (big-endian u32 each)
-    let avg = &bytes[at + 12..at + 16];
-    u32::from_be_bytes([avg[0], avg[1], avg[2], avg[3]])
+/// The video stream's packet sizes, as the oracle ffmpeg demuxes them (`-c copy -f
+/// framecrc`: one line per packet, its size the fifth field).
+fn video_packet_bytes(path: &Path) -> u64 {
+    let out = Command::new(common::oracle_ffmpeg())
+        .args(["-loglevel", "error", "-i"])
+        .arg(path)
+        .args(["-map", "0:v:0", "-c", "copy", "-f", "framecrc", "-"])
+        .output()
+        .expect("run ffmpeg");
+    assert!(
+        out.status.success(),
+        "ffmpeg framecrc of {}",
+        path.display()
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(',').nth(4)?.trim().parse::<u64>().ok())
+        .sum()
 }
 
 /// A ladder of the carphone reference: three renditions of other sizes and lengths, made by
-/// the oracle ffmpeg (H.264). Two MP4s with a target bitrate (their btrt box declares it) and
-/// a Matroska file (no bitrate tag: size over duration). Returns (path, frames) of each.
+/// the oracle ffmpeg (H.264): two MP4s with a target bitrate and a Matroska file. Returns
+/// (path, frames) of each.
 fn ladder() -> &'static [(PathBuf, u32); 3] {
     static FILES: OnceLock<[(PathBuf, u32); 3]> = OnceLock::new();
     FILES.get_or_init(|| {
@@ -265,30 +273,14 @@ fn a_ladder_is_one_pass_with_each_file_scored_as_alone() {
             printed(&as_pair),
             "{label}: ladder vs alone"
         );
-        // The bitrate: the MP4's declared average (qtdemux's bitrate tag), else the
-        // Matroska file's size over its duration.
+        // The bitrate: the video packets' bytes over the frames' duration.
         let kbps = in_ladder.get(8).copied().expect("a bitrate");
-        if p.ends_with(".mp4") {
-            assert_eq!(
-                format!("{kbps:.1}"),
-                format!("{:.1}", f64::from(btrt_average(path)) / 1000.0),
-                "{label}"
-            );
-            assert!(ladder.stdout.contains("(bitrate tag)"), "{}", ladder.stdout);
-        } else {
-            let size = std::fs::metadata(path).expect("size").len() as f64;
-            let seconds = f64::from(*frames) * 1001.0 / 30000.0;
-            let want = size * 8.0 / seconds / 1000.0;
-            assert!(
-                (kbps - want).abs() <= want * 0.03,
-                "{label}: {kbps} kbit/s, size/duration gives {want}"
-            );
-            assert!(
-                ladder.stdout.contains("(file size / duration)"),
-                "{}",
-                ladder.stdout
-            );
-        }
+        let seconds = f64::from(*frames) * 1001.0 / 30000.0;
+        let want = video_packet_bytes(path) as f64 * 8.0 / seconds / 1000.0;
+        assert!(
+            (kbps - want).abs() <= want * 0.01,
+            "{label}: {kbps} kbit/s, the packets give {want}"
+        );
         // One log per rendition, named by its stem, with its frames.
         let log = common::temp_path(&format!("cli_ladder.{label}.json"));
         let json: serde_json::Value =
@@ -509,6 +501,9 @@ fn help_is_a_manual_and_version_names_libvmaf() {
         "--rq-plot",
         "one pass",
         "nominal-bitrate",
+        "repeats the shorter file's last frame",
+        "--auto-align",
+        "--offset",
     ] {
         assert!(run.stdout.contains(part), "--help lacks {part}");
     }
@@ -538,4 +533,178 @@ fn a_closed_stdout_is_no_panic() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
+
+/// One encode of 48 frames of Big Buck Bunny at 25 fps with an AAC track, 192x108 against its
+/// 320x180 reference (with audio too), in MP4, and remuxed (`-c copy`) into Matroska and
+/// MPEG-TS. Returns (reference, [mp4, mkv, ts]).
+fn one_encode_three_containers() -> &'static (PathBuf, [PathBuf; 3]) {
+    static FILES: OnceLock<(PathBuf, [PathBuf; 3])> = OnceLock::new();
+    FILES.get_or_init(|| {
+        let bbb = common::bigbuckbunny();
+        let audio = [
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=f=440:d=2",
+            "-map",
+            "0:v",
+            "-map",
+            "1:a",
+        ];
+        let mut args = vec!["-i", bbb.as_str()];
+        args.extend(audio);
+        args.extend(["-vf", "scale=320:180", "-frames:v", "48", "-c:v", "libx264"]);
+        args.extend(["-crf", "12", "-c:a", "aac", "-shortest"]);
+        let reference = ffmpeg_file("bbb_ref.mp4", &args);
+        let r = reference.to_str().expect("utf-8");
+        let enc = ffmpeg_file(
+            "bbb_enc.mp4",
+            &[
+                "-i",
+                r,
+                "-vf",
+                "scale=192:108",
+                "-c:v",
+                "libx264",
+                "-b:v",
+                "60k",
+                "-c:a",
+                "aac",
+                "-b:a",
+                "128k",
+            ],
+        );
+        let e = enc.to_str().expect("utf-8");
+        let mkv = ffmpeg_file("bbb_enc.mkv", &["-i", e, "-c", "copy"]);
+        let ts = ffmpeg_file("bbb_enc.ts", &["-i", e, "-c", "copy"]);
+        (reference, [enc, mkv, ts])
+    })
+}
+
+/// The worst frames' lines of a report: (frame number, seconds from the first frame).
+fn worst_frames(stdout: &str) -> Vec<(u64, f64)> {
+    stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("frame ") && l.contains(" at "))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w[1].parse().expect("frame"), w[3].parse().expect("seconds"))
+        })
+        .collect()
+}
+
+#[test]
+fn bitrate_is_the_video_streams_and_worst_frames_are_seekable() {
+    let (reference, files) = one_encode_three_containers();
+    let r = reference.to_str().expect("utf-8");
+    let mut worst = Vec::new();
+    for f in files {
+        let run = vmafcompare(&[
+            "-q",
+            "--backend",
+            "cpu",
+            "--worst",
+            "3",
+            r,
+            f.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        let name = name(f.to_str().expect("utf-8"));
+        // The video packets over 48 frames at 25 fps: the AAC track (128 kbit/s, more
+        // than the video) is left out.
+        let kbps = row(&run.stdout, &name, "vmaf")[8];
+        let want = video_packet_bytes(f) as f64 * 8.0 / (48.0 / 25.0) / 1000.0;
+        assert!(
+            (kbps - want).abs() <= want * 0.01,
+            "{name}: {kbps} kbit/s, packets give {want}"
+        );
+        assert!(run.stdout.contains("(video packets: "), "{}", run.stdout);
+        // Worst frames: frame n is at n / 25 s from the file's first frame, whatever the
+        // container's start offset (MPEG-TS starts at 1.4 s).
+        let frames = worst_frames(&run.stdout);
+        assert_eq!(frames.len(), 3, "{}", run.stdout);
+        for (n, s) in &frames {
+            assert!(
+                (s - *n as f64 / 25.0).abs() < 1e-6,
+                "{name}: frame {n} at {s} s"
+            );
+        }
+        worst.push(frames);
+    }
+    assert_eq!(worst[0], worst[1], "MP4 and Matroska");
+    assert_eq!(worst[0], worst[2], "MP4 and MPEG-TS");
+}
+
+#[test]
+fn errors_and_warnings_speak_of_files() {
+    let (reference, files) = one_encode_three_containers();
+    let (r, enc) = (
+        reference.to_str().expect("utf-8"),
+        files[0].to_str().expect("utf-8"),
+    );
+    // --scale-method none: the file, both sizes and what to do; no pads.
+    let line = one_error_line(
+        &vmafcompare(&["--backend", "cpu", "--scale-method", "none", r, enc]),
+        4,
+    );
+    assert!(
+        line.starts_with(&format!(
+            "vmafcompare: {enc} is 192x108 but the reference {r} is 320x180"
+        )) && line.contains("leave --scale-method out")
+            && !line.contains("pad")
+            && !line.contains("scoring size"),
+        "{line}"
+    );
+    // A reference too small for VMAF: its size and a --score-size that works.
+    let tiny = ffmpeg_file(
+        "tiny.mp4",
+        &["-i", enc, "-vf", "scale=32:18", "-frames:v", "4", "-an"],
+    );
+    let tiny = tiny.to_str().expect("utf-8");
+    let line = one_error_line(&vmafcompare(&["-q", "--backend", "cpu", tiny, enc]), 4);
+    assert!(
+        line.contains(&format!("the reference {tiny} is 32x18"))
+            && line.contains("--score-size 60x34")
+            && !line.contains("pad"),
+        "{line}"
+    );
+    // The arguments swapped: a warning that the reference comes first.
+    let run = vmafcompare(&["--backend", "cpu", "--worst", "0", enc, r]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("(320x180) is larger than the reference"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("the reference comes first"),
+        "{}",
+        run.stderr
+    );
+    // A shorter file: where the unpaired frames were and why.
+    let short = ffmpeg_file("short.mkv", &["-i", enc, "-frames:v", "40", "-c", "copy"]);
+    let run = vmafcompare(&[
+        "--backend",
+        "cpu",
+        "--worst",
+        "0",
+        r,
+        short.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("8 reference frames without a partner at the end (the distorted file ends 0.320 s earlier)")
+            && run.stderr.contains("repeats the shorter file's last frame"),
+        "{}",
+        run.stderr
+    );
+    // --auto-align and --offset take one distorted file.
+    for opt in [&["--auto-align"][..], &["--offset", "0.4"][..]] {
+        let mut args = vec![r, enc, enc];
+        args.extend(opt);
+        let line = one_error_line(&vmafcompare(&args), 2);
+        assert!(line.contains("one distorted file"), "{line}");
+    }
 }

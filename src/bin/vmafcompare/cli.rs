@@ -38,6 +38,13 @@ each file is paired with it on its own (a file that ends early or has gaps does 
 the others back), and one row per file is printed at the end. Each file's scores are
 those it gets alone.
 
+When one file is shorter, or starts later, only the frame pairs that exist are scored: the
+frames of the longer file that have no partner are left out and counted (the file's line
+says how many, a warning says where and what to try: --offset, --auto-align). FFmpeg's
+libvmaf filter instead repeats the shorter file's last frame to the end of the longer one,
+so its pooled scores differ by those extra pairs; trim the longer file to compare the same
+span.
+
 The scores are libvmaf 3.2.0's (vmaf_v0.6.1 by default, any built-in v0 or v1 model, or a
 libvmaf JSON model file), equal within the 6 decimals libvmaf prints to those of
     ffmpeg -i DISTORTED -i REFERENCE -lavfi libvmaf
@@ -63,11 +70,15 @@ Standard output gets the pooled scores, one row per distorted file and metric: t
 libvmaf's harmonic mean, the minimum, the maximum, and the 1%, 5% and 10% lows (the 1st,
 5th and 10th percentiles of the per-frame scores, interpolated linearly between ranks as
 libvmaf does, from the element's summary) and the file's
-bitrate in kbit/s, then each file's worst frames. The bitrate is what the container says
-of the video stream (the demuxer's `bitrate` tag, else its `nominal-bitrate` tag, e.g. an
-MP4's btrt box), else the file's size times 8 over its duration (audio and container
-included); the file's line above the table says which. It is left empty when neither is
-known. A progress bar per file is drawn on standard error when it is a terminal (not with
+bitrate in kbit/s, then each file's worst frames. The bitrate is the video stream's own:
+the bytes of its packets as the demuxer hands them to the decoder, over the span of their
+timestamps (first to last plus one frame), measured while the file is decoded; audio and
+container are left out. Without a demuxer (a raw .h264 file) it is the demuxer's `bitrate`
+tag of the video stream, else its `nominal-bitrate` tag, else the file's size times 8 over
+its duration (audio and container included); the column is empty when none is known.
+The file's line above the table says which source was used, and each stream's colour
+range where the element reports it (with a line when one was converted, as FFmpeg
+converts it). A progress bar per file is drawn on standard error when it is a terminal (not with
 --quiet); warnings go to standard error as `vmafcompare: warning: ...`, and an error as
 one line `vmafcompare: ...` with the exit status below.";
 
@@ -107,7 +118,7 @@ EXIT STATUS:
   2  usage: an invalid option (as clap reports it), a missing or unreadable input file, an
      invalid --model or --features value, a --log that cannot be created, a --log,
      --plot or --rq-plot path in a directory that does not exist, a plot that is neither
-     .svg nor .png
+     .svg nor .png, --auto-align or --offset with several distorted files
   3  an input cannot be decoded: not a media file, no video stream, no decoder for its
      codec, a decoding error
   4  the two streams cannot be scored together: sizes that differ with --scale-method none,
@@ -247,10 +258,29 @@ pub struct Args {
     #[arg(long, value_name = "PATH.svg|PATH.png", verbatim_doc_comment)]
     pub rq_plot: Option<PathBuf>,
 
+    /// Find the time offset between the two files at the start, and pair frames by it
+    ///
+    /// The element's auto-align: the first second of both files is compared at offsets of
+    /// up to 15 frames either way, the offset of the highest luma PSNR is printed and
+    /// frames are paired with it from then on. For a distorted file whose timestamps do not
+    /// line up with the reference's (cut, delayed or re-timed). One distorted file only.
+    #[arg(long, verbatim_doc_comment)]
+    pub auto_align: bool,
+
+    /// Seconds the distorted file is late by (negative: the reference is late)
+    ///
+    /// The element's distorted-delay: the distorted frame at time t is paired with the
+    /// reference's frame at t - SECONDS (at most 3600 either way); --auto-align replaces
+    /// it by the offset it measures. One distorted file only.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true,
+          value_parser = parse_offset, verbatim_doc_comment)]
+    pub offset: Option<f64>,
+
     /// Worst frames to list per file (0: none)
     ///
     /// The lowest-scoring frames, at least 1/(4 N) of the clip apart so that one bad
-    /// scene is listed once.
+    /// scene is listed once; each by its frame number in the distorted file and its time
+    /// from the file's first frame (what a player seeks to, whatever the container).
     #[arg(long, value_name = "N", default_value_t = 5, verbatim_doc_comment)]
     pub worst: usize,
 
@@ -428,6 +458,15 @@ pub fn log_name(label: &str) -> String {
             }
         })
         .collect()
+}
+
+/// `--offset`: seconds, at most an hour either way (the element's `distorted-delay` range).
+pub fn parse_offset(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && v.abs() <= 3600.0)
+        .ok_or_else(|| format!("'{s}': expected seconds between -3600 and 3600, e.g. 0.4"))
 }
 
 /// `WIDTHxHEIGHT`, e.g. `1920x1080`, each between 1 and 16384.

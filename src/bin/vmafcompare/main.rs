@@ -3,14 +3,17 @@
 //! command needs no GST_PLUGIN_PATH). `vmafcompare --help` is its manual.
 //!
 //! Modules: [`cli`] (options and the manual), [`pipeline`] (one pipeline: a pair, or a
-//! ladder of several distorted files against one reference), [`classify`] (errors and exit
-//! statuses), [`report`] (the pooled table and worst frames), [`plot`] (`--plot`,
-//! `--rq-plot`).
+//! ladder of several distorted files against one reference), [`probes`] (what is measured
+//! of each file while it plays), [`classify`] (errors, in the command's words, and exit
+//! statuses), [`report`] (the pooled table and worst frames), [`notes`] (warnings that
+//! explain the results), [`plot`] (`--plot`, `--rq-plot`).
 
 mod classify;
 mod cli;
+mod notes;
 mod pipeline;
 mod plot;
+mod probes;
 mod report;
 
 use std::io::Write;
@@ -125,7 +128,19 @@ fn run(args: &Args) -> (String, Option<Failure>) {
     if results.is_empty() {
         return (report, failure);
     }
-    let mut notes = Vec::new();
+    if let Some(a) = &outcome.aligned {
+        report.push_str(&notes::aligned(a));
+    }
+    let pairing = notes::Pairing {
+        delay: outcome.aligned.map_or_else(
+            || args.offset.map_or(0, |s| (s * 1e9).round() as i64),
+            |a| a.delay,
+        ),
+        adjustable: args.distorted.len() == 1,
+        auto_align: args.auto_align,
+    };
+    let reference_name = args.reference.display().to_string();
+    let mut notes = notes::warnings(&reference_name, &outcome.reference, &results, pairing);
     if let Some(path) = &args.plot {
         match plot::plot(path, &results, args.worst) {
             Ok(()) => report.push_str(&format!("plot written to {}\n", path.display())),
@@ -155,7 +170,9 @@ fn run(args: &Args) -> (String, Option<Failure>) {
     }
     if !args.quiet {
         let mut err = std::io::stderr().lock();
-        for w in outcome.warnings.iter().chain(&notes) {
+        // The element's count of unpaired frames is explained by a note of its own.
+        let explained = |w: &&String| !w.contains("had no partner and were not scored");
+        for w in outcome.warnings.iter().filter(explained).chain(&notes) {
             let _ = writeln!(err, "vmafcompare: warning: {w}");
         }
     }
@@ -165,6 +182,12 @@ fn run(args: &Args) -> (String, Option<Failure>) {
 /// Refuses inputs that are missing, unreadable or not files, and output paths in directories
 /// that do not exist (exit status 2), before anything is decoded.
 fn check_paths(args: &Args) -> Result<(), Failure> {
+    if args.distorted.len() > 1 && (args.auto_align || args.offset.is_some()) {
+        return Err(Failure::usage(
+            "--auto-align and --offset work with one distorted file, not with several in one \
+             pass: score that file on its own (vmafcompare REFERENCE DISTORTED --auto-align)",
+        ));
+    }
     for input in std::iter::once(&args.reference).chain(&args.distorted) {
         let meta = std::fs::File::open(input)
             .and_then(|f| f.metadata())

@@ -12,47 +12,15 @@ use std::sync::{Arc, Mutex};
 use gst::glib;
 use gst::prelude::*;
 use gstvmafcompare::vmafcompare::{
-    FrameMessage, SummaryMessage, VmafBackend, FRAME_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
+    FrameMessage, OffsetMessage, SummaryMessage, VmafBackend, FRAME_MESSAGE_NAME,
+    OFFSET_MESSAGE_NAME, SUMMARY_MESSAGE_NAME,
 };
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::classify::{Classifier, Failure};
+use crate::classify::{one_line, Classifier, Failure, Options, Source};
 use crate::cli::Args;
-use crate::report;
-
-/// One scored frame, as the report and the plot need it.
-#[derive(Clone, Debug)]
-pub struct Point {
-    /// libvmaf's `frameNum`.
-    pub index: u64,
-    /// Presentation timestamp of the frame.
-    pub pts: Option<gst::ClockTime>,
-    /// The frame's VMAF.
-    pub vmaf: f64,
-}
-
-/// A distorted file's bitrate and where it was read.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Bitrate {
-    /// Kilobits (1000 bits) per second.
-    pub kbps: f64,
-    /// Where it comes from: `bitrate tag`, `nominal-bitrate tag` (the demuxer's tags of the
-    /// video stream, else of the whole file) or `file size / duration`.
-    pub source: &'static str,
-}
-
-/// What one distorted file gives: the element's summary, the per-frame VMAF and the
-/// per-frame values of the other metrics the report shows.
-pub struct Scored {
-    /// The `vmafcompare-summary` message.
-    pub summary: SummaryMessage,
-    /// Per-frame VMAF, in frame order.
-    pub frames: Vec<Point>,
-    /// Per-frame values of the other metrics shown (`NaN` where a frame lacks one), by name.
-    pub extra: Vec<(String, Vec<f64>)>,
-    /// The file's bitrate, when known.
-    pub bitrate: Option<Bitrate>,
-}
+use crate::probes;
+use crate::report::{self, Bitrate, Point, Range, Scored};
 
 /// What a run gives: per distorted file its scores or why it has none (no frame pair
 /// scored), and the warnings the pipeline posted, in order, without repeats.
@@ -61,6 +29,10 @@ pub struct Outcome {
     pub scored: Vec<Result<Scored, Failure>>,
     /// Warnings, each once.
     pub warnings: Vec<String>,
+    /// What was measured of the reference while it played.
+    pub reference: probes::Facts,
+    /// The offset auto-alignment chose (`--auto-align`).
+    pub aligned: Option<OffsetMessage>,
 }
 
 /// One distorted file of a run.
@@ -127,7 +99,7 @@ pub fn score(args: &Args, run: &Run<'_>) -> Result<Outcome, Failure> {
     for (path, pad) in targets {
         let branch = decode_branch(&pipeline, path, pad)
             .map_err(|e| internal("cannot build the pipeline", &e))?;
-        branches.push((path.to_path_buf(), branch));
+        branches.push(branch);
     }
     let pad_files: Vec<(String, String)> = if run.inputs.len() > 1 {
         pads.iter()
@@ -137,7 +109,17 @@ pub fn score(args: &Args, run: &Run<'_>) -> Result<Outcome, Failure> {
     } else {
         Vec::new()
     };
-    let classifier = Classifier::new(cmp.clone(), branches, args.backend, &what, pad_files);
+    let options = Options {
+        score_size: args.score_size,
+    };
+    let (sources, exposed): (Vec<Source>, Vec<_>) = branches.into_iter().unzip();
+    let classifier = Classifier::new(
+        cmp.clone(),
+        sources,
+        (args.backend, options),
+        &what,
+        pad_files,
+    );
     let Some(bus) = pipeline.bus() else {
         return Err(Failure::other(format!("{what}: pipeline without a bus")));
     };
@@ -147,17 +129,24 @@ pub fn score(args: &Args, run: &Run<'_>) -> Result<Outcome, Failure> {
         .map(|(i, p)| (p.name().to_string(), i))
         .collect();
     let result = run_bus(args, &pipeline, &bus, &classifier, run, &slots);
-    let outcome = result.map(|(collected, warnings)| {
+    let outcome = result.map(|(collected, warnings, aligned)| {
+        let sources = classifier.inputs();
         let scored = collected
             .into_iter()
             .zip(run.inputs)
-            .zip(&classifier.inputs()[1..])
-            .map(|((c, input), (_, branch))| {
-                let bitrate = bitrate(input.path, branch);
-                c.finish(input.path, bitrate)
+            .zip(sources[1..].iter().zip(&exposed[1..]))
+            .map(|((c, input), (source, pad))| {
+                let facts = probes::snapshot(&source.facts);
+                let bitrate = bitrate(input.path, &facts, pad);
+                c.finish(input.path, bitrate, facts)
             })
             .collect();
-        Outcome { scored, warnings }
+        Outcome {
+            scored,
+            warnings,
+            reference: probes::snapshot(&sources[0].facts),
+            aligned,
+        }
     });
     let _ = pipeline.set_state(gst::State::Null);
     outcome
@@ -180,6 +169,13 @@ fn vmafcompare_element(args: &Args, log: Option<&Path>) -> Result<gst::Element, 
         )
         .property("score-width", score_w)
         .property("score-height", score_h);
+    // Live features that work for a pair only; main refuses them with several files.
+    if args.auto_align {
+        builder = builder.property("auto-align", true);
+    }
+    if let Some(seconds) = args.offset {
+        builder = builder.property("distorted-delay", (seconds * 1e9).round() as i64);
+    }
     if let Some(log) = log {
         let Some(location) = log.to_str() else {
             return Err(Failure::usage(format!(
@@ -220,37 +216,18 @@ fn is_not_video(caps: &gst::CapsRef) -> bool {
     })
 }
 
-/// Bitrate tags a demuxer sent with a file's video stream, in bits per second.
-#[derive(Default, Debug)]
-pub struct StreamTags {
-    /// `bitrate` of the stream's own tags, then of the file's (global) tags.
-    bitrate: [Option<u32>; 2],
-    /// `nominal-bitrate`, likewise.
-    nominal: [Option<u32>; 2],
-}
-
-/// The elements of one file's decoding branch, and what is learnt from it while it plays.
-pub struct Branch {
-    /// The `filesrc`.
-    pub src: gst::Element,
-    /// The `decodebin`.
-    pub dec: gst::Element,
-    /// The caps of the video stream linked to the element, described.
-    pub caps: Arc<Mutex<Option<String>>>,
-    /// decodebin's pad linked to the element (asked for the stream's duration).
-    pub pad: Arc<Mutex<Option<gst::Pad>>>,
-    /// The demuxer's bitrate tags of the video stream.
-    pub tags: Arc<Mutex<StreamTags>>,
-}
+/// decodebin's pad linked to the element (asked for the stream's duration).
+type Exposed = Arc<Mutex<Option<gst::Pad>>>;
 
 /// `filesrc location=PATH ! decodebin`, whose first video stream is linked to `target`. A
 /// file without a video stream, or whose video the element does not take, makes decodebin
-/// post an error saying so. The tags of the demuxer's video pad are watched for bitrates.
+/// post an error saying so. The demuxer's video packets and tags, and the decoded frames at
+/// `target`, are measured ([`probes`]).
 fn decode_branch(
     pipeline: &gst::Pipeline,
     path: &Path,
     target: &gst::Pad,
-) -> Result<Branch, String> {
+) -> Result<(Source, Exposed), String> {
     let location = path
         .to_str()
         .ok_or_else(|| format!("{}: the path is not valid UTF-8", path.display()))?;
@@ -274,17 +251,17 @@ fn decode_branch(
             Some(go_on.to_value())
         });
     }
-    let tags = Arc::new(Mutex::new(StreamTags::default()));
+    let facts = probes::Shared::default();
     if let Some(bin) = dec.downcast_ref::<gst::Bin>() {
-        let tags = tags.clone();
-        bin.connect_deep_element_added(move |_, _, element| watch_demuxer(element, &tags));
+        let facts = facts.clone();
+        bin.connect_deep_element_added(move |_, _, e| probes::watch_demuxer(e, &facts));
     }
+    probes::watch_frames(target, &facts);
     let linked = Arc::new(AtomicBool::new(false));
-    let described = Arc::new(Mutex::new(None));
     let exposed = Arc::new(Mutex::new(None));
     {
         let linked = linked.clone();
-        let described = described.clone();
+        let described = facts.clone();
         let exposed = exposed.clone();
         let target = target.clone();
         dec.connect_pad_added(move |dec, new_pad| {
@@ -298,7 +275,7 @@ fn decode_branch(
                 return;
             }
             if let Ok(mut d) = described.lock() {
-                *d = Some(describe_caps(&caps));
+                d.caps = Some(describe_caps(&caps));
             }
             if let Ok(mut p) = exposed.lock() {
                 *p = Some(new_pad.clone());
@@ -326,82 +303,57 @@ fn decode_branch(
             );
         }
     });
-    Ok(Branch {
-        src,
-        dec,
-        caps: described,
-        pad: exposed,
-        tags,
-    })
+    let path = path.to_path_buf();
+    Ok((
+        Source {
+            path,
+            src,
+            dec,
+            facts,
+        },
+        exposed,
+    ))
 }
 
-/// When `element` is a demuxer, records the bitrate tags it sends on its video pads: what
-/// the container says. (A parser's `bitrate` tag, an estimate that changes as the stream
-/// plays, is not read.)
-fn watch_demuxer(element: &gst::Element, tags: &Arc<Mutex<StreamTags>>) {
-    let is_demuxer = element
-        .factory()
-        .is_some_and(|f| f.klass().contains("Demux"));
-    if !is_demuxer {
-        return;
-    }
-    let tags = tags.clone();
-    element.connect_pad_added(move |_, pad| {
-        if pad.direction() != gst::PadDirection::Src {
-            return;
-        }
-        let tags = tags.clone();
-        pad.add_probe(gst::PadProbeType::EVENT_DOWNSTREAM, move |pad, info| {
-            let Some(gst::EventView::Tag(ev)) = info.event().map(|e| e.view()) else {
-                return gst::PadProbeReturn::Ok;
-            };
-            let is_video = pad
-                .current_caps()
-                .and_then(|c| c.structure(0).map(|s| s.name().starts_with("video/")))
-                .unwrap_or(false);
-            if !is_video {
-                return gst::PadProbeReturn::Ok;
-            }
-            let list = ev.tag();
-            let scope = usize::from(list.scope() == gst::TagScope::Global);
-            if let Ok(mut t) = tags.lock() {
-                if let Some(v) = list.get::<gst::tags::Bitrate>() {
-                    t.bitrate[scope] = Some(v.get()).filter(|&b| b > 0);
-                }
-                if let Some(v) = list.get::<gst::tags::NominalBitrate>() {
-                    t.nominal[scope] = Some(v.get()).filter(|&b| b > 0);
-                }
-            }
-            gst::PadProbeReturn::Ok
+/// The bitrate of the distorted file `path`: its video packets' bytes over their duration
+/// (measured before the decoder, so audio and container are left out), else the demuxer's
+/// `bitrate` tag of its video stream, else its `nominal-bitrate`, else the file's size over
+/// its duration (audio and container included); `None` when the duration is unknown.
+fn bitrate(path: &Path, facts: &probes::Facts, exposed: &Exposed) -> Option<Bitrate> {
+    let p = &facts.packets;
+    if let Some(d) = p.duration().filter(|_| p.bytes > 0) {
+        let seconds = d.nseconds() as f64 / 1e9;
+        return Some(Bitrate {
+            kbps: p.bytes as f64 * 8.0 / seconds / 1000.0,
+            source: format!(
+                "video packets: {} bytes over {seconds:.3} s, audio and container left out",
+                p.bytes
+            ),
         });
-    });
-}
-
-/// The bitrate of the distorted file `path`: the demuxer's `bitrate` tag of its video stream,
-/// else its `nominal-bitrate`, else the same tags of the whole file, else the file's size
-/// over its duration (audio and container included); `None` when the duration is unknown.
-fn bitrate(path: &Path, branch: &Branch) -> Option<Bitrate> {
-    if let Ok(t) = branch.tags.lock() {
-        let tagged = [
-            (t.bitrate[0], "bitrate tag"),
-            (t.nominal[0], "nominal-bitrate tag"),
-            (t.bitrate[1], "bitrate tag"),
-            (t.nominal[1], "nominal-bitrate tag"),
-        ];
-        if let Some((Some(bps), source)) = tagged.into_iter().find(|(b, _)| b.is_some()) {
-            return Some(Bitrate {
-                kbps: f64::from(bps) / 1000.0,
-                source,
-            });
-        }
     }
-    let pad = branch.pad.lock().ok().and_then(|p| p.clone())?;
+    let tagged = [
+        (
+            facts.tags.bitrate,
+            "the demuxer's bitrate tag of the video stream",
+        ),
+        (
+            facts.tags.nominal,
+            "the demuxer's nominal-bitrate tag of the video stream",
+        ),
+    ];
+    if let Some((Some(bps), source)) = tagged.into_iter().find(|(b, _)| b.is_some()) {
+        return Some(Bitrate {
+            kbps: f64::from(bps) / 1000.0,
+            source: source.to_owned(),
+        });
+    }
+    let pad = exposed.lock().ok().and_then(|p| p.clone())?;
     let duration = pad.query_duration::<gst::ClockTime>()?;
     let size = std::fs::metadata(path).ok()?.len();
     let seconds = duration.nseconds() as f64 / 1e9;
     (seconds > 0.0).then(|| Bitrate {
         kbps: size as f64 * 8.0 / seconds / 1000.0,
-        source: "file size / duration",
+        source: "file size / duration, audio and container included".to_owned(),
     })
 }
 
@@ -434,11 +386,17 @@ struct Collected {
     frames: Vec<Point>,
     extra: Option<Vec<(String, Vec<f64>)>>,
     summary: Option<SummaryMessage>,
+    range: Option<Range>,
 }
 
 impl Collected {
     /// Its scores, or why there are none.
-    fn finish(self, path: &Path, bitrate: Option<Bitrate>) -> Result<Scored, Failure> {
+    fn finish(
+        self,
+        path: &Path,
+        bitrate: Option<Bitrate>,
+        facts: probes::Facts,
+    ) -> Result<Scored, Failure> {
         let file = path.display();
         let summary = self.summary.ok_or_else(|| {
             Failure::other(format!(
@@ -456,6 +414,8 @@ impl Collected {
             frames: self.frames,
             extra: self.extra.unwrap_or_default(),
             bitrate,
+            range: self.range,
+            facts,
         })
     }
 }
@@ -477,7 +437,7 @@ fn run_bus(
     classifier: &Classifier,
     run: &Run<'_>,
     slots: &HashMap<String, usize>,
-) -> Result<(Vec<Collected>, Vec<String>), Failure> {
+) -> Result<(Vec<Collected>, Vec<String>, Option<OffsetMessage>), Failure> {
     let n = run.inputs.len();
     if pipeline.set_state(gst::State::Playing).is_err() {
         // The element or a source failed to start; the reason is on the bus.
@@ -492,6 +452,7 @@ fn run_bus(
     let mut collected: Vec<Collected> = (0..n).map(|_| Collected::default()).collect();
     let mut warnings: Vec<String> = Vec::new();
     let mut length_known = false;
+    let mut aligned = None;
     for msg in bus.iter_timed(gst::ClockTime::NONE) {
         match msg.view() {
             gst::MessageView::Eos(_) => break,
@@ -544,8 +505,11 @@ fn run_bus(
                     if let Ok(summary) = SummaryMessage::try_from(s) {
                         if let Some(i) = slot_of(summary.pad.as_deref(), slots, n) {
                             collected[i].summary = Some(summary);
+                            collected[i].range = Range::of(s);
                         }
                     }
+                } else if s.name() == OFFSET_MESSAGE_NAME {
+                    aligned = OffsetMessage::try_from(s).ok();
                 } else if s.name() == "missing-plugin" {
                     classifier.note_missing_plugin(s);
                 }
@@ -554,7 +518,7 @@ fn run_bus(
         }
     }
     bars.clear();
-    Ok((collected, warnings))
+    Ok((collected, warnings, aligned))
 }
 
 /// The progress bars on standard error: one per distorted file, when standard error is a
@@ -614,9 +578,4 @@ fn progress_bars(args: &Args, inputs: &[Input<'_>]) -> Bars {
         })
         .collect();
     Bars { bars }
-}
-
-/// `text` on one line: line breaks become spaces.
-pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

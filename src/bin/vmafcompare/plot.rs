@@ -163,7 +163,7 @@ fn rq_points(files: &[FileResult]) -> Vec<RqPoint<'_>> {
     let mut points: Vec<RqPoint> = files
         .iter()
         .filter_map(|f| {
-            let kbps = f.scored.bitrate?.kbps;
+            let kbps = f.scored.bitrate.as_ref()?.kbps;
             let vmaf = mean_of(f);
             (kbps.is_finite() && vmaf.is_finite()).then_some(RqPoint {
                 label: &f.label,
@@ -219,7 +219,7 @@ fn draw_rq(
         .build_cartesian_2d(0.0..(max_rate * 1.15).max(1.0), lo..hi)?;
     chart
         .configure_mesh()
-        .x_desc("bitrate (kbit/s)")
+        .x_desc("video bitrate (kbit/s)")
         .y_desc("VMAF (mean)")
         .light_line_style(WHITE.mix(0.0))
         .draw()?;

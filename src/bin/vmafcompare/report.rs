@@ -4,7 +4,72 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::pipeline::{Point, Scored};
+use gstvmafcompare::vmafcompare::SummaryMessage;
+
+use crate::probes::Facts;
+
+/// One scored frame, as the report and the plot need it.
+#[derive(Clone, Debug)]
+pub struct Point {
+    /// libvmaf's `frameNum`.
+    pub index: u64,
+    /// Presentation timestamp of the frame (of its distorted buffer).
+    pub pts: Option<gst::ClockTime>,
+    /// The frame's VMAF.
+    pub vmaf: f64,
+}
+
+/// A distorted file's bitrate and where it was read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bitrate {
+    /// Kilobits (1000 bits) per second.
+    pub kbps: f64,
+    /// Where it comes from, as the report says it: the video packets' bytes over their
+    /// duration, the demuxer's `bitrate` or `nominal-bitrate` tag of the video stream, or the
+    /// file's size over its duration.
+    pub source: String,
+}
+
+/// What one distorted file gives: the element's summary, the per-frame VMAF and the
+/// per-frame values of the other metrics the report shows.
+pub struct Scored {
+    /// The `vmafcompare-summary` message.
+    pub summary: SummaryMessage,
+    /// Per-frame VMAF, in frame order.
+    pub frames: Vec<Point>,
+    /// Per-frame values of the other metrics shown (`NaN` where a frame lacks one), by name.
+    pub extra: Vec<(String, Vec<f64>)>,
+    /// The file's bitrate, when known.
+    pub bitrate: Option<Bitrate>,
+    /// The colour ranges and their conversion, when the element's summary gives them.
+    pub range: Option<Range>,
+    /// What was measured of the distorted file while it played.
+    pub facts: Facts,
+}
+
+/// The colour ranges of a rendition's two streams and what was converted (the summary's
+/// `reference-range`, `distorted-range` and `range-conversion`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Range {
+    /// `limited` or `full`.
+    pub reference: String,
+    /// `limited` or `full`.
+    pub distorted: String,
+    /// `none`, or what was converted (e.g. `distorted full->limited`).
+    pub conversion: String,
+}
+
+impl Range {
+    /// The summary's range fields, when it has them.
+    pub fn of(s: &gst::StructureRef) -> Option<Range> {
+        let text = |f: &str| s.get::<String>(f).ok().filter(|v| !v.is_empty());
+        Some(Range {
+            reference: text("reference-range")?,
+            distorted: text("distorted-range")?,
+            conversion: text("range-conversion").unwrap_or_else(|| "none".to_owned()),
+        })
+    }
+}
 
 /// One distorted file's results.
 pub struct FileResult {
@@ -88,7 +153,7 @@ fn rows(file: &FileResult) -> Vec<Row<'_>> {
                     p.percentile_5,
                     p.percentile_10,
                 ],
-                kbps: s.bitrate.map(|b| b.kbps),
+                kbps: s.bitrate.as_ref().map(|b| b.kbps),
             })
         })
         .collect()
@@ -109,6 +174,29 @@ pub fn worst_moments(frames: &[Point], n: usize) -> Vec<&Point> {
         }
     }
     out
+}
+
+/// One line of the worst frames: the distorted file's frame number and the time from its
+/// first frame (what a player seeks to, whatever the container's start offset), the VMAF,
+/// and libvmaf's `frameNum` (the log's) where it differs from the frame number.
+fn worst_line(p: &Point, facts: &Facts) -> String {
+    let frames = &facts.frames;
+    let pts = p.pts.map(gst::ClockTime::nseconds);
+    let number = pts.and_then(|t| frames.number_of(t));
+    let time = pts
+        .zip(frames.first_pts())
+        .map(|(t, first)| t.saturating_sub(first) as f64 / 1e9);
+    let mut line = format!(
+        "  frame {:6}  at {:>10}  VMAF {:10.6}",
+        number.map_or(p.index, |n| n as u64),
+        time.map_or("-".to_owned(), |s| format!("{s:.3} s")),
+        p.vmaf
+    );
+    if number.is_some_and(|n| n as u64 != p.index) {
+        let _ = write!(line, "  (frameNum {} in the log)", p.index);
+    }
+    line.push('\n');
+    line
 }
 
 /// The whole report for `files`, with `worst` worst frames per file.
@@ -139,10 +227,24 @@ pub fn render(files: &[FileResult], worst: usize) -> String {
                 s.unpaired_reference, s.unpaired_distorted
             );
         }
-        if let Some(b) = f.scored.bitrate {
+        if let Some(r) = &f.scored.range {
+            let _ = write!(
+                out,
+                "; colour range: reference {}, distorted {}",
+                r.reference, r.distorted
+            );
+        }
+        if let Some(b) = &f.scored.bitrate {
             let _ = write!(out, "; bitrate {:.1} kbit/s ({})", b.kbps, b.source);
         }
         out.push('\n');
+        if let Some(r) = f.scored.range.as_ref().filter(|r| r.conversion != "none") {
+            let _ = writeln!(
+                out,
+                "  {}: colour ranges differ, converted before scoring as FFmpeg does: {}",
+                f.label, r.conversion
+            );
+        }
     }
     let rows: Vec<Row> = files.iter().flat_map(rows).collect();
     let lw = rows
@@ -184,15 +286,13 @@ pub fn render(files: &[FileResult], worst: usize) -> String {
     }
     if worst > 0 {
         for f in files {
-            let _ = writeln!(out, "\nworst frames of {} (VMAF):", f.label);
+            let _ = writeln!(
+                out,
+                "\nworst frames of {} (frame number and time from its first frame):",
+                f.label
+            );
             for p in worst_moments(&f.scored.frames, worst) {
-                let _ = writeln!(
-                    out,
-                    "  frame {:6}  pts {:>17}  VMAF {:10.6}",
-                    p.index,
-                    p.pts.map_or("-".to_owned(), |t| t.to_string()),
-                    p.vmaf
-                );
+                out.push_str(&worst_line(p, &f.scored.facts));
             }
         }
     }
