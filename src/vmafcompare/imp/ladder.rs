@@ -929,12 +929,16 @@ impl VmafCompare {
             return;
         }
         r.done = true;
+        let out_of_order = {
+            let o = lock(&self.order);
+            (o.count("reference"), o.count(&r.name))
+        };
         let summary = SummaryMessage {
             frames,
             unpaired_reference: r.unpaired_reference,
             unpaired_distorted: r.unpaired_distorted,
-            out_of_order_reference: lock(&self.order).count("reference"),
-            out_of_order_distorted: lock(&self.order).count(&r.name),
+            out_of_order_reference: out_of_order.0,
+            out_of_order_distorted: out_of_order.1,
             backend,
             model: settings.model.clone(),
             reference_input,

@@ -160,12 +160,16 @@ impl VmafCompare {
             None => (0, Vec::new(), "cpu".to_owned()),
         };
         let (skipped, late) = self.monitor_counts();
+        let out_of_order = {
+            let o = lock(&self.order);
+            (o.count("reference"), o.count("distorted"))
+        };
         let summary = SummaryMessage {
             frames,
             unpaired_reference: state.unpaired_reference,
             unpaired_distorted: state.unpaired_distorted,
-            out_of_order_reference: lock(&self.order).count("reference"),
-            out_of_order_distorted: lock(&self.order).count("distorted"),
+            out_of_order_reference: out_of_order.0,
+            out_of_order_distorted: out_of_order.1,
             backend,
             model: settings.model.clone(),
             reference_input: joined(state.paths[0].iter().map(|p| p.name())),
