@@ -420,6 +420,10 @@ impl Collected {
     }
 }
 
+/// What playing a run gave: each input's frames and summary, the warnings, and the offset
+/// auto-alignment chose.
+type Played = (Vec<Collected>, Vec<String>, Option<OffsetMessage>);
+
 /// Which input a message is about: by its `pad` field (a ladder), else the only one.
 fn slot_of(pad: Option<&str>, slots: &HashMap<String, usize>, n: usize) -> Option<usize> {
     match pad {
@@ -437,7 +441,7 @@ fn run_bus(
     classifier: &Classifier,
     run: &Run<'_>,
     slots: &HashMap<String, usize>,
-) -> Result<(Vec<Collected>, Vec<String>, Option<OffsetMessage>), Failure> {
+) -> Result<Played, Failure> {
     let n = run.inputs.len();
     if pipeline.set_state(gst::State::Playing).is_err() {
         // The element or a source failed to start; the reason is on the bus.
