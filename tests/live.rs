@@ -781,6 +781,9 @@ fn typed_messages_round_trip_through_structures() {
         scored_height: 1080,
         reference_scaling: "none".into(),
         distorted_scaling: "bicubic 1280x720->1920x1080".into(),
+        reference_range: "limited".into(),
+        distorted_range: "full".into(),
+        range_conversion: "distorted full->limited (why)".into(),
         pad: Some("distorted_2".into()),
         label: Some("720p".into()),
     };

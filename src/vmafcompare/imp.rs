@@ -39,6 +39,7 @@ mod order;
 mod outputs;
 mod pairing;
 mod properties;
+mod range;
 mod setup;
 
 use caps::*;
@@ -104,6 +105,8 @@ struct State {
     scaling: InputScaling,
     /// How each pad was scaled during the stream (`none`, `bicubic 1280x720->1920x1080`).
     scaled: [BTreeSet<String>; 2],
+    /// Each pad's colour range and what was converted (summary, log, warnings).
+    ranges: range::RangeNotes,
     log: Option<LogWriter>,
     /// How each pad's frames reached the backend ([0]: reference, [1]: distorted).
     paths: [BTreeSet<InputPath>; 2],

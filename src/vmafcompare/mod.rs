@@ -299,6 +299,15 @@ pub struct SummaryMessage {
     pub reference_scaling: String,
     /// The same for the distorted stream (e.g. `bicubic 1280x720->1920x1080`).
     pub distorted_scaling: String,
+    /// The reference's colour range from its caps: `limited` or `full` (joined by `+` when
+    /// it changed during the stream).
+    pub reference_range: String,
+    /// The distorted stream's (a ladder's: the rendition's) colour range.
+    pub distorted_range: String,
+    /// What was converted to score both in one range, as FFmpeg does before libvmaf: `none`,
+    /// or e.g. `distorted full->limited (FFmpeg converts yuvj, ...)`, `reference
+    /// limited->full (...)`.
+    pub range_conversion: String,
     /// Scored frames whose buffer had to leave (live pipelines, to stay within the reported
     /// latency) before its score was ready: its message and log line carry the score, the
     /// buffer has no meta.
@@ -361,6 +370,9 @@ const SUMMARY_FIELDS: &[&str] = &[
     "scored-height",
     "reference-scaling",
     "distorted-scaling",
+    "reference-range",
+    "distorted-range",
+    "range-conversion",
     "pad",
     "label",
 ];
@@ -394,6 +406,9 @@ impl SummaryMessage {
             .field("scored-height", self.scored_height)
             .field("reference-scaling", &self.reference_scaling)
             .field("distorted-scaling", &self.distorted_scaling)
+            .field("reference-range", &self.reference_range)
+            .field("distorted-range", &self.distorted_range)
+            .field("range-conversion", &self.range_conversion)
             .build();
         if let Some(p) = &self.pad {
             s.set("pad", p.as_str());
@@ -463,6 +478,9 @@ impl TryFrom<&gst::StructureRef> for SummaryMessage {
             scored_height: s.get::<u32>("scored-height").unwrap_or(0),
             reference_scaling: text("reference-scaling"),
             distorted_scaling: text("distorted-scaling"),
+            reference_range: text("reference-range"),
+            distorted_range: text("distorted-range"),
+            range_conversion: text("range-conversion"),
             pad: s.get::<String>("pad").ok(),
             label: s.get::<String>("label").ok(),
         })

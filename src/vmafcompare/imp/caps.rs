@@ -3,16 +3,21 @@
 //! layout of the formats' samples and components.
 
 use super::*;
+use crate::engine::scale::range::StreamRange;
 
 /// Largest width and height accepted (16K video is 15360x8640): bounds the memory the
 /// extractors allocate for one geometry, so absurd caps are refused instead of exhausting it.
 pub(super) const MAX_DIMENSION: u32 = 16384;
 
-/// Geometry of a pad's negotiated video: luma size, bit depth, where luma samples lie.
+/// Geometry of a pad's negotiated video: luma size, bit depth, where luma samples lie, and its
+/// colour range as FFmpeg's negotiation would see it.
 #[derive(Debug, Clone)]
 pub(super) struct PadVideo {
     pub(super) info: gst_video::VideoInfo,
     pub(super) depth: u32,
+    /// The caps' range; whether FFmpeg decodes it as `yuvj` ([`range::stream_range`], set at
+    /// caps time from the pad's upstream).
+    pub(super) range: StreamRange,
 }
 
 impl PadVideo {
@@ -26,7 +31,11 @@ impl PadVideo {
             ));
         }
         let depth = info.format_info().depth()[0];
-        Ok(Self { info, depth })
+        let range = StreamRange {
+            range: range::caps_range(&info),
+            ..StreamRange::default()
+        };
+        Ok(Self { info, depth, range })
     }
 
     pub(super) fn size(&self) -> (u32, u32) {
@@ -238,7 +247,7 @@ impl VmafCompare {
 
     /// A caps event on a sink pad: check the format and that both pads agree on the size.
     pub(super) fn handle_caps(&self, pad: &gst_base::AggregatorPad, caps: &gst::CapsRef) -> bool {
-        let video = match PadVideo::from_caps(caps) {
+        let mut video = match PadVideo::from_caps(caps) {
             Ok(v) => v,
             Err(e) => {
                 gst::element_imp_error!(
@@ -249,6 +258,21 @@ impl VmafCompare {
                 return false;
             }
         };
+        let (stream, codec) = range::stream_range(pad.upcast_ref(), &video);
+        gst::debug!(
+            CAT,
+            imp = self,
+            "{} pad: {} range, upstream {}, {}",
+            pad.name(),
+            stream.range,
+            codec.as_deref().unwrap_or("raw video"),
+            if stream.yuvj {
+                "yuvj to FFmpeg"
+            } else {
+                "not yuvj to FFmpeg"
+            }
+        );
+        video.range = stream;
         let (w, h) = video.size();
         // A stream that will be scaled may be smaller than the metrics' minimum: the scoring
         // size is checked when the scorer is made (`ensure_scorer`). The reference is the

@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 
 use super::*;
+use crate::engine::scale::range::ColourRange;
 use crate::engine::scale::LadderScaling;
 use crate::engine::{FrameChroma, LadderFrame, LadderScorer, RenditionFrame};
 use crate::vmafcompare::VmafRenditionPad;
@@ -35,6 +36,8 @@ pub(super) struct Rendition {
     pub(super) video: Option<PadVideo>,
     paths: BTreeSet<InputPath>,
     scaled: BTreeSet<String>,
+    /// Its colour range against the reference's, and what was converted.
+    ranges: range::RangeNotes,
     log: Option<LogWriter>,
     unpaired_reference: u64,
     unpaired_distorted: u64,
@@ -52,6 +55,12 @@ impl Rendition {
         } else {
             self.label.clone()
         }
+    }
+}
+
+impl range::RenditionName for Rendition {
+    fn rendition_name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -169,6 +178,7 @@ impl VmafCompare {
                 video: None,
                 paths: BTreeSet::new(),
                 scaled: BTreeSet::new(),
+                ranges: range::RangeNotes::default(),
                 log,
                 unpaired_reference: 0,
                 unpaired_distorted: 0,
@@ -315,8 +325,19 @@ impl VmafCompare {
         };
         let mut scaling = LadderScaling::default();
         let mut frame0 = None;
-        for (x, v) in ladder.renditions.iter().zip(&videos) {
-            let frame = FrameFormat::of(&r, v, (w as usize, h as usize));
+        let decisions: Vec<_> = videos.iter().map(|v| range::decide(&r, v, (w, h))).collect();
+        if let Err(why) = range::one_reference_range(&decisions, &ladder.renditions) {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("{}", why),
+                ["Score these renditions in separate vmafcompare elements."]
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        }
+        for ((x, v), rd) in ladder.renditions.iter().zip(&videos).zip(&decisions) {
+            let mut frame = FrameFormat::of(&r, v, (w as usize, h as usize));
+            frame.colour.full_range = rd.target == ColourRange::Full;
             if let Some(why) = frame.chroma_mismatch(&plan.features) {
                 gst::element_imp_error!(
                     self,
@@ -335,7 +356,8 @@ impl VmafCompare {
                 );
                 return Err(gst::FlowError::NotNegotiated);
             }
-            let s = match input_scaling(method.into(), [&r, v], (w, h), &frame, plan.chroma) {
+            let conversions = (plan.chroma, [rd.reference, rd.distorted]);
+            let s = match input_scaling(method.into(), [&r, v], (w, h), &frame, conversions) {
                 Ok(s) => s,
                 Err(e) => {
                     gst::element_imp_error!(
@@ -362,9 +384,21 @@ impl VmafCompare {
         ladder
             .reference_scaled
             .insert(describe_scaling(scaling.reference.as_deref()));
-        for (x, s) in ladder.renditions.iter_mut().zip(&scaling.renditions) {
+        for (k, ((x, s), (rd, v))) in ladder
+            .renditions
+            .iter_mut()
+            .zip(&scaling.renditions)
+            .zip(decisions.iter().zip(&videos))
+            .enumerate()
+        {
             let report = describe_scaling(s.as_deref());
             x.scaled.insert(report);
+            // The reference's conversion (the same for all) is warned about once.
+            let ranges = (r.range.range, v.range.range);
+            self.report_ranges(&mut x.ranges, rd, ranges, (&x.name, k == 0));
+            if let Some(log) = x.log.as_mut() {
+                x.ranges.note(log);
+            }
             if let Some(log) = x.log.as_mut() {
                 if s.is_some() || scaling.reference.is_some() {
                     log.note("scored_size", format!("{w}x{h}"));
@@ -950,6 +984,9 @@ impl VmafCompare {
             scored_height: geometry.map_or(0, |(_, h, _)| h),
             reference_scaling,
             distorted_scaling: joined(&r.scaled),
+            reference_range: r.ranges.fields().0,
+            distorted_range: r.ranges.fields().1,
+            range_conversion: r.ranges.fields().2,
             pad: Some(r.name.clone()),
             label: Some(r.label_or_name()),
         };

@@ -181,6 +181,9 @@ impl VmafCompare {
             scored_height: state.geometry.map_or(0, |(_, h, _)| h),
             reference_scaling: joined(&state.scaled[0]),
             distorted_scaling: joined(&state.scaled[1]),
+            reference_range: state.ranges.fields().0,
+            distorted_range: state.ranges.fields().1,
+            range_conversion: state.ranges.fields().2,
             pad: None,
             label: None,
         };

@@ -3,6 +3,7 @@
 //! CPU pool, and the scorer and its backend for a geometry (with the GPU -> CPU fallback).
 
 use super::*;
+use crate::engine::scale::range::{ColourRange, RangeConversion};
 
 /// Loaded at NULL->READY, dropped at READY->NULL: the model and, for the CUDA backend, the
 /// device with its context and kernel modules.
@@ -542,8 +543,13 @@ impl VmafCompare {
         }
         let bpc = r.depth.max(d.depth);
         let sizes = [r.size(), d.size()];
+        let ranges = range::decide(r, d, (w, h));
+        let same_ranges = state.scaling.reference.as_ref().and_then(|s| s.range())
+            == ranges.reference
+            && state.scaling.distorted.as_ref().and_then(|s| s.range()) == ranges.distorted;
         if state.geometry == Some((w, h, bpc))
             && state.input_sizes == sizes
+            && same_ranges
             && state.scorer.is_some()
         {
             return Ok(Vec::new());
@@ -560,7 +566,9 @@ impl VmafCompare {
                 }
             },
         };
-        let frame = FrameFormat::of(r, d, (w as usize, h as usize));
+        let mut frame = FrameFormat::of(r, d, (w as usize, h as usize));
+        // SSIMULACRA2 reads the frames in the range they are scored in.
+        frame.colour.full_range = ranges.target == ColourRange::Full;
         if let Some(why) = frame.chroma_mismatch(&plan.features) {
             gst::element_imp_error!(
                 self,
@@ -578,7 +586,14 @@ impl VmafCompare {
                 log.note("ssimulacra2_yuv_to_rgb", frame.colour.to_string());
             }
         }
-        let scaling = match input_scaling(method.into(), [r, d], (w, h), &frame, plan.chroma) {
+        let conversions = [ranges.reference, ranges.distorted];
+        let scaling = match input_scaling(
+            method.into(),
+            [r, d],
+            (w, h),
+            &frame,
+            (plan.chroma, conversions),
+        ) {
             Ok(s) => s,
             Err(e) => {
                 gst::element_imp_error!(
@@ -605,6 +620,12 @@ impl VmafCompare {
         }
         if state.scorer.is_none() {
             self.warn_mismatched_streams(r, d);
+        }
+        let (ref_range, dis_range) = (r.range.range, d.range.range);
+        let pad = ("distorted", true);
+        self.report_ranges(&mut state.ranges, &ranges, (ref_range, dis_range), pad);
+        if let Some(log) = state.log.as_mut() {
+            state.ranges.note(log);
         }
         state.scaling = scaling;
         let backend =
@@ -805,22 +826,32 @@ impl VmafCompare {
 /// one subsampling. Chroma is sited as FFmpeg's `scale` filter sites it (swscale's default,
 /// centred), whatever the caps' `chroma-site`: that is what `ffmpeg scale + libvmaf` users get.
 ///
+/// A pad in `conversions` (`[reference, distorted]`) is converted to the other colour range
+/// in the same pass; one at the scoring size gets one-tap filters for it (swscale's generic
+/// path, as FFmpeg's auto-inserted `scale` runs it).
+///
 /// Errors: a ratio one scaling pass cannot do ([`ScaleError`]).
 pub(super) fn input_scaling(
     method: ScaleMethod,
     pads: [&PadVideo; 2],
     (w, h): (u32, u32),
     frame: &FrameFormat,
-    chroma: bool,
+    (chroma, conversions): (bool, [Option<RangeConversion>; 2]),
 ) -> Result<InputScaling, ScaleError> {
     let dst = (w as usize, h as usize);
     let mut out = [None, None];
     for (i, pad) in pads.into_iter().enumerate() {
         let (pw, ph) = pad.size();
         let src = (pw as usize, ph as usize);
-        if src == dst {
+        if src == dst && conversions[i].is_none() {
             continue;
         }
+        // Same size: one-tap filters, whatever the method (`none` included).
+        let method = if src == dst {
+            ScaleMethod::Bicubic
+        } else {
+            method
+        };
         let chroma_scaler = match (frame.chroma.filter(|_| chroma), frame.subsampling[i]) {
             (Some(dst_c), Some(sub)) => Some((
                 chroma_size(src, sub),
@@ -835,12 +866,9 @@ pub(super) fn input_scaling(
             )),
             _ => None,
         };
-        out[i] = Some(Arc::new(StreamScaler::new(
-            method,
-            src,
-            dst,
-            chroma_scaler,
-        )?));
+        out[i] = Some(Arc::new(
+            StreamScaler::new(method, src, dst, chroma_scaler)?.with_range(conversions[i]),
+        ));
     }
     let [reference, distorted] = out;
     Ok(InputScaling {
@@ -852,7 +880,7 @@ pub(super) fn input_scaling(
 /// How a stream reaches the scoring size, for the summary and the log: `none`, or
 /// `METHOD WxH->WxH`.
 pub(super) fn describe_scaling(s: Option<&StreamScaler>) -> String {
-    match s {
+    match s.filter(|s| s.resizes()) {
         None => "none".to_owned(),
         Some(s) => {
             let ((sw, sh), (dw, dh)) = (s.luma.src(), s.luma.dst());
