@@ -118,6 +118,14 @@ impl CudaPlaneScaler {
         scaler: &PlaneScaler,
         bpc: u32,
     ) -> Result<Self, CudaError> {
+        // The range conversion (issue 49) has no CUDA half yet: refuse rather than score
+        // unconverted samples (backend=auto then scores on the CPU, with a warning).
+        if scaler.range.is_some() {
+            return Err(CudaError::Driver {
+                call: "CudaPlaneScaler::new(colour range conversion is CPU-only for now)",
+                code: "CUDA_ERROR_NOT_SUPPORTED".to_owned(),
+            });
+        }
         let src = scaler.src();
         let dst = scaler.dst();
         check_size(FEATURE, (src.0, src.1, bpc), 1)?;
