@@ -223,28 +223,24 @@ fn all_combinations(pix_fmt: &str) {
 }
 
 #[test]
-#[ignore = "the harness run hung on 10-bit cases (a single gst-launch run of the same case finishes and equals ffmpeg): under investigation"]
 fn ranges_8bit_420_match_ffmpeg_libvmaf() {
     init();
     all_combinations("yuv420p");
 }
 
 #[test]
-#[ignore = "the harness run hung on 10-bit cases (a single gst-launch run of the same case finishes and equals ffmpeg): under investigation"]
 fn ranges_8bit_444_match_ffmpeg_libvmaf() {
     init();
     all_combinations("yuv444p");
 }
 
 #[test]
-#[ignore = "the harness run hung on 10-bit cases (a single gst-launch run of the same case finishes and equals ffmpeg): under investigation"]
 fn ranges_10bit_420_match_ffmpeg_libvmaf() {
     init();
     all_combinations("yuv420p10le");
 }
 
 #[test]
-#[ignore = "the harness run hung on 10-bit cases (a single gst-launch run of the same case finishes and equals ffmpeg): under investigation"]
 fn ranges_10bit_444_match_ffmpeg_libvmaf() {
     init();
     all_combinations("yuv444p10le");
