@@ -194,3 +194,93 @@ fn range_conversion_equals_swscale_sample_for_sample() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// An H.264 file of `frames` frames of Big Buck Bunny at 320x180 in `range` (`tv`, `pc`), as
+/// an encoder writes it from a phone or a screen recorder: x264 with `-color_range` and no
+/// matrix, so the decoder's caps say `colorimetry=1:0:0:0` (range only).
+fn encoded(range: &str, crf: u32) -> PathBuf {
+    made(&format!("range_h264_{range}_{crf}.mp4"), |p| {
+        let fmt = if range == "pc" { "yuvj420p" } else { "yuv420p" };
+        ffmpeg(&[
+            "-i",
+            &bigbuckbunny(),
+            "-an",
+            "-frames:v",
+            "8",
+            "-vf",
+            &format!("scale=320:180:flags=bicubic:out_range={range}"),
+            "-c:v",
+            "libx264",
+            "-pix_fmt",
+            fmt,
+            "-color_range",
+            range,
+            "-crf",
+            &crf.to_string(),
+            "-f",
+            "mp4",
+            &p.to_string_lossy(),
+        ])
+    })
+}
+
+#[test]
+fn decoded_files_stating_only_their_range_are_converted_as_ffmpeg_does() {
+    // avdec_h264 gives `colorimetry=1:0:0:0` for these files; GStreamer's VideoInfo turns
+    // that into BT.601 limited range, so the range is read from the string itself.
+    init();
+    if gst::ElementFactory::find("avdec_h264").is_none() {
+        eprintln!("skipped: no avdec_h264 (gstreamer1.0-libav)");
+        return;
+    }
+    for (dist, reference) in [("pc", "tv"), ("tv", "pc")] {
+        let (d, r) = (encoded(dist, 32), encoded(reference, 12));
+        let ff_log = temp_path(&format!("range_files_ff_{dist}_{reference}.json"));
+        ffmpeg(&[
+            "-i",
+            &d.to_string_lossy(),
+            "-i",
+            &r.to_string_lossy(),
+            "-lavfi",
+            &format!(
+                "[0:v][1:v]libvmaf=log_fmt=json:log_path={}:feature=name=psnr",
+                ff_log.display()
+            ),
+            "-f",
+            "null",
+            "-",
+        ]);
+        let log = temp_path(&format!("range_files_ours_{dist}_{reference}.json"));
+        let out = run(
+            &format!(
+                "vmafcompare name=cmp backend=cpu features=psnr results-location=\"{}\" ! fakesink \
+                 filesrc location=\"{}\" ! qtdemux ! h264parse ! avdec_h264 ! cmp.reference \
+                 filesrc location=\"{}\" ! qtdemux ! h264parse ! avdec_h264 ! cmp.distorted",
+                log.display(),
+                r.display(),
+                d.display()
+            ),
+            std::time::Duration::from_secs(60),
+        );
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        let s = out.summary.as_ref().expect("summary");
+        let name = |r: &str| if r == "pc" { "full" } else { "limited" };
+        assert_eq!(
+            (s.distorted_range.as_str(), s.reference_range.as_str()),
+            (name(dist), name(reference))
+        );
+        assert_ne!(s.range_conversion, "none");
+        let (want, got) = (libvmaf_frames(&ff_log), libvmaf_frames(&log));
+        assert_eq!(got.len(), 8);
+        assert_eq!(want.len(), 8);
+        for (f, (w, g)) in want.iter().zip(&got).enumerate() {
+            for k in ["vmaf", "psnr_y", "psnr_cb", "psnr_cr"] {
+                let (w, g) = (w[k].as_f64().unwrap(), g[k].as_f64().unwrap());
+                assert!(
+                    (w - g).abs() <= 1e-4,
+                    "{dist}/{reference} frame {f} {k}: ours {g} ffmpeg {w}"
+                );
+            }
+        }
+    }
+}

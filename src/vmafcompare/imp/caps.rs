@@ -32,7 +32,7 @@ impl PadVideo {
         }
         let depth = info.format_info().depth()[0];
         let range = StreamRange {
-            range: range::caps_range(&info),
+            range: range::caps_range(caps, &info),
             ..StreamRange::default()
         };
         Ok(Self { info, depth, range })

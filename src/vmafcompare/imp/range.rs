@@ -17,8 +17,19 @@ const MAX_HOPS: usize = 64;
 
 /// A stream's range as the caps' colorimetry gives it: full for `GST_VIDEO_COLOR_RANGE_0_255`,
 /// limited otherwise (an unknown range is scored as limited, as FFmpeg scores `unknown`).
-pub(super) fn caps_range(info: &gst_video::VideoInfo) -> ColourRange {
-    match info.colorimetry().range() {
+///
+/// The `colorimetry` string is read as such first: decoders state only the range when the
+/// stream's VUI gives no matrix (`1:0:0:0` from an x264 `-color_range pc` file, as
+/// `avdec_h264` and `nvh264dec` put it), and `VideoInfo::from_caps` then replaces the whole
+/// colorimetry with its default, BT.601 limited range (GStreamer 1.22 video-info.c), which
+/// would score a full-range stream as limited.
+pub(super) fn caps_range(caps: &gst::CapsRef, info: &gst_video::VideoInfo) -> ColourRange {
+    let stated = caps
+        .structure(0)
+        .and_then(|s| s.get::<&str>("colorimetry").ok())
+        .and_then(|c| c.parse::<gst_video::VideoColorimetry>().ok())
+        .map(|c| c.range());
+    match stated.unwrap_or_else(|| info.colorimetry().range()) {
         gst_video::VideoColorRange::Range0_255 => ColourRange::Full,
         _ => ColourRange::Limited,
     }
@@ -78,7 +89,7 @@ fn codec_emits_yuvj(codec: Option<&str>) -> bool {
 /// What FFmpeg's negotiation would see of the stream on `pad` with `video`'s caps (its
 /// `scaled` flag is set by [`decide`]); also returns the encoded caps found upstream.
 pub(super) fn stream_range(pad: &gst::Pad, video: &PadVideo) -> (StreamRange, Option<String>) {
-    let range = caps_range(&video.info);
+    let range = video.range.range;
     let codec = upstream_codec(pad);
     let yuvj = range == ColourRange::Full && video.depth == 8 && codec_emits_yuvj(codec.as_deref());
     (
