@@ -3,7 +3,9 @@
 // intermediate, then a vertical pass to `bpc`-bit samples. The filters (first source sample
 // and fixed-point taps of each output sample, both axes) are designed on the host
 // (crate::engine::scale::FilterBank) and uploaded once; both passes are integer sums in a
-// fixed tap order, so the output equals the CPU's sample for sample.
+// fixed tap order, so the output equals the CPU's sample for sample. A colour range
+// conversion (full <-> limited, issue 49) is applied to the intermediate between the two
+// passes, as swscale's lumConvertRange / chrConvertRange do (crate::engine::scale::range).
 //
 // Source: FFmpeg libswscale/swscale.c hScale8To15_c / hScale16To15_c (horizontal) and
 // libswscale/output.c yuv2planeX_8_c / yuv2planeX_10_c_template (vertical); host side and
@@ -44,7 +46,9 @@ using namespace scale_detail;
 
 // Horizontal pass: `tmp[y * dst_w + x]` = min(sum_j sample(src, pos[x] + j, y) *
 // coeff[x * taps + j] >> shift, 32767) as int16 (shift = bpc - 1), for j < min(taps, src_w -
-// pos[x]) (the taps beyond the plane are zero by construction and are not read). `src` holds
+// pos[x]) (the taps beyond the plane are zero by construction and are not read); then, when
+// `range_mode` is 1 or 2, t = (t * range_coeff + range_offset) >> 14, clipped at 32767 when 2
+// (towards full range), as crate::engine::scale::range::RangeMap::apply. `src` holds
 // `src_w` x `src_h` samples at the scoring depth `bpc` (what `sample()` returns); `tmp` is
 // packed, `dst_w` samples per row, `src_h` rows. Thread (x, y0) computes rows y0 + 8 r,
 // r < ROWS.
@@ -52,7 +56,8 @@ using namespace scale_detail;
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 scale_h(const __grid_constant__ Plane src, const int32_t *__restrict__ pos,
         const int16_t *__restrict__ coeff, int32_t taps, int32_t src_w, int32_t src_h,
-        int32_t dst_w, int32_t shift, int16_t *__restrict__ tmp) {
+        int32_t dst_w, int32_t shift, int32_t range_coeff, int32_t range_offset,
+        int32_t range_mode, int16_t *__restrict__ tmp) {
     const int x = blockIdx.x * BLOCK_X + threadIdx.x;
     const int y0 = blockIdx.y * (BLOCK_Y * ROWS) + threadIdx.y;
     if (x >= dst_w || y0 >= src_h) {
@@ -79,7 +84,14 @@ scale_h(const __grid_constant__ Plane src, const int32_t *__restrict__ pos,
         const int y = y0 + r * BLOCK_Y;
         if (y < src_h) {
             // hScale*To15_c: FFMIN(val >> sh, (1 << 15) - 1), stored as int16_t.
-            tmp[(int64_t)y * dst_w + x] = (int16_t)min(val[r] >> shift, 32767);
+            int32_t t = (int16_t)min(val[r] >> shift, 32767);
+            if (range_mode != 0) {
+                t = (t * range_coeff + range_offset) >> 14;
+                if (range_mode == 2) {
+                    t = min(t, 32767);
+                }
+            }
+            tmp[(int64_t)y * dst_w + x] = (int16_t)t;
         }
     }
 }

@@ -8,7 +8,9 @@
 //! to 10 bits (`up` = 2) and P010-style left-aligned samples (`down` = 6, garbage in the
 //! padding bits). Content: a smooth gradient with waves plus noise. Each scaler runs two
 //! frames (no state carried over). Prints a table and the GPU time of 720p -> 1080p. Skipped
-//! (with a printed reason) where no GPU is usable.
+//! (with a printed reason) where no GPU is usable. The colour range conversion fused between
+//! the passes (issue 49: full -> limited and back, luma and chroma, same size and scaled, 8
+//! and 10 bits) is compared the same way.
 //!
 //! Run: `cargo test --release --test gpu_scale -- --nocapture`.
 
@@ -23,6 +25,7 @@ use gstvmafcompare::cuda::{CudaError, DevPlane, GpuDevice};
 use gstvmafcompare::engine::frame::LumaPlane;
 use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
 use gstvmafcompare::engine::scale::cuda::CudaPlaneScaler;
+use gstvmafcompare::engine::scale::range::{ColourRange, RangeConversion};
 use gstvmafcompare::engine::scale::{PlaneScaler, ScaleMethod, Siting};
 
 /// xorshift64*: deterministic noise.
@@ -117,10 +120,21 @@ fn put(
 
 /// Scales two frames of `case` on both halves and asserts equal samples. Returns a table row.
 fn compare(dev: &GpuDevice, stream: &Arc<CudaStream>, case: &Case) -> String {
+    compare_range(dev, stream, case, None)
+}
+
+/// [`compare`] with the colour range conversion `range` fused between the passes.
+fn compare_range(
+    dev: &GpuDevice,
+    stream: &Arc<CudaStream>,
+    case: &Case,
+    range: Option<RangeConversion>,
+) -> String {
     let (sw, sh) = case.src;
     let (dw, dh) = case.dst;
-    let scaler = PlaneScaler::new(case.method, case.src, case.dst, case.siting)
+    let mut scaler = PlaneScaler::new(case.method, case.src, case.dst, case.siting)
         .unwrap_or_else(|e| panic!("{}: filters: {e}", case.name));
+    scaler.range = range;
     let mut gpu =
         CudaPlaneScaler::new(dev, stream, &scaler, case.bpc).expect("CudaPlaneScaler::new");
     assert_eq!(gpu.src(), case.src);
@@ -369,6 +383,65 @@ fn gpu_scale_matches_cpu() {
     ];
     for case in &cases {
         println!("{}", compare(&dev, &stream, case));
+    }
+    // Colour range conversion (issue 49), both directions, on luma and chroma planes, the
+    // same size (one tap each way, as an unscaled stream is converted) and scaled.
+    let directions = [
+        RangeConversion::between(ColourRange::Full, ColourRange::Limited),
+        RangeConversion::between(ColourRange::Limited, ColourRange::Full),
+    ];
+    let ranged = [
+        Case {
+            name: "range 8-bit same size",
+            method: ScaleMethod::Bicubic,
+            src: (640, 360),
+            dst: (640, 360),
+            bpc: 8,
+            siting: luma,
+            input: Input::Plain(Layout::U8 { pad: 3 }),
+        },
+        Case {
+            name: "range 10-bit same size",
+            method: ScaleMethod::Bicubic,
+            src: (640, 360),
+            dst: (640, 360),
+            bpc: 10,
+            siting: luma,
+            input: Input::Plain(Layout::U16Packed),
+        },
+        Case {
+            name: "range 8-bit 4:2:0 chroma",
+            method: ScaleMethod::Bicubic,
+            src: (320, 180),
+            dst: (320, 180),
+            bpc: 8,
+            siting: chroma420,
+            input: Input::Plain(Layout::U8 { pad: 0 }),
+        },
+        Case {
+            name: "range 8-bit scaled up",
+            method: ScaleMethod::Bicubic,
+            src: (426, 240),
+            dst: (640, 360),
+            bpc: 8,
+            siting: luma,
+            input: Input::Plain(Layout::U8 { pad: 1 }),
+        },
+        Case {
+            name: "range 10-bit 4:4:4 chroma scaled",
+            method: ScaleMethod::Bicubic,
+            src: (640, 360),
+            dst: (426, 240),
+            bpc: 10,
+            siting: chroma444,
+            input: Input::Plain(Layout::U16Pitched { pad: 2 }),
+        },
+    ];
+    for case in &ranged {
+        for range in directions {
+            let row = compare_range(&dev, &stream, case, range);
+            println!("{row} {:?}", range.map(|r| (r.from, r.to)));
+        }
     }
 
     // Refusals: a depth beyond the 15-bit path, an output buffer too short.

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
+use super::range::RangeMap;
 use super::{h_shift, FilterBank, PlaneScaler};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::CudaError;
@@ -86,6 +87,8 @@ pub struct CudaPlaneScaler {
     src: (usize, usize),
     dst: (usize, usize),
     bpc: u32,
+    /// The colour range conversion applied to the intermediate, if any (the CPU half's).
+    range: Option<RangeMap>,
 }
 
 impl std::fmt::Debug for CudaPlaneScaler {
@@ -118,14 +121,6 @@ impl CudaPlaneScaler {
         scaler: &PlaneScaler,
         bpc: u32,
     ) -> Result<Self, CudaError> {
-        // The range conversion (issue 49) has no CUDA half yet: refuse rather than score
-        // unconverted samples (backend=auto then scores on the CPU, with a warning).
-        if scaler.range.is_some() {
-            return Err(CudaError::Driver {
-                call: "CudaPlaneScaler::new(colour range conversion is CPU-only for now)",
-                code: "CUDA_ERROR_NOT_SUPPORTED".to_owned(),
-            });
-        }
         let src = scaler.src();
         let dst = scaler.dst();
         check_size(FEATURE, (src.0, src.1, bpc), 1)?;
@@ -149,6 +144,8 @@ impl CudaPlaneScaler {
                 (dst.0, src.1),
             )));
         }
+        // The colour range conversion between the passes (none, or the CPU half's map).
+        let range = scaler.range_map(bpc).unwrap_or(None);
         let m = dev.modules().get("scale")?;
         let h_fn = function(m, "scale_h", "cuModuleGetFunction(scale_h)")?;
         let v_fn = function(m, "scale_v", "cuModuleGetFunction(scale_v)")?;
@@ -172,6 +169,7 @@ impl CudaPlaneScaler {
             src,
             dst,
             bpc,
+            range,
         })
     }
 
@@ -274,6 +272,11 @@ impl CudaPlaneScaler {
         let mut dst_w = dw as i32;
         let mut dst_h = dh as i32;
         let mut shift = h_shift(self.bpc) as i32;
+        // 0: no conversion; 1: the map; 2: the map, clipped at 32767 (towards full range).
+        let (mut r_coeff, mut r_offset, mut r_mode) = match self.range {
+            None => (0i32, 0i32, 0i32),
+            Some(m) => (m.coeff, m.offset, if m.clip { 2 } else { 1 }),
+        };
         let mut p_tmp = self.tmp.device_ptr_mut(stream).0;
         let mut p_vpos = self.v.pos.device_ptr(stream).0;
         let mut p_vcoeff = self.v.coeff.device_ptr(stream).0;
@@ -287,7 +290,8 @@ impl CudaPlaneScaler {
                 1,
             )
         };
-        // SAFETY: scale_h(Plane, const i32*, const i16*, i32, i32, i32, i32, i32, i16*):
+        // SAFETY: scale_h(Plane, const i32*, const i16*, i32, i32, i32, i32, i32, i32, i32,
+        // i32, i16*):
         // `src` holds src_w x src_h samples (the caller's contract); the tables hold dst_w
         // positions in 0..src_w and dst_w * taps coefficients (checked in `new`), and the
         // kernel reads at most src_w - pos taps; `tmp` holds dst_w * src_h values. All stay
@@ -307,6 +311,9 @@ impl CudaPlaneScaler {
                     param(&mut src_h),
                     param(&mut dst_w),
                     param(&mut shift),
+                    param(&mut r_coeff),
+                    param(&mut r_offset),
+                    param(&mut r_mode),
                     param(&mut p_tmp),
                 ],
                 "cuLaunchKernel(scale_h)",
