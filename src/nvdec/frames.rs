@@ -242,14 +242,23 @@ mod tests {
         // I P B in decode order (frames 0 1 2), shown I B P.
         let events = [
             Packet { frame: 0 },
-            Decode { surface: 0, second_field: false },
+            Decode {
+                surface: 0,
+                second_field: false,
+            },
             PacketDone,
             Packet { frame: 1 },
-            Decode { surface: 1, second_field: false },
+            Decode {
+                surface: 1,
+                second_field: false,
+            },
             Display { surface: 0 },
             PacketDone,
             Packet { frame: 2 },
-            Decode { surface: 2, second_field: false },
+            Decode {
+                surface: 2,
+                second_field: false,
+            },
             Display { surface: 2 },
             PacketDone,
             Display { surface: 1 },
@@ -268,7 +277,10 @@ mod tests {
             Packet { frame: 0 },
             PacketDone,
             Packet { frame: 1 },
-            Decode { surface: 3, second_field: false },
+            Decode {
+                surface: 3,
+                second_field: false,
+            },
             PacketDone,
             Drained,
         ];
@@ -280,10 +292,16 @@ mod tests {
         use Event::*;
         let events = [
             Packet { frame: 0 },
-            Decode { surface: 0, second_field: false },
+            Decode {
+                surface: 0,
+                second_field: false,
+            },
             PacketDone,
             Packet { frame: 1 },
-            Decode { surface: 0, second_field: true },
+            Decode {
+                surface: 0,
+                second_field: true,
+            },
             PacketDone,
             Display { surface: 0 },
         ];
@@ -295,10 +313,16 @@ mod tests {
         use Event::*;
         let events = [
             Packet { frame: 0 },
-            Decode { surface: 0, second_field: false },
+            Decode {
+                surface: 0,
+                second_field: false,
+            },
             PacketDone,
             Packet { frame: 1 },
-            Decode { surface: 0, second_field: false },
+            Decode {
+                surface: 0,
+                second_field: false,
+            },
             Display { surface: 0 },
             PacketDone,
         ];
@@ -309,8 +333,14 @@ mod tests {
     fn events_read_back_as_written() {
         for e in [
             Event::Packet { frame: 7 },
-            Event::Decode { surface: 3, second_field: true },
-            Event::Decode { surface: 4, second_field: false },
+            Event::Decode {
+                surface: 3,
+                second_field: true,
+            },
+            Event::Decode {
+                surface: 4,
+                second_field: false,
+            },
             Event::Display { surface: 5 },
             Event::PacketDone,
             Event::Drained,
