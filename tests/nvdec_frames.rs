@@ -38,7 +38,10 @@ fn recordings() -> Vec<Recording> {
             pts: HashMap::new(),
             events: Vec::new(),
         };
-        for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
             if let Some(list) = line.strip_prefix("expect ") {
                 r.expect = list.split(' ').map(|v| v.parse().unwrap()).collect();
                 continue;

@@ -90,10 +90,16 @@ fn repeated_and_backward_timestamps_are_counted_and_reported_once() {
             .iter()
             .filter(|w| w.contains("running time"))
             .collect();
-        assert_eq!(reports.len(), 1, "{pad}: one warning per pad: {:?}", out.warnings);
+        assert_eq!(
+            reports.len(),
+            1,
+            "{pad}: one warning per pad: {:?}",
+            out.warnings
+        );
         assert!(
             reports[0].starts_with(pad)
-                && reports[0].contains("0:00:00.080000000 repeats the previous frame's 0:00:00.080000000"),
+                && reports[0]
+                    .contains("0:00:00.080000000 repeats the previous frame's 0:00:00.080000000"),
             "{pad}: {}",
             reports[0]
         );

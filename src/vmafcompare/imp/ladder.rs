@@ -325,7 +325,10 @@ impl VmafCompare {
         };
         let mut scaling = LadderScaling::default();
         let mut frame0 = None;
-        let decisions: Vec<_> = videos.iter().map(|v| range::decide(&r, v, (w, h))).collect();
+        let decisions: Vec<_> = videos
+            .iter()
+            .map(|v| range::decide(&r, v, (w, h)))
+            .collect();
         if let Err(why) = range::one_reference_range(&decisions, &ladder.renditions) {
             gst::element_imp_error!(
                 self,

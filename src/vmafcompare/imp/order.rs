@@ -94,10 +94,16 @@ mod tests {
         let mut o = TimestampOrder::default();
         assert_eq!(o.observe("distorted", ms(100)), None);
         assert_eq!(o.observe("distorted", ms(300)), None);
-        let first = o.observe("distorted", ms(300)).expect("a repeat is reported");
+        let first = o
+            .observe("distorted", ms(300))
+            .expect("a repeat is reported");
         assert_eq!((first.previous, first.running_time), (ms(300), ms(300)));
         assert!(first.message().contains("repeats"));
-        assert_eq!(o.observe("distorted", ms(200)), None, "reported once per pad");
+        assert_eq!(
+            o.observe("distorted", ms(200)),
+            None,
+            "reported once per pad"
+        );
         assert_eq!(o.observe("distorted", ms(350)), None);
         assert_eq!(o.count("distorted"), 2);
         assert_eq!(o.count("reference"), 0);
