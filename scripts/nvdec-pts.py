@@ -63,7 +63,7 @@ def run(path, decoder, events=None):
     parts.append("fakesink silent=false sync=false")
     cmd = ["gst-launch-1.0", "-v"] + " ! ".join(parts).split()
     env = dict(os.environ)
-    if events:
+    if events is not None:
         env["GST_DEBUG"] = "vmafnvdec:6"
         env["GST_DEBUG_NO_COLOR"] = "1"
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)

@@ -493,6 +493,10 @@ impl Output<'_> {
             .info()
             .to_caps()
             .map_err(|e| format!("output caps: {e}"))?;
+        // The range is the sequence header's (VUI video_full_range_flag): parsers state a
+        // colorimetry only when the VUI describes the colours, and a full-range stream
+        // without a colour description would otherwise leave as limited (issue 49).
+        set_range(caps.make_mut(), info.full_range);
         if cuda_possible {
             let mut cuda = caps.clone();
             cuda.make_mut()
@@ -522,6 +526,34 @@ impl Output<'_> {
         self.state.output = Some((vinfo, cuda));
         Ok(())
     }
+}
+
+/// Sets the range of `caps`' colorimetry to full or limited, keeping its matrix, transfer
+/// and primaries (unknown where the caps gave none).
+fn set_range(caps: &mut gst::CapsRef, full: bool) {
+    use gst_video::{VideoColorRange, VideoColorimetry};
+    let Some(s) = caps.structure_mut(0) else {
+        return;
+    };
+    let stated = s
+        .get::<&str>("colorimetry")
+        .ok()
+        .and_then(|c| c.parse::<VideoColorimetry>().ok());
+    let (matrix, transfer, primaries) = stated.map_or(
+        (
+            gst_video::VideoColorMatrix::Unknown,
+            gst_video::VideoTransferFunction::Unknown,
+            gst_video::VideoColorPrimaries::Unknown,
+        ),
+        |c| (c.matrix(), c.transfer(), c.primaries()),
+    );
+    let range = if full {
+        VideoColorRange::Range0_255
+    } else {
+        VideoColorRange::Range16_235
+    };
+    let c = VideoColorimetry::new(range, matrix, transfer, primaries);
+    s.set("colorimetry", c.to_string());
 }
 
 /// The output format of a stream of `bit_depth` bits: NV12, else the samples in the high bits
