@@ -48,11 +48,15 @@ audio=(-map 0:v:0 -map 0:a:0 -c:a aac -b:a 64k -ac 2)
   "$out/r320_h264.mkv"
 "$ff" "${q[@]}" "${cut[@]}" -vf "$(video 640:352),format=yuv420p10le" -an -c:v libx265 \
   -crf 30 -x265-params log-level=0 -frames:v 48 "$out/r640_hevc10.mkv"
-# The oracle's per-frame scores of each rendition against the reference (FFmpeg's libvmaf,
-# renditions of other sizes scaled first as tests/scaling.rs does it: bicubic+accurate_rnd).
+# The oracle's per-frame scores of each rendition against the reference (FFmpeg's libvmaf).
+# A rendition of another size goes through `scale` first as tests/scaling.rs does it
+# (bicubic+accurate_rnd); one of the reference's size goes straight in: a `scale` in front
+# would let FFmpeg's negotiation convert it (a 10-bit rendition to the 8-bit reference's
+# format) where libvmaf alone raises the reference to 10 bits.
 for r in h264_b.mp4 h264_b.mkv r480_h264.mp4 r320_h264.mkv r640_hevc10.mkv; do
+  pre="[0:v]"
+  [[ $r == r480* || $r == r320* ]] && pre="[0:v]scale=640:352:flags=bicubic+accurate_rnd+full_chroma_int[d];[d]"
   "$ff" "${q[@]}" -i "$out/$r" -i "$out/ref.mp4" -lavfi \
-    "[0:v]scale=640:352:flags=bicubic+accurate_rnd+full_chroma_int[d];[d][1:v]libvmaf=log_fmt=json:log_path=$out/oracle_${r%.*}_${r##*.}.json" \
-    -f null -
+    "${pre}[1:v]libvmaf=log_fmt=json:log_path=$out/oracle_${r%.*}_${r##*.}.json" -f null -
 done
 ls -la "$out"

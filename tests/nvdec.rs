@@ -531,10 +531,13 @@ fn gpu_bframe_renditions_score_as_the_oracle() {
     // Each rendition (B-frames, MP4 and MKV, other sizes, 10-bit HEVC) decoded by vmafnvdec
     // and scored on the GPU, as a pair and all in one ladder: the oracle's frames and scores
     // (FFmpeg + libvmaf 3.2.0, scripts/nvdec-clips.sh's oracle_*.json).
-    // (The 10-bit HEVC rendition of this 8-bit reference is left out: FFmpeg raises the
-    // reference to 10 bits in its own way and the element's mixed-depth scores differ from
-    // it by up to 0.084 VMAF on the CPU as on the GPU, a depth question apart from decoding.)
-    let renditions = ["h264_b.mp4", "h264_b.mkv", "r480_h264.mp4", "r320_h264.mkv"];
+    let renditions = [
+        "h264_b.mp4",
+        "h264_b.mkv",
+        "r480_h264.mp4",
+        "r320_h264.mkv",
+        "r640_hevc10.mkv",
+    ];
     let oracle = |name: &str| -> Vec<f64> {
         let file = bframe_clips().join(format!("oracle_{}.json", name.replace('.', "_")));
         let v: serde_json::Value =
