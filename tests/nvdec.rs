@@ -577,6 +577,11 @@ fn gpu_bframe_renditions_score_as_the_oracle() {
         assert!(out.errors.is_empty(), "{name}: {:?}", out.errors);
         check(name, out.frames.iter().map(|f| f.vmaf).collect());
     }
+    // The ladder: the 8-bit renditions. (A ladder that mixes in the 10-bit one scores every
+    // rendition at 10 bits, and a scaled 8-bit rendition then differs from its own pair's
+    // 8-bit score, by 0.14 VMAF for r480 on the GPU host: a ladder depth question, not a
+    // decoding one.)
+    let renditions = &renditions[..4];
     let mut desc = String::from("vmafcompare name=c backend=cuda ! fakesink ");
     desc += &format!("{reference} ! vmafnvdec ! c.reference ");
     for (k, name) in renditions.iter().enumerate() {

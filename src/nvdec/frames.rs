@@ -164,7 +164,7 @@ impl FrameMatcher {
 }
 
 impl fmt::Display for Event {
-    /// The line format of recorded callback sequences (`tests/data/nvdec/*.events`):
+    /// The line format of recorded callback sequences (`tests/nvdec_recordings/*.events`):
     /// `packet FRAME`, `decode SURFACE [second]`, `display SURFACE`, `done`, `drained`,
     /// `reset`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

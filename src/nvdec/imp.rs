@@ -5,7 +5,7 @@
 //! its decode surface); the base class keeps the frame's own PTS, DTS, duration and flags,
 //! so timestamps are GStreamer's, not the parser's. Frames that get no picture are released.
 //! At `LOG` level (`GST_DEBUG=vmafnvdec:6`) every parser call and callback is logged as a
-//! `cb: EVENT` line, the format of the recorded sequences in `tests/data/nvdec/`.
+//! `cb: EVENT` line, the format of the recorded sequences in `tests/nvdec_recordings/`.
 
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
