@@ -284,3 +284,59 @@ fn decoded_files_stating_only_their_range_are_converted_as_ffmpeg_does() {
         }
     }
 }
+
+#[test]
+fn the_command_says_what_it_converted_in_users_words() {
+    init();
+    if gst::ElementFactory::find("avdec_h264").is_none() {
+        eprintln!("skipped: no avdec_h264 (gstreamer1.0-libav)");
+        return;
+    }
+    let (d, r) = (encoded("pc", 32), encoded("tv", 12));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmafcompare"))
+        .args(["--backend", "cpu"])
+        .arg(&r)
+        .arg(&d)
+        .output()
+        .expect("run vmafcompare");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("colour range: reference limited, distorted full")
+            && stdout.contains("colour ranges differ, converted before scoring as FFmpeg does: distorted full->limited"),
+        "{stdout}"
+    );
+    assert!(
+        !stderr.contains(" pad"),
+        "no pad names for command users: {stderr}"
+    );
+    let ff_log = temp_path("range_cli_ff.json");
+    ffmpeg(&[
+        "-i",
+        &d.to_string_lossy(),
+        "-i",
+        &r.to_string_lossy(),
+        "-lavfi",
+        &format!(
+            "[0:v][1:v]libvmaf=log_fmt=json:log_path={}",
+            ff_log.display()
+        ),
+        "-f",
+        "null",
+        "-",
+    ]);
+    let want: f64 = libvmaf_frames(&ff_log)
+        .iter()
+        .map(|f| f["vmaf"].as_f64().unwrap())
+        .sum::<f64>()
+        / 8.0;
+    let row = stdout
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("vmaf"))
+        .expect("the table's vmaf row");
+    let mean: f64 = row.split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert!((mean - want).abs() < 1e-5, "command {mean}, ffmpeg {want}");
+}

@@ -170,8 +170,11 @@ fn run(args: &Args) -> (String, Option<Failure>) {
     }
     if !args.quiet {
         let mut err = std::io::stderr().lock();
-        // The element's count of unpaired frames is explained by a note of its own.
-        let explained = |w: &&String| !w.contains("had no partner and were not scored");
+        // The element's count of unpaired frames is explained by a note of its own, and its
+        // range conversion by the line under each file's row (the element's text names pads).
+        let explained = |w: &&String| {
+            !w.contains("had no partner and were not scored") && !w.contains("range converted to")
+        };
         for w in outcome.warnings.iter().filter(explained).chain(&notes) {
             let _ = writeln!(err, "vmafcompare: warning: {w}");
         }
