@@ -15,7 +15,7 @@ out=${OUT:-/tmp}
 fail=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 gst-inspect-1.0 vmafcompare >/dev/null || { echo "vmafcompare not found"; exit 1; }
-checks=${CHECKS:-equal pipeline nvdec zerocopy dmabuf sanitizer cycles perf}
+checks=${CHECKS:-equal pipeline nvdec bframes range zerocopy dmabuf sanitizer cycles perf}
 for c in $checks; do
   echo "=== $c"
   case $c in
@@ -188,6 +188,20 @@ PY
             # speed table: scripts/decode-stage.sh here, scripts/decode-bench.sh there)
       .gpu/bin/nvdec --include-ignored --nocapture --test-threads=1 2>&1 \
         | grep -E '^test |frames|mean VMAF|test result|panicked' || fail=1 ;;
+    bframes)  # issue 48: vmafnvdec's output PTS against nvcodec's for every B-frame clip and
+              # container (the table), the parser callbacks recorded for tests/nvdec_frames.rs,
+              # the seek, CRA, oracle and command checks of tests/nvdec.rs
+      python3 scripts/nvdec-pts.py --clips .gpu/nvclips --decoders order,nvcodec,vmafnvdec \
+        --events "$out/nvdec_events" > "$out/nvdec_pts.md"
+      grep -A30 '| check' "$out/nvdec_pts.md"
+      VMAF_NVDEC_CLIPS=$PWD/.gpu/nvclips VMAFCOMPARE_BIN=$PWD/.gpu/bin/vmafcompare \
+        .gpu/bin/nvdec --include-ignored --nocapture --test-threads=1 bframe seek the_command 2>&1 \
+        | grep -E '^\||^test |test result|panicked' || fail=1 ;;
+    range)  # issue 49: full/limited cases on real files through vmafnvdec (nvcodec 1.22 drops the
+            # range of streams without a colour description), CUDA and
+            # CPU backends, against FFmpeg + libvmaf (scripts/range-check.py)
+      python3 scripts/range-check.py --clips .gpu/rc --runs vmafnvdec:cuda,vmafnvdec:cpu || fail=1
+      .gpu/bin/gpu_scale --include-ignored --nocapture 2>&1 | grep -E '^range|test result|panicked' || fail=1 ;;
     ladder)  # issue 30: a whole ladder in one element. The CUDA ladder backend against pair
              # backends and the CPU bit for bit (gpu_ladder); nvh264dec 1080p/720p/540p
              # renditions against the 1080p reference in one element (CUDA memory), backend=cuda

