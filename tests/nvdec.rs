@@ -145,42 +145,10 @@ fn clips() -> std::path::PathBuf {
 /// SHA-256 of every decoded frame's visible samples (row by row, plane by plane, whatever
 /// the strides), in output order.
 fn frame_hashes(source: &str, decoder: &str) -> Vec<String> {
-    use sha2::Digest;
-    common::init();
-    let desc = format!("{source} ! {decoder} ! video/x-raw ! appsink name=frames sync=false");
-    let pipeline = gst::parse::launch(&desc)
-        .unwrap()
-        .downcast::<gst::Pipeline>()
-        .unwrap();
-    let sink = pipeline
-        .by_name("frames")
-        .unwrap()
-        .downcast::<gst_app::AppSink>()
-        .unwrap();
-    pipeline.set_state(gst::State::Playing).expect("playing");
-    let mut out = Vec::new();
-    while let Ok(sample) = sink.pull_sample() {
-        let info = gst_video::VideoInfo::from_caps(sample.caps().unwrap()).unwrap();
-        let frame =
-            gst_video::VideoFrameRef::from_buffer_ref_readable(sample.buffer().unwrap(), &info)
-                .unwrap();
-        let mut h = sha2::Sha256::new();
-        let bytes = if info.format_info().bits() > 8 { 2 } else { 1 };
-        for p in 0..frame.n_planes() {
-            let (w, rows) = (
-                info.comp_width(p as u8) as usize * bytes * if p == 1 { 2 } else { 1 },
-                info.comp_height(p as u8) as usize,
-            );
-            let stride = frame.plane_stride()[p as usize] as usize;
-            let data = frame.plane_data(p).unwrap();
-            for r in 0..rows {
-                h.update(&data[r * stride..r * stride + w]);
-            }
-        }
-        out.push(format!("{:x}", h.finalize()));
-    }
-    let _ = pipeline.set_state(gst::State::Null);
-    out
+    decoded(source, decoder, None)
+        .into_iter()
+        .map(|(_, _, hash)| hash)
+        .collect()
 }
 
 #[test]
