@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 
 use super::*;
-use crate::engine::scale::range::ColourRange;
+use crate::engine::scale::range::{ColourRange, RangeConversion};
 use crate::engine::scale::LadderScaling;
 use crate::engine::{FrameChroma, LadderFrame, LadderScorer, RenditionFrame};
 use crate::vmafcompare::VmafRenditionPad;
@@ -80,6 +80,9 @@ pub(super) struct LadderState {
     geometry: Option<(u32, u32, u32)>,
     /// Reference and renditions' sizes the backend was made for.
     sizes: Vec<(u32, u32)>,
+    /// The range conversions (reference's, each rendition's) the backend was made for: a
+    /// caps change of range alone makes it again, as a change of size does.
+    conversions: Vec<[Option<RangeConversion>; 2]>,
     reference_scaled: BTreeSet<String>,
     reference_paths: BTreeSet<InputPath>,
     out: VecDeque<Pending>,
@@ -304,7 +307,17 @@ impl VmafCompare {
         let bpc = videos.iter().map(|v| v.depth).fold(r.depth, u32::max);
         let mut sizes = vec![r.size()];
         sizes.extend(videos.iter().map(|v| v.size()));
-        if ladder.geometry == Some((w, h, bpc)) && ladder.sizes == sizes && ladder.scorer.is_some()
+        let conversions: Vec<_> = videos
+            .iter()
+            .map(|v| {
+                let d = range::decide(&r, v, (w, h));
+                [d.reference, d.distorted]
+            })
+            .collect();
+        if ladder.geometry == Some((w, h, bpc))
+            && ladder.sizes == sizes
+            && ladder.conversions == conversions
+            && ladder.scorer.is_some()
         {
             return Ok(Vec::new());
         }
@@ -414,6 +427,7 @@ impl VmafCompare {
             self.make_ladder_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame, scaling)?;
         ladder.geometry = Some((w, h, bpc));
         ladder.sizes = sizes;
+        ladder.conversions = conversions;
         match ladder.scorer.as_mut() {
             Some(s) => s
                 .replace_backend(backend)
