@@ -307,12 +307,13 @@ impl VmafCompare {
         let bpc = videos.iter().map(|v| v.depth).fold(r.depth, u32::max);
         let mut sizes = vec![r.size()];
         sizes.extend(videos.iter().map(|v| v.size()));
-        let conversions: Vec<_> = videos
+        let decisions: Vec<_> = videos
             .iter()
-            .map(|v| {
-                let d = range::decide(&r, v, (w, h));
-                [d.reference, d.distorted]
-            })
+            .map(|v| range::decide(&r, v, (w, h)))
+            .collect();
+        let conversions: Vec<_> = decisions
+            .iter()
+            .map(|d| [d.reference, d.distorted])
             .collect();
         if ladder.geometry == Some((w, h, bpc))
             && ladder.sizes == sizes
@@ -338,10 +339,6 @@ impl VmafCompare {
         };
         let mut scaling = LadderScaling::default();
         let mut frame0 = None;
-        let decisions: Vec<_> = videos
-            .iter()
-            .map(|v| range::decide(&r, v, (w, h)))
-            .collect();
         if let Err(why) = range::one_reference_range(&decisions, &ladder.renditions) {
             gst::element_imp_error!(
                 self,
