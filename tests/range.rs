@@ -13,11 +13,11 @@ mod oracle;
 
 use std::path::{Path, PathBuf};
 
+use common::raw::{planes, read_frame, scale_one_plane};
 use common::*;
-use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
+use gstvmafcompare::engine::scale::cpu::Scratch;
 use gstvmafcompare::engine::scale::range::{ColourRange, RangeConversion};
 use gstvmafcompare::engine::scale::{ScaleMethod, Siting, StreamScaler};
-use gstvmafcompare::video::frame::LumaPlane;
 
 /// Frames of each clip.
 const FRAMES: usize = 3;
@@ -46,36 +46,6 @@ fn ff_range(r: ColourRange) -> &'static str {
         ColourRange::Limited => "tv",
         ColourRange::Full => "pc",
     }
-}
-
-/// Plane sizes of one frame at `(w, h)` with chroma subsampled by `sub`.
-fn planes((w, h): (usize, usize), sub: u32) -> [(usize, usize); 3] {
-    let c = (w.div_ceil(1 << sub), h.div_ceil(1 << sub));
-    [(w, h), c, c]
-}
-
-/// Frame `f`'s three planes from raw bytes.
-fn read_frame(bytes: &[u8], sizes: &[(usize, usize); 3], wide: bool, f: usize) -> Vec<Vec<u16>> {
-    let bps = if wide { 2 } else { 1 };
-    let total: usize = sizes.iter().map(|(w, h)| w * h * bps).sum();
-    let mut at = f * total;
-    sizes
-        .iter()
-        .map(|(w, h)| {
-            let n = w * h;
-            let plane = (0..n)
-                .map(|i| {
-                    if wide {
-                        u16::from_le_bytes([bytes[at + 2 * i], bytes[at + 2 * i + 1]])
-                    } else {
-                        u16::from(bytes[at + i])
-                    }
-                })
-                .collect();
-            at += n * bps;
-            plane
-        })
-        .collect()
 }
 
 /// ffmpeg's `scale` from `src` (raw, `from` range) to `dst` size in `to` range.
@@ -173,13 +143,7 @@ fn range_conversion_equals_swscale_sample_for_sample() {
                 let input = read_frame(&src_bytes, &ss, wide, f);
                 let want = read_frame(&want_bytes, &ds, wide, f);
                 for p in 0..3 {
-                    let ps = if p == 0 {
-                        &scaler.luma
-                    } else {
-                        scaler.chroma.as_ref().unwrap()
-                    };
-                    let plane = LumaPlane::packed(&input[p], ss[p].0, ss[p].1, bpc).unwrap();
-                    assert!(scale_plane(ps, &plane, &mut scratch, &mut got));
+                    scale_one_plane(&scaler, &input, &ss, bpc, p, &mut scratch, &mut got);
                     let diff = got.iter().zip(&want[p]).filter(|(a, b)| a != b).count();
                     if let Some(i) = got.iter().zip(&want[p]).position(|(a, b)| a != b) {
                         failures.push(format!(
@@ -224,32 +188,51 @@ fn encoded(range: &str, crf: u32) -> PathBuf {
     })
 }
 
+/// Whether `avdec_h264` is here (after `init`); says so when it is not (the test is skipped).
+fn avdec_h264_usable() -> bool {
+    init();
+    let usable = gst::ElementFactory::find("avdec_h264").is_some();
+    if !usable {
+        eprintln!("skipped: no avdec_h264 (gstreamer1.0-libav)");
+    }
+    usable
+}
+
+/// The oracle's per-frame metrics of `dist` against `reference` (files, same size), with
+/// `feature=name=psnr`; the log is `name`.json in the tests' temporary folder.
+fn oracle_frames(
+    dist: &Path,
+    reference: &Path,
+    name: &str,
+) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    let log = temp_path(&format!("{name}.json"));
+    ffmpeg(&[
+        "-i",
+        &dist.to_string_lossy(),
+        "-i",
+        &reference.to_string_lossy(),
+        "-lavfi",
+        &format!(
+            "[0:v][1:v]libvmaf=log_fmt=json:log_path={}:feature=name=psnr",
+            log.display()
+        ),
+        "-f",
+        "null",
+        "-",
+    ]);
+    libvmaf_frames(&log)
+}
+
 #[test]
 fn decoded_files_stating_only_their_range_are_converted_as_ffmpeg_does() {
     // avdec_h264 gives `colorimetry=1:0:0:0` for these files; GStreamer's VideoInfo turns
     // that into BT.601 limited range, so the range is read from the string itself.
-    init();
-    if gst::ElementFactory::find("avdec_h264").is_none() {
-        eprintln!("skipped: no avdec_h264 (gstreamer1.0-libav)");
+    if !avdec_h264_usable() {
         return;
     }
     for (dist, reference) in [("pc", "tv"), ("tv", "pc")] {
         let (d, r) = (encoded(dist, 32), encoded(reference, 12));
-        let ff_log = temp_path(&format!("range_files_ff_{dist}_{reference}.json"));
-        ffmpeg(&[
-            "-i",
-            &d.to_string_lossy(),
-            "-i",
-            &r.to_string_lossy(),
-            "-lavfi",
-            &format!(
-                "[0:v][1:v]libvmaf=log_fmt=json:log_path={}:feature=name=psnr",
-                ff_log.display()
-            ),
-            "-f",
-            "null",
-            "-",
-        ]);
+        let want = oracle_frames(&d, &r, &format!("range_files_ff_{dist}_{reference}"));
         let log = temp_path(&format!("range_files_ours_{dist}_{reference}.json"));
         let out = run(
             &format!(
@@ -270,7 +253,7 @@ fn decoded_files_stating_only_their_range_are_converted_as_ffmpeg_does() {
             (name(dist), name(reference))
         );
         assert_ne!(s.range_conversion, "none");
-        let (want, got) = (libvmaf_frames(&ff_log), libvmaf_frames(&log));
+        let got = libvmaf_frames(&log);
         assert_eq!(got.len(), 8);
         assert_eq!(want.len(), 8);
         for (f, (w, g)) in want.iter().zip(&got).enumerate() {
@@ -287,9 +270,7 @@ fn decoded_files_stating_only_their_range_are_converted_as_ffmpeg_does() {
 
 #[test]
 fn the_command_says_what_it_converted_in_users_words() {
-    init();
-    if gst::ElementFactory::find("avdec_h264").is_none() {
-        eprintln!("skipped: no avdec_h264 (gstreamer1.0-libav)");
+    if !avdec_h264_usable() {
         return;
     }
     let (d, r) = (encoded("pc", 32), encoded("tv", 12));
@@ -313,22 +294,7 @@ fn the_command_says_what_it_converted_in_users_words() {
         !stderr.contains(" pad"),
         "no pad names for command users: {stderr}"
     );
-    let ff_log = temp_path("range_cli_ff.json");
-    ffmpeg(&[
-        "-i",
-        &d.to_string_lossy(),
-        "-i",
-        &r.to_string_lossy(),
-        "-lavfi",
-        &format!(
-            "[0:v][1:v]libvmaf=log_fmt=json:log_path={}",
-            ff_log.display()
-        ),
-        "-f",
-        "null",
-        "-",
-    ]);
-    let want: f64 = libvmaf_frames(&ff_log)
+    let want: f64 = oracle_frames(&d, &r, "range_cli_ff")
         .iter()
         .map(|f| f["vmaf"].as_f64().unwrap())
         .sum::<f64>()

