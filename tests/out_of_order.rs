@@ -33,6 +33,12 @@ fn frame(t: u64, pts_ms: u64) -> gst::Buffer {
 /// Scores reference frames at 0, 40, ... 280 ms against distorted frames at `distorted` ms
 /// (each frame's picture is that of its index), on pad `pad` (`distorted` or a request pad).
 fn run(pad: &str, distorted: &[u64]) -> common::RunOutput {
+    run_with_stats(pad, distorted).0
+}
+
+/// [`run`], plus the element's `stats` property once it holds `frames` scored frames (or
+/// after 20 s), read before the pipeline stops.
+fn run_with_stats(pad: &str, distorted: &[u64]) -> (common::RunOutput, gst::Structure) {
     let running = common::start(&format!(
         "vmafcompare name=cmp backend=cpu ! fakesink sync=false \
          appsrc name=r format=time ! cmp.reference appsrc name=d format=time ! cmp.{pad}"
@@ -62,7 +68,18 @@ fn run(pad: &str, distorted: &[u64]) -> common::RunOutput {
     }
     let _ = r.end_of_stream();
     let _ = d.end_of_stream();
-    running.finish(Duration::from_secs(60))
+    let cmp = running.pipeline.by_name("cmp").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let stats = loop {
+        let stats: gst::Structure = cmp.property("stats");
+        let settled = stats.get::<u64>("frames").unwrap() == 7
+            && stats.get::<u64>("unpaired-reference").unwrap() == 1;
+        if settled || std::time::Instant::now() > deadline {
+            break stats;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (running.finish(Duration::from_secs(60)), stats)
 }
 
 #[test]
@@ -70,9 +87,34 @@ fn repeated_and_backward_timestamps_are_counted_and_reported_once() {
     // 80 repeats, then 120 comes after 160.
     let distorted = [0, 40, 80, 80, 160, 120, 200, 240, 280];
     for pad in ["distorted", "distorted_1"] {
-        let out = run(pad, &distorted);
+        let (out, stats) = run_with_stats(pad, &distorted);
         assert!(out.errors.is_empty(), "{pad}: {:?}", out.errors);
         let s = out.summary.as_ref().expect("summary");
+        // The `stats` property (what `vmafcompare monitor` polls) holds the summary's counts
+        // while the pipeline still runs.
+        let stat = |n: &str| stats.get::<u64>(n).unwrap();
+        assert_eq!(stats.name(), "vmafcompare-stats");
+        assert_eq!(
+            [
+                stat("frames"),
+                stat("unpaired-reference"),
+                stat("unpaired-distorted"),
+                stat("out-of-order-reference"),
+                stat("out-of-order-distorted"),
+                stat("skipped"),
+                stat("late"),
+            ],
+            [
+                s.frames,
+                s.unpaired_reference,
+                s.unpaired_distorted,
+                s.out_of_order_reference,
+                s.out_of_order_distorted,
+                s.skipped,
+                s.late
+            ],
+            "{pad}: stats {stats}"
+        );
         assert_eq!(
             (s.out_of_order_reference, s.out_of_order_distorted),
             (0, 2),

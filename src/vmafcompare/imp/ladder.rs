@@ -94,6 +94,21 @@ pub(super) struct LadderState {
     distorted_unused: bool,
 }
 
+impl LadderState {
+    /// Frames scored, unpaired reference and unpaired distorted frames, every rendition
+    /// summed (the element's `stats` property).
+    pub(super) fn counts(&self) -> (u64, u64, u64) {
+        let frames = (0..self.renditions.len())
+            .filter_map(|k| self.scorer.as_ref()?.rendition(k))
+            .map(|s| s.pool().count())
+            .sum();
+        let unpaired = self.renditions.iter().fold((0, 0), |(r, d), x| {
+            (r + x.unpaired_reference, d + x.unpaired_distorted)
+        });
+        (frames, unpaired.0, unpaired.1)
+    }
+}
+
 /// Packed chroma of the renditions of one ladder frame: slot, Cb/Cr, their size.
 type PackedChroma = Vec<(usize, [Vec<u16>; 2], Option<(usize, usize)>)>;
 

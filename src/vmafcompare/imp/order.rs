@@ -78,6 +78,11 @@ impl TimestampOrder {
         self.pads.get(pad).map_or(0, |p| p.out_of_order)
     }
 
+    /// Frames of every pad that came out of order since the start or the last flush.
+    pub fn total(&self) -> u64 {
+        self.pads.values().map(|p| p.out_of_order).sum()
+    }
+
     /// A flush or a new stream: counts and last times start again.
     pub fn reset(&mut self) {
         self.pads.clear();

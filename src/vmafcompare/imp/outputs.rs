@@ -25,6 +25,37 @@ pub(super) fn pooled_metrics(pool: &crate::engine::Pool) -> Vec<(String, PooledM
 }
 
 impl VmafCompare {
+    /// The `stats` property: the summary's counters so far (see its blurb). Takes each lock
+    /// alone (the scoring queue's, the state, the order log), so it never waits on one while
+    /// holding another.
+    pub(super) fn stats(&self) -> gst::Structure {
+        let (skipped, late) = self.monitor_counts();
+        let (frames, unpaired_reference, unpaired_distorted) = {
+            let state = lock(&self.state);
+            match state.ladder.as_ref() {
+                Some(l) => l.counts(),
+                None => (
+                    state.scorer.as_ref().map_or(0, |s| s.pool().count()),
+                    state.unpaired_reference,
+                    state.unpaired_distorted,
+                ),
+            }
+        };
+        let (order_reference, order_distorted) = {
+            let o = lock(&self.order);
+            (o.count("reference"), o.total() - o.count("reference"))
+        };
+        gst::Structure::builder("vmafcompare-stats")
+            .field("frames", frames)
+            .field("skipped", skipped)
+            .field("late", late)
+            .field("unpaired-reference", unpaired_reference)
+            .field("unpaired-distorted", unpaired_distorted)
+            .field("out-of-order-reference", order_reference)
+            .field("out-of-order-distorted", order_distorted)
+            .build()
+    }
+
     /// Posts a scoring failure as an element error.
     pub(super) fn engine_failed(&self, e: EngineError) -> gst::FlowError {
         gst::element_imp_error!(self, gst::StreamError::Failed, ("Scoring failed: {}", e));

@@ -235,6 +235,17 @@ impl ObjectImpl for VmafCompare {
                     .default_value(true)
                     .mutable_playing()
                     .build(),
+                glib::ParamSpecBoxed::builder::<gst::Structure>("stats")
+                    .nick("Statistics")
+                    .blurb(
+                        "Read-only counters so far, as the summary will give them at EOS: a \
+                         'vmafcompare-stats' structure with guint64 frames (scored), skipped, \
+                         late, unpaired-reference, unpaired-distorted, out-of-order-reference, \
+                         out-of-order-distorted (a ladder: its renditions summed). For live \
+                         monitoring (vmafcompare monitor polls it); reset at READY->PAUSED",
+                    )
+                    .read_only()
+                    .build(),
             ];
             props.extend(monitor::properties());
             props
@@ -288,6 +299,9 @@ impl ObjectImpl for VmafCompare {
         }
         if pspec.name() == "active-device-id" {
             return self.active_device_id().to_value();
+        }
+        if pspec.name() == "stats" {
+            return self.stats().to_value();
         }
         let s = lock(&self.settings);
         match pspec.name() {
