@@ -128,6 +128,10 @@ struct Inner {
     /// Moving average of the time from handing a pair to the scorer until its features
     /// are in (one pair's scoring time when the scorer takes one pair at a time).
     pace: Option<Duration>,
+    /// The first pair's time was left out of `pace`: it carries one-off work (the scorer's
+    /// scratch and threads warming up, up to a second), which would make the queue skip the
+    /// pairs after it until the average came down.
+    warmed: bool,
     error: Option<gst::FlowError>,
     busy: bool,
     stop: bool,
@@ -239,6 +243,10 @@ impl ScoringQueue {
                             break;
                         };
                         let took = now.saturating_duration_since(t0);
+                        if !g.warmed {
+                            g.warmed = true;
+                            continue;
+                        }
                         g.pace = Some(match g.pace {
                             Some(p) => p.saturating_mul(7).saturating_add(took) / 8,
                             None => took,
