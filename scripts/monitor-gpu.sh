@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# GPU host, from the repo root, after this on the build machine:
+#   rm -rf .gpu && ../shared/gpu/stage-runtime.sh .gpu target/release/libgstvmafcompare.so \
+#     /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgst{mpegtsdemux,playback,typefindfunctions,audioparsers,udp}.so
+#   mkdir -p .gpu/bin && cp target/release/vmafcompare .gpu/bin && strip .gpu/bin/vmafcompare && xz .gpu/bin/vmafcompare
+#   bash scripts/monitor-clips.sh .gpu/load 1920x1080 30 30 2500k 1080p:1920x1080:1200k 720p:1280x720:700k 540p:960x540:400k
+# Prints (issue 46): GPU memory of a channel restarted again and again, then the load tables
+# (channels of a 1080p30 reference and three renditions per H100, NVDEC decoding) for
+# vmaf_v0.6.1 and a v1 model. CHANNELS and MODELS override the defaults.
+set -euo pipefail
+tar -xzf .gpu/gst-runtime.tar.gz -C /opt && source .gpu/gst-env.sh
+[[ -x .gpu/bin/vmafcompare ]] || xz -dk .gpu/bin/vmafcompare.xz
+bin=$PWD/.gpu/bin/vmafcompare
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+nproc
+# 1. Restarts: a channel of files ends (EOS) and is restarted every second; its GPU memory
+# (NVML, this process) is read after each restart.
+tmp=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$tmp/restart.toml" <<TOML
+[server]
+listen = "127.0.0.1:$port"
+[[channel]]
+name = "files"
+reference = "$PWD/.gpu/load/ref.ts"
+backend = "cuda"
+restart-backoff = 0.5
+restart-backoff-max = 0.5
+  [[channel.rendition]]
+  label = "540p"
+  uri = "$PWD/.gpu/load/r_540p.ts"
+TOML
+"$bin" monitor --config "$tmp/restart.toml" 2> "$tmp/restart.err" &
+mon=$!
+echo "restarts | GPU memory of the process (bytes) | frames scored"
+for i in $(seq 1 12); do
+  sleep 3
+  curl -s "http://127.0.0.1:$port/metrics" 2>/dev/null | python3 -c '
+import sys, re
+m = {}
+for l in sys.stdin:
+    if l.startswith("#"): continue
+    k, _, v = l.rpartition(" ")
+    m[k] = v.strip()
+g = lambda p: sum(float(v) for k, v in m.items() if k.startswith(p))
+print(f"{g(\"vmafcompare_channel_restarts_total\"):.0f} | {g(\"vmafcompare_gpu_memory_bytes\"):.0f} | {g(\"vmafcompare_frames_scored_total\"):.0f}")' || true
+done
+kill -TERM $mon; wait $mon || true
+grep -c restarting "$tmp/restart.err" || true
+# 2. Load.
+for model in ${MODELS:-vmaf_v0.6.1 vmaf_v1.0.16_3d0h}; do
+  python3 scripts/monitor-load.py --clips .gpu/load --channels "${CHANNELS:-1,4,8,12,16}" \
+    --backend cuda --model "$model" --vmafcompare "$bin" --warmup 8 --window 10
+done
