@@ -35,15 +35,16 @@ mon=$!
 echo "restarts | GPU memory of the process (bytes) | frames scored"
 for i in $(seq 1 12); do
   sleep 3
-  curl -s "http://127.0.0.1:$port/metrics" 2>/dev/null | python3 -c '
-import sys, re
+  python3 - "$port" <<'PY' || true
+import sys, urllib.request
 m = {}
-for l in sys.stdin:
-    if l.startswith("#"): continue
-    k, _, v = l.rpartition(" ")
-    m[k] = v.strip()
-g = lambda p: sum(float(v) for k, v in m.items() if k.startswith(p))
-print(f"{g(\"vmafcompare_channel_restarts_total\"):.0f} | {g(\"vmafcompare_gpu_memory_bytes\"):.0f} | {g(\"vmafcompare_frames_scored_total\"):.0f}")' || true
+for l in urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode().splitlines():
+    if not l.startswith("#") and " " in l:
+        k, _, v = l.rpartition(" ")
+        m[k] = float(v)
+g = lambda p: sum(v for k, v in m.items() if k.startswith(p))
+print(f"{g('vmafcompare_channel_restarts_total'):.0f} | {g('vmafcompare_gpu_memory_bytes'):.0f} | {g('vmafcompare_frames_scored_total'):.0f}")
+PY
 done
 kill -TERM $mon; wait $mon || true
 grep -c restarting "$tmp/restart.err" || true
