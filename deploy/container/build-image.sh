@@ -17,7 +17,7 @@
 #                 the build host's resolv.conf and hostname left out) instead of a new one
 #
 # As root (debootstrap, chroot, mount). The mirror is $MIRROR or the first Debian one in this
-# machine's apt sources. Prints its steps with their times, then the image's name as its last
+# machine's apt sources; CONTAINER_TOOL=buildah uses buildah where podman is installed too. Prints its steps with their times, then the image's name as its last
 # line.
 set -euo pipefail
 usage() { echo "usage: $0 [--root DIR] [DEB] [IMAGE]" >&2; exit 2; }
@@ -37,9 +37,15 @@ image=${1:-}
 [[ $(id -u) -eq 0 ]] || { echo "$0 needs root (debootstrap, chroot, mount)" >&2; exit 2; }
 start=$SECONDS
 
-if command -v podman >/dev/null; then tool=podman
-elif command -v buildah >/dev/null; then tool=buildah
-else echo "neither podman nor buildah found (apt-get install podman)" >&2; exit 2; fi
+# podman, else buildah; CONTAINER_TOOL=buildah picks buildah where both are installed.
+tool=${CONTAINER_TOOL:-}
+if [[ -z $tool ]]; then
+  if command -v podman >/dev/null; then tool=podman
+  elif command -v buildah >/dev/null; then tool=buildah
+  else echo "neither podman nor buildah found (apt-get install podman)" >&2; exit 2; fi
+fi
+[[ $tool == podman || $tool == buildah ]] && command -v "$tool" >/dev/null \
+  || { echo "CONTAINER_TOOL=$tool: podman or buildah, installed" >&2; exit 2; }
 
 # The package's version names the image: Debian's 0.3.0-1 is a valid tag; + and ~ are not.
 if [[ -n $deb ]]; then version=$(dpkg-deb -f "$deb" Version)
@@ -109,7 +115,7 @@ changes=(
   "LABEL org.opencontainers.image.title=vmafcompare org.opencontainers.image.version=$version"
 )
 t=$SECONDS
-echo "tar -C $R -c . | $tool import ... $image"
+echo "tar -C $R -c . | $tool $([[ $tool == podman ]] && echo import || echo "from scratch + commit") ... $image"
 tarball() { tar --numeric-owner --one-file-system -C "$R" "${excludes[@]/#/--exclude=}" -c .; }
 if [[ $tool == podman ]]; then
   args=(); for c in "${changes[@]}"; do args+=(--change "$c"); done
@@ -121,7 +127,7 @@ else
   tarball | tar --numeric-owner -C "$mnt" -x
   buildah umount "$ctr" >/dev/null
   buildah config --entrypoint '["/usr/bin/vmafcompare", "monitor"]' \
-    --cmd '["--config", "/etc/vmafcompare/monitor.toml", "--listen", "0.0.0.0:9750"]' --port 9750 \
+    --cmd '["--config", "/etc/vmafcompare/monitor.toml", "--listen", "0.0.0.0:9750"]' --port 9750/tcp \
     --env LANG=C.UTF-8 --env NVIDIA_DRIVER_CAPABILITIES=compute,video,utility \
     --label org.opencontainers.image.title=vmafcompare --label "org.opencontainers.image.version=$version" "$ctr"
   buildah commit -q "$ctr" "$image" >/dev/null
