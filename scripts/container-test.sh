@@ -24,7 +24,7 @@ root=()
 if [[ ${1:-} == --root ]]; then [[ $# -ge 2 ]] || usage; root=(--root "$(realpath -- "$2")"); shift 2; fi
 [[ $# -eq 1 && -f $1 ]] || usage
 deb=$(realpath -- "$1")
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 [[ $(id -u) -eq 0 ]] || { echo "$0 needs root (debootstrap, chroot, podman)" >&2; exit 2; }
 py=${PYTHON:-python3}
 start=$SECONDS
@@ -181,7 +181,7 @@ scored() {
   curl -sf --max-time 5 "$url/metrics" 2>/dev/null \
     | awk '/^vmafcompare_frames_scored_total[{ ]/ { s += $NF; n++ } END { if (n) print s }'
 }
-first= t=$SECONDS
+first='' t=$SECONDS
 while ((SECONDS - t < 90)); do
   first=$(scored)
   [[ -n $first && $first != 0 ]] && break

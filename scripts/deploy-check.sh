@@ -20,7 +20,7 @@
 # exits non-zero when a check fails. A tool that is missing and cannot be installed skips its
 # checks with "SKIP: <reason>".
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 py=${PYTHON:-python3}
 start=$SECONDS
 pass=0 fail=0 skipped=0
@@ -534,11 +534,12 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-step "bash -n: deploy/container/build-image.sh scripts/container-test.sh scripts/package-test.sh"
-for f in deploy/container/build-image.sh scripts/container-test.sh scripts/package-test.sh; do
+step "bash -n (and shellcheck -S warning where installed): the container and package scripts"
+for f in deploy/container/build-image.sh scripts/container-test.sh scripts/package-test.sh scripts/deploy-check.sh; do
   if [[ ! -f $f ]]; then bad "$f missing"
-  elif out=$(bash -n "$f" 2>&1); then ok "$f"
-  else sed 's/^/    /' <<<"$out"; bad "$f"; fi
+  elif ! out=$(bash -n "$f" 2>&1); then sed 's/^/    /' <<<"$out"; bad "$f: bash -n"
+  elif command -v shellcheck >/dev/null && ! out=$(shellcheck -S warning "$f" 2>&1); then sed 's/^/    /' <<<"$out"; bad "$f: shellcheck"
+  else ok "$f$(command -v shellcheck >/dev/null && echo ' (bash -n, shellcheck)')"; fi
 done
 
 echo

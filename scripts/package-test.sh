@@ -21,7 +21,7 @@ set -uo pipefail
 suite=${1:-bookworm}
 case $suite in bookworm | trixie) ;; *) echo "usage: $0 [bookworm|trixie] [DEB]" >&2; exit 2 ;; esac
 deb=${2:+$(realpath -- "$2")}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 deb=${deb:-$(ls -t "${CARGO_TARGET_DIR:-$PWD/target}"/debian/vmafcompare_*.deb 2>/dev/null | head -1)}
 [[ -n $deb && -f $deb ]] || { echo "no .deb: run scripts/package.sh first, or pass its path" >&2; exit 2; }
 [[ $(id -u) -eq 0 ]] || { echo "$0 needs root (debootstrap, chroot, mount)" >&2; exit 2; }
@@ -153,7 +153,7 @@ if in_root vmafcompare monitor --help >/dev/null 2>&1; then
   env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     chroot "$R" vmafcompare monitor --config /etc/vmafcompare/monitor.toml --listen "127.0.0.1:$port" >"$log" 2>&1 &
   pid=$! monitor_pid=$!
-  t=$SECONDS metrics=
+  t=$SECONDS metrics=''
   while ((SECONDS - t < 20)) && kill -0 "$pid" 2>/dev/null; do
     metrics=$(curl -sf --max-time 2 "http://127.0.0.1:$port/metrics") && [[ $metrics == *vmafcompare_build_info* ]] && break
     sleep 0.5
