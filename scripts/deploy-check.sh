@@ -505,6 +505,10 @@ for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")
     g = c.get(probe, {}).get("httpGet", {})
     if g.get("path") != path or g.get("port") not in ("metrics", ports.get("metrics")):
         errs.append(f"{probe}: want GET {path} on the metrics port, got {g}")
+import tomllib
+stop = tomllib.loads(cm["data"].get("monitor.toml", "")).get("server", {}).get("stop-timeout", 5.0)
+if pod["spec"].get("terminationGracePeriodSeconds", 30) <= stop:
+    errs.append(f"terminationGracePeriodSeconds is not above the config's stop-timeout {stop}")
 if str(c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu")) != "1":
     errs.append("resources.limits nvidia.com/gpu is not 1")
 svcports = {p["name"]: p for p in svc["spec"]["ports"]}
