@@ -4,6 +4,8 @@
 #     /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgst{mpegtsdemux,playback,typefindfunctions,audioparsers,udp}.so
 #   mkdir -p .gpu/bin && cp target/release/vmafcompare .gpu/bin && strip .gpu/bin/vmafcompare && xz .gpu/bin/vmafcompare
 #   bash scripts/monitor-clips.sh .gpu/load 1920x1080 30 30 2500k 1080p:1920x1080:1200k 720p:1280x720:700k 540p:960x540:400k
+#   bash scripts/monitor-clips.sh .gpu/short 1920x1080 30 3 2500k 540p:960x540:400k
+#   mv .gpu/short/ref.ts .gpu/load/short_ref.ts && mv .gpu/short/r_540p.ts .gpu/load/short_540p.ts
 # Prints (issue 46): GPU memory of a channel restarted again and again, then the load tables
 # (channels of a 1080p30 reference and three renditions per H100, NVDEC decoding) for
 # vmaf_v0.6.1 and a v1 model. CHANNELS and MODELS override the defaults.
@@ -13,7 +15,8 @@ tar -xzf .gpu/gst-runtime.tar.gz -C /opt && source .gpu/gst-env.sh
 bin=$PWD/.gpu/bin/vmafcompare
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 nproc
-# 1. Restarts: a channel of files ends (EOS) and is restarted every second; its GPU memory
+# 1. Restarts: a channel of 3-second files (played at the clock's pace) ends (EOS) and is
+# restarted about every 4 s; its GPU memory
 # (NVML, this process) is read after each restart.
 tmp=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -22,13 +25,13 @@ cat > "$tmp/restart.toml" <<TOML
 listen = "127.0.0.1:$port"
 [[channel]]
 name = "files"
-reference = "$PWD/.gpu/load/ref.ts"
+reference = "$PWD/.gpu/load/short_ref.ts"
 backend = "cuda"
 restart-backoff = 0.5
 restart-backoff-max = 0.5
   [[channel.rendition]]
   label = "540p"
-  uri = "$PWD/.gpu/load/r_540p.ts"
+  uri = "$PWD/.gpu/load/short_540p.ts"
 TOML
 "$bin" monitor --config "$tmp/restart.toml" 2> "$tmp/restart.err" &
 mon=$!

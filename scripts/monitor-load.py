@@ -134,10 +134,11 @@ def run(args, n, clips, labels):
         except subprocess.TimeoutExpired:
             monitor.kill()
     dt = t1 - t0
-    d = lambda name: total(m1, name) - total(m0, name)
+    d = lambda name, where="": total(m1, name, where) - total(m0, name, where)
     scored = d("vmafcompare_frames_scored_total")
     skipped = d("vmafcompare_frames_skipped_total")
-    unpaired = d("vmafcompare_frames_unpaired_total")
+    unpaired = (d("vmafcompare_frames_unpaired_total", 'input="reference"'),
+                d("vmafcompare_frames_unpaired_total", 'input="distorted"'))
     late = d("vmafcompare_frames_late_total")
     lat_sum, lat_n = d("vmafcompare_scoring_latency_seconds_sum"), d("vmafcompare_scoring_latency_seconds_count")
     restarts = total(m1, "vmafcompare_channel_restarts_total")
@@ -166,10 +167,10 @@ def main():
     for n in [int(x) for x in args.channels.split(",")]:
         rows.append(run(args, n, clips, labels))
         print("  ", rows[-1], flush=True)
-    print("| channels | frames scored/s | skipped | unpaired | late | latency ms | monitor CPU (cores) | restarts | GPU |")
+    print("| channels | frames scored/s | skipped | unpaired reference / distorted | late | latency ms | monitor CPU (cores) | restarts | GPU |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for n, fps, sk, un, la, lat, cpu, rs, gpu in rows:
-        print(f"| {n} | {fps:.1f} | {sk:.0f} | {un:.0f} | {la:.0f} | {lat:.0f} | {cpu:.2f} | {rs:.0f} | {gpu} |")
+        print(f"| {n} | {fps:.1f} | {sk:.0f} | {un[0]:.0f} / {un[1]:.0f} | {la:.0f} | {lat:.0f} | {cpu:.2f} | {rs:.0f} | {gpu} |")
 
 
 if __name__ == "__main__":
