@@ -403,12 +403,24 @@ for where, e in exprs:
 for n in contract["metrics"]:
     if n not in seen and n + "_bucket" not in seen:
         errs.append(f"no panel shows {n}")
+# Every expression as a recording rule, Grafana's variables filled in, for promtool to parse.
+subst = lambda e: re.sub(r"\$__(rate_)?interval|\$__range", "5m", re.sub(r"\$\{?(channel|rendition|metric|job|instance)\}?", ".*", e))
+with open(sys.argv[3] + "/dashboard-rules.yml", "w") as f:
+    f.write("groups:\n  - name: dashboard\n    rules:\n")
+    for i, (where, e) in enumerate(exprs):
+        f.write(f"      - record: dashboard_expr_{i}\n        expr: {json.dumps(subst(e))}\n")
 for e in errs:
     print("    " + e)
 print(f"    {len([p for p in panels if p.get('type') != 'row'])} panels, {len(exprs)} expressions, "
       f"{len(seen & set(contract['series']))} of README's {len(contract['metrics'])} metrics shown")
 sys.exit(1 if errs else 0)
 EOF
+
+if command -v promtool >/dev/null && [[ -f $tmp/dashboard-rules.yml ]]; then
+  out=$(promtool check rules "$tmp/dashboard-rules.yml" 2>&1) \
+    && ok "dashboard: promtool parses its $(grep -c 'record:' "$tmp/dashboard-rules.yml") expressions (as recording rules, variables filled in)" \
+    || { sed 's/^/    /' <<<"$out"; bad "dashboard: promtool cannot parse its expressions"; }
+fi
 
 step "alert expressions: deploy/prometheus/alerts.yml"
 if ((have_yaml)); then
