@@ -9,6 +9,11 @@
 //! `i - k` with distorted frame `i` for `k < 0`. A pair's PSNR is libvmaf's
 //! `10 log10(255^2 / mse)`, capped at 60 dB (libvmaf's `psnr_max` for 8 bits); the offset
 //! with the highest mean wins, ties going to the smallest `|k|` (then `k > 0`).
+//!
+//! Streams of different sizes (a rendition against its reference) give thumbnails of
+//! different sizes; before the search the larger stream's are reduced to the smaller's size by
+//! box means over proportional cells ([`Thumb::resized`]), so the same picture compares as
+//! the same picture.
 
 /// Widest thumbnail used for the comparison, in samples.
 pub const THUMB_MAX_WIDTH: usize = 480;
@@ -64,6 +69,42 @@ impl Thumb {
             height: th,
             data,
         })
+    }
+
+    /// Thumbnail size (width, height).
+    pub fn size(&self) -> (usize, usize) {
+        (self.width, self.height)
+    }
+
+    /// This thumbnail reduced (or, for a larger target, enlarged by repetition) to `width` x
+    /// `height`: each target sample is the mean of the source samples in its proportional
+    /// cell, `[x * w / width, max((x + 1) * w / width, that + 1))` and the same down.
+    pub fn resized(&self, width: usize, height: usize) -> Thumb {
+        let (w, h) = (self.width, self.height);
+        let span = |i: usize, n: usize, of: usize| {
+            let a = (i * of / n).min(of.saturating_sub(1));
+            (a, ((i + 1) * of / n).max(a + 1).min(of))
+        };
+        let mut data = Vec::with_capacity(width * height);
+        for ty in 0..height {
+            let (y0, y1) = span(ty, height, h);
+            for tx in 0..width {
+                let (x0, x1) = span(tx, width, w);
+                let mut sum = 0f64;
+                for y in y0..y1 {
+                    sum += self.data[y * w + x0..y * w + x1]
+                        .iter()
+                        .map(|&v| f64::from(v))
+                        .sum::<f64>();
+                }
+                data.push((sum / ((y1 - y0) * (x1 - x0)) as f64) as f32);
+            }
+        }
+        Thumb {
+            width,
+            height,
+            data,
+        }
     }
 
     /// PSNR of `self` against `other` in dB (8-bit peak, capped at [`PSNR_MAX`]); 0 when
@@ -170,6 +211,27 @@ impl Aligner {
         }
         let searched = self.max_offset.min(avail - 1);
         let n = self.frames.min(avail - searched);
+        // Streams of different sizes: the larger's thumbnails reduced to the smaller's size.
+        let (rs, ds) = (self.reference[0].size(), self.distorted[0].size());
+        let fit = |thumbs: &[Thumb], to: (usize, usize)| -> Vec<Thumb> {
+            thumbs
+                .iter()
+                .map(|t| {
+                    if t.size() == to {
+                        t.clone()
+                    } else {
+                        t.resized(to.0, to.1)
+                    }
+                })
+                .collect()
+        };
+        let (reference, distorted) = if rs == ds {
+            (self.reference.clone(), self.distorted.clone())
+        } else if rs.0 * rs.1 > ds.0 * ds.1 {
+            (fit(&self.reference, ds), self.distorted.clone())
+        } else {
+            (self.reference.clone(), fit(&self.distorted, rs))
+        };
         let mean_psnr = |k: i64| -> f64 {
             let sum: f64 = (0..n)
                 .map(|i| {
@@ -178,7 +240,7 @@ impl Aligner {
                     } else {
                         (i + k.unsigned_abs() as usize, i)
                     };
-                    self.reference[r].psnr(&self.distorted[d])
+                    reference[r].psnr(&distorted[d])
                 })
                 .sum();
             sum / n as f64
@@ -240,6 +302,31 @@ mod tests {
         let o = a.decide().unwrap();
         assert_eq!((o.frames, o.searched, o.compared), (0, 3, 1));
         assert!(Aligner::new(5, 5).decide().is_none());
+    }
+
+    /// A 640-wide picture and the same picture at 480 (thumbnail factors 2 and 1: 320 and
+    /// 480 wide) align at the right offset with a real PSNR, not 0.
+    #[test]
+    fn renditions_of_another_size_align() {
+        let picture = |w: usize, h: usize, seed: usize| {
+            Thumb::from_fn(w, h, 8, |x, y| {
+                // A smooth pattern that moves with `seed`, sampled at the same relative place.
+                let (u, v) = (x as f64 / w as f64, y as f64 / h as f64);
+                (128.0 + 100.0 * ((u * 9.0 + seed as f64 * 0.7).sin() * (v * 7.0).cos())) as u16
+            })
+            .unwrap()
+        };
+        for delay in [0i64, 2, -3] {
+            let mut a = Aligner::new(10, 5);
+            for i in 0..a.needed() {
+                a.push_reference(picture(640, 360, i + 100));
+                let src = (i as i64 - delay).max(0) as usize + 100;
+                a.push_distorted(picture(480, 270, src));
+            }
+            let o = a.decide().unwrap();
+            assert_eq!(o.frames, delay);
+            assert!(o.psnr > 35.0, "{o:?}");
+        }
     }
 
     #[test]

@@ -136,8 +136,11 @@ impl VmafCompare {
     }
 
     /// Picks the offset from the collected frames, posts `vmafcompare-offset` and sets the
-    /// delay: the median, over the compared pairs, of distorted minus reference running time
-    /// (offset x frame duration when timestamps are missing).
+    /// delay: the median, over the later half of the compared pairs, of distorted minus
+    /// reference running time (offset x frame duration when timestamps are missing). The
+    /// later half, because a live source's timestamps settle during its first frames (a UDP
+    /// MPEG-TS stream's drift by up to 30 ms in its first second, then hold): measured on the
+    /// first frames, the delay paired most frames one frame off.
     pub(super) fn align_decide(&self) {
         let mut stream = lock(&self.monitor.stream);
         let Some(aligner) = stream.aligner.take() else {
@@ -160,6 +163,8 @@ impl VmafCompare {
                 Some(ns(dt) - ns(rt))
             })
             .collect();
+        let settled = deltas.len() / 2;
+        deltas.drain(..settled);
         deltas.sort_unstable();
         let frame = stream.frame.unwrap_or(FALLBACK_FRAME);
         let delay = match deltas.get(deltas.len() / 2) {
