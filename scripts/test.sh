@@ -23,25 +23,39 @@ set +e
 VMAFCOMPARE=$PWD/target/release/vmafcompare "${PYTHON:-python3}" -m pytest -q -p no:cacheprovider python/tests \
   > target-pytest.log 2>&1
 pystatus=$?
+# The monitor end to end on 127.0.0.1 (tests/monitor: ffmpeg UDP and SRT senders of real clips,
+# the monitor on the CPU backend, a real Prometheus; about a minute); a missing `monitor`
+# subcommand or /usr/bin/prometheus fails here instead of skipping.
+VMAFCOMPARE=$PWD/target/release/vmafcompare VMAFCOMPARE_REQUIRE_MONITOR=1 "${PYTHON:-python3}" -m pytest -q \
+  -p no:cacheprovider tests/monitor > target-pytest-monitor.log 2>&1
+monstatus=$?
+if ((pystatus == 0)); then pystatus=$monstatus; fi
 set -e
 grep -vE '^\s*$' target-pytest.log | tail -n 40 || true
+grep -vE '^\s*$' target-pytest-monitor.log | tail -n 40 || true
 if ((status == 0)); then status=$pystatus; fi
 # One closing line over all test binaries and pytest: "N passed, N failed".
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
      FILENAME ~ /pytest/ && /^(=+ )?[0-9]+ (passed|failed|skipped|errors?|warnings?)[ ,]/ && / in [0-9.]+s/ {
        for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^(failed|error)/) f += $i; if ($(i+1) ~ /^skipped/) s += $i } }
-     END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' target-test.log target-pytest.log
-rm -f target-test.log target-pytest.log
+     END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' target-test.log target-pytest.log target-pytest-monitor.log
+rm -f target-test.log target-pytest.log target-pytest-monitor.log
 set +e
 bash scripts/examples.sh
 examples=$?
 set -e
 if ((status == 0)); then status=$examples; fi
+# The deployment files (deploy/) against README's Monitoring section and their tools.
+set +e
+bash scripts/deploy-check.sh
+deploy=$?
+set -e
+if ((status == 0)); then status=$deploy; fi
 # The Debian package (release profile, LTO on), installed, used and purged in a clean Debian 12
 # root (scripts/package-test.sh: debootstrap, chroot and mount need root).
 set +e
 sudo=; [[ $(id -u) -eq 0 ]] || sudo=sudo
-deb=$(bash scripts/package.sh | tail -1) && $sudo bash scripts/package-test.sh bookworm "$deb"
+deb=$(bash scripts/package.sh | tail -1) && $sudo env VMAFCOMPARE_REQUIRE_MONITOR=1 bash scripts/package-test.sh bookworm "$deb"
 package=$?
 set -e
 if ((status == 0)); then status=$package; fi

@@ -4,7 +4,7 @@
 //! restarts with backoff, and a clean stop.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use gst::prelude::*;
 use gstvmafcompare::vmafcompare::{AlertMessage, FrameMessage, OffsetMessage};
 
-use super::config::{Channel, Rendition};
+use super::branch::{self, Arrival, Branch};
+use super::config::Channel;
 use super::events::Events;
 use super::metrics::{self, Metrics};
 
@@ -120,276 +121,48 @@ fn supervise(config: &Channel, shared: &Shared, stop: &AtomicBool) {
     }
 }
 
-/// What an input's probe records: when its last frame came, and when each recent frame came
-/// by PTS (the frame messages carry the distorted buffer's PTS: the scoring latency).
-#[derive(Default)]
-struct Input {
-    /// ms since [`Shared::epoch`] of the last frame, 0: none yet.
-    last_ms: AtomicU64,
-    /// (PTS ns, arrival) of the last [`RECENT`] frames.
-    recent: Mutex<std::collections::VecDeque<(u64, Instant)>>,
-}
-
-/// Frames whose arrival is remembered per input (seconds of video at any frame rate that a
-/// live scoring queue holds).
-const RECENT: usize = 512;
-
-impl Input {
-    fn arrived(&self, pts: Option<gst::ClockTime>, epoch: Instant) {
-        let ms = u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms.max(1), Ordering::Relaxed);
-        if let Some(pts) = pts {
-            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-            if recent.len() == RECENT {
-                recent.pop_front();
-            }
-            recent.push_back((pts.nseconds(), Instant::now()));
-        }
-    }
-
-    /// When the frame of `pts` came in (forgetting it and the frames before it).
-    fn arrival_of(&self, pts: gst::ClockTime) -> Option<Instant> {
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-        let k = recent.iter().position(|(p, _)| *p == pts.nseconds())?;
-        let at = recent[k].1;
-        recent.drain(..=k);
-        Some(at)
-    }
-}
-
-type Arrival = Arc<Input>;
-
-/// A rendition's branch as the thread watches it.
-struct Branch {
-    rendition: Rendition,
-    labels: metrics::Rendition,
-    element: gst::Element,
-    arrival: Arrival,
-    /// When its input last came up (or the run started).
-    up_since: Instant,
-    was_up: bool,
-    last_scored: Option<Instant>,
-    below: bool,
-    /// The element's counters already added to the metrics (skipped, late, unpaired ref/dis).
-    counted: [u64; 4],
-}
-
 /// The channel's pipeline, built (NULL state).
 pub struct Built {
     pub pipeline: gst::Pipeline,
+    tee: gst::Element,
     reference_arrival: Arrival,
     branches: Vec<Branch>,
 }
 
-/// Builds the channel's pipeline: `uridecodebin3` of the reference -> `tee` -> per rendition
-/// `queue` -> `vmafcompare.reference`, and `uridecodebin3` of the rendition -> `queue` ->
-/// `vmafcompare.distorted`, `vmafcompare` -> `fakesink`. Streams other than the first video
-/// one of each input go to a `fakesink`. Errors: a missing element or a refused property,
-/// as text.
+/// Builds the channel's pipeline: `uridecodebin3` of the reference -> `tee` -> one
+/// [`Branch`] per rendition (its `uridecodebin3`, queues, `vmafcompare`, `fakesink`).
+/// Streams other than the first video one of each input go to a `fakesink`. Errors: a
+/// missing element or a refused property, as text.
 pub fn build(config: &Channel, epoch: Instant) -> Result<Built, String> {
     let pipeline = gst::Pipeline::with_name(&format!("channel-{}", config.name));
-    let tee = make("tee", "reference-tee")?;
+    let tee = branch::make("tee", "reference-tee")?;
     tee.set_property("allow-not-linked", true);
-    let reference = make("uridecodebin3", "reference-source")?;
+    let reference = branch::make("uridecodebin3", "reference-source")?;
     reference.set_property("uri", &config.reference);
     pipeline
         .add_many([&reference, &tee])
         .map_err(|e| format!("cannot assemble the pipeline: {e}"))?;
     let reference_arrival = Arrival::default();
-    link_video(
+    branch::link_video(
         &reference,
         &pipeline,
         tee.static_pad("sink"),
         &reference_arrival,
+        &Arc::default(),
         epoch,
     );
-    let mut branches = Vec::new();
-    for (k, r) in config.renditions.iter().enumerate() {
-        let cmp = make("vmafcompare", &format!("score-{}", r.label))?;
-        configure(&cmp, config, r)?;
-        let ref_queue = make("queue", &format!("reference-queue-{k}"))?;
-        let dist_queue = make("queue", &format!("distorted-queue-{k}"))?;
-        for q in [&ref_queue, &dist_queue] {
-            // Frames, not bytes: a 2160p frame is 12 MB; the element's live deadline drains them.
-            q.set_property("max-size-bytes", 0u32);
-            q.set_property("max-size-time", 0u64);
-            q.set_property("max-size-buffers", 2 * config.scoring.queue_size + 8);
-        }
-        let source = make("uridecodebin3", &format!("source-{}", r.label))?;
-        source.set_property("uri", &r.uri);
-        let sink = make("fakesink", &format!("sink-{}", r.label))?;
-        sink.set_property("sync", true);
-        sink.set_property("async", false);
-        pipeline
-            .add_many([&cmp, &ref_queue, &dist_queue, &source, &sink])
-            .map_err(|e| format!("cannot assemble the pipeline: {e}"))?;
-        let linked = tee
-            .link_pads(Some("src_%u"), &ref_queue, Some("sink"))
-            .and_then(|()| ref_queue.link_pads(Some("src"), &cmp, Some("reference")))
-            .and_then(|()| dist_queue.link_pads(Some("src"), &cmp, Some("distorted")))
-            .and_then(|()| cmp.link(&sink));
-        linked.map_err(|e| format!("cannot link rendition \"{}\": {e}", r.label))?;
-        let arrival = Arrival::default();
-        link_video(
-            &source,
-            &pipeline,
-            dist_queue.static_pad("sink"),
-            &arrival,
-            epoch,
-        );
-        branches.push(Branch {
-            labels: metrics::Rendition::new(&config.name, &r.label),
-            rendition: r.clone(),
-            element: cmp,
-            arrival,
-            up_since: Instant::now(),
-            was_up: false,
-            last_scored: None,
-            below: false,
-            counted: [0; 4],
-        });
-    }
+    let backoff = config.supervision.restart_backoff;
+    let branches = config
+        .renditions
+        .iter()
+        .map(|r| Branch::add(&pipeline, &tee, config, r, epoch, backoff))
+        .collect::<Result<_, _>>()?;
     Ok(Built {
         pipeline,
+        tee,
         reference_arrival,
         branches,
     })
-}
-
-/// An element of `factory` named `name`. Errors: the factory is not installed, naming the
-/// package that has it.
-fn make(factory: &str, name: &str) -> Result<gst::Element, String> {
-    gst::ElementFactory::make(factory)
-        .name(name)
-        .build()
-        .map_err(|_| {
-            let package = match factory {
-                "uridecodebin3" | "tee" | "queue" | "fakesink" => {
-                    "gstreamer1.0-plugins-base / core"
-                }
-                _ => "the vmafcompare plugin",
-            };
-            format!("GStreamer element {factory} is missing (install {package})")
-        })
-}
-
-/// Sets the element's properties from the channel's scoring keys and the rendition's own.
-fn configure(cmp: &gst::Element, config: &Channel, r: &Rendition) -> Result<(), String> {
-    let s = &config.scoring;
-    // Enums from their nicks (the config checked them), the rest typed; a value the element
-    // would refuse (type or range) is an error here instead of a GLib critical.
-    let from_str = |name: &str, value: &str| -> Result<gst::glib::Value, String> {
-        let pspec = cmp
-            .find_property(name)
-            .ok_or_else(|| format!("the element has no property {name}"))?;
-        let class = gst::glib::EnumClass::with_type(pspec.value_type())
-            .ok_or_else(|| format!("{name} is not an enum"))?;
-        class
-            .to_value_by_nick(value)
-            .ok_or_else(|| format!("{name}: unknown value \"{value}\""))
-    };
-    let props: [(&str, Result<gst::glib::Value, String>); 14] = [
-        ("backend", from_str("backend", &s.backend)),
-        ("on-full", from_str("on-full", &s.on_full)),
-        ("model", Ok(s.model.to_value())),
-        ("features", Ok(s.features.to_value())),
-        ("device-id", Ok(s.device_id.to_value())),
-        ("threads", Ok(s.threads.to_value())),
-        ("queue-size", Ok(s.queue_size.to_value())),
-        ("align-max-offset", Ok(s.align_max_offset.to_value())),
-        ("window-size", Ok(s.window_size.to_value())),
-        ("window-duration", Ok(s.window_duration_ns.to_value())),
-        ("auto-align", Ok(r.auto_align.to_value())),
-        ("distorted-delay", Ok(r.distorted_delay_ns.to_value())),
-        ("alert-threshold", Ok(r.alert_threshold.to_value())),
-        ("alert-hysteresis", Ok(r.alert_hysteresis.to_value())),
-    ];
-    for (name, value) in props {
-        let refused = |why: String| format!("rendition \"{}\": {why}", r.label);
-        let value = value.map_err(refused)?;
-        let valid = cmp
-            .find_property(name)
-            .is_some_and(|p| p.value_type() == value.type_() && in_range(&p, &value));
-        if !valid {
-            return Err(refused(format!("{name}: value out of the element's range")));
-        }
-        cmp.set_property_from_value(name, &value);
-    }
-    if let Some(location) = &s.results_location {
-        let path = location.replace("%c", &config.name).replace("%s", &r.label);
-        cmp.set_property("results-location", path);
-    }
-    Ok(())
-}
-
-/// Whether a numeric `value` lies in the range `pspec` declares (other types: true).
-fn in_range(pspec: &gst::glib::ParamSpec, value: &gst::glib::Value) -> bool {
-    use gst::glib::{
-        ParamSpecDouble, ParamSpecInt, ParamSpecInt64, ParamSpecUInt, ParamSpecUInt64,
-    };
-    macro_rules! check {
-        ($spec:ty, $t:ty) => {
-            if let (Some(p), Ok(v)) = (pspec.downcast_ref::<$spec>(), value.get::<$t>()) {
-                return (p.minimum()..=p.maximum()).contains(&v);
-            }
-        };
-    }
-    check!(ParamSpecInt, i32);
-    check!(ParamSpecUInt, u32);
-    check!(ParamSpecInt64, i64);
-    check!(ParamSpecUInt64, u64);
-    check!(ParamSpecDouble, f64);
-    true
-}
-
-/// Links the first video stream `decodebin` exposes to `target` (recording each buffer's
-/// arrival), and every other stream (audio, a second video) to a fakesink of its own.
-fn link_video(
-    decodebin: &gst::Element,
-    pipeline: &gst::Pipeline,
-    target: Option<gst::Pad>,
-    arrival: &Arrival,
-    epoch: Instant,
-) {
-    let pipeline = pipeline.downgrade();
-    let arrival = Arc::clone(arrival);
-    decodebin.connect_pad_added(move |_, pad| {
-        let video = pad
-            .stream()
-            .map(|s| s.stream_type().contains(gst::StreamType::VIDEO))
-            .unwrap_or_else(|| {
-                pad.current_caps()
-                    .and_then(|c| c.structure(0).map(|s| s.name().starts_with("video/")))
-                    .unwrap_or(false)
-            });
-        if let Some(target) = target.as_ref().filter(|t| video && !t.is_linked()) {
-            let arrival = Arc::clone(&arrival);
-            pad.add_probe(gst::PadProbeType::BUFFER, move |_, info| {
-                let pts = info.buffer().and_then(|b| b.pts());
-                arrival.arrived(pts, epoch);
-                gst::PadProbeReturn::Ok
-            });
-            if pad.link(target).is_ok() {
-                return;
-            }
-        }
-        let Some(pipeline) = pipeline.upgrade() else {
-            return;
-        };
-        let Ok(sink) = gst::ElementFactory::make("fakesink")
-            .property("sync", false)
-            .property("async", false)
-            .build()
-        else {
-            return;
-        };
-        if pipeline.add(&sink).is_ok() {
-            let _ = sink.sync_state_with_parent();
-            if let Some(sinkpad) = sink.static_pad("sink") {
-                let _ = pad.link(&sinkpad);
-            }
-        }
-    });
 }
 
 /// One run: builds and plays the pipeline, watches it until it fails or is stopped, and
@@ -421,12 +194,6 @@ fn watch(config: &Channel, shared: &Shared, stop: &AtomicBool, built: &mut Built
     let started = Instant::now();
     let mut last_scored: Option<Instant> = None;
     let mut last_check = Instant::now();
-    let by_name: HashMap<String, usize> = built
-        .branches
-        .iter()
-        .enumerate()
-        .map(|(k, b)| (b.element.name().to_string(), k))
-        .collect();
     loop {
         if stop.load(Ordering::SeqCst) {
             drain(&built.pipeline, &bus, shared.stop_timeout);
@@ -436,9 +203,12 @@ fn watch(config: &Channel, shared: &Shared, stop: &AtomicBool, built: &mut Built
             use gst::MessageView;
             match msg.view() {
                 MessageView::Element(e) => {
-                    let k = msg
-                        .src()
-                        .and_then(|s| by_name.get(s.name().as_str()).copied());
+                    let k = msg.src().and_then(|s| {
+                        built
+                            .branches
+                            .iter()
+                            .position(|b| s == b.element.upcast_ref::<gst::Object>())
+                    });
                     if let (Some(k), Some(s)) = (k, e.structure()) {
                         if handle_element(shared, &mut built.branches[k], s) {
                             last_scored = Some(Instant::now());
@@ -448,7 +218,15 @@ fn watch(config: &Channel, shared: &Shared, stop: &AtomicBool, built: &mut Built
                 }
                 MessageView::Error(e) => {
                     let src = msg.src().map(|s| s.name().to_string()).unwrap_or_default();
-                    return failed("error", format!("{src}: {}", e.error()));
+                    let detail = format!("{src}: {}", e.error());
+                    // A rendition's own input failed: that branch alone is made again.
+                    let k = msg
+                        .src()
+                        .and_then(|s| built.branches.iter().position(|b| b.owns(s)));
+                    match k {
+                        Some(k) => fail_branch(config, shared, built, k, "error", &detail),
+                        None => return failed("error", detail),
+                    }
                 }
                 MessageView::Eos(_) => return failed("eos", "the inputs ended".into()),
                 MessageView::Warning(w) => {
@@ -484,12 +262,13 @@ fn watch(config: &Channel, shared: &Shared, stop: &AtomicBool, built: &mut Built
         }
         last_check = Instant::now();
         check_inputs(config, shared, built);
-        for b in &mut built.branches {
+        for b in built.branches.iter_mut().filter(|b| b.retry_at.is_none()) {
             count_stats(shared, b);
         }
-        if let Some(end) = stalled(config, started, last_scored, &built.branches) {
+        if let Some(end) = stalled(config, shared, started, last_scored, built) {
             return end;
         }
+        remake_due(config, shared, built);
     }
 }
 
@@ -565,7 +344,9 @@ fn handle_element(shared: &Shared, b: &mut Branch, s: &gst::StructureRef) -> boo
     false
 }
 
-/// Sets `input_up` of the reference and each rendition, and each rendition's `alert`.
+/// Sets `input_up` of the reference and each rendition, and each rendition's `alert`. A
+/// rendition with `auto-align` whose input comes back after being down is made again, so
+/// that its offset is measured again (a restarted encoder rarely keeps its delay).
 fn check_inputs(config: &Channel, shared: &Shared, built: &mut Built) {
     let now_ms = u64::try_from(shared.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
     let timeout = u64::try_from(config.supervision.input_timeout.as_millis()).unwrap_or(u64::MAX);
@@ -580,10 +361,15 @@ fn check_inputs(config: &Channel, shared: &Shared, built: &mut Built) {
         .input_up
         .get_or_create(&reference)
         .set(reference_up.into());
-    for b in &mut built.branches {
-        let up = is_up(&b.arrival);
+    let mut realign = Vec::new();
+    for (k, b) in built.branches.iter_mut().enumerate() {
+        let up = b.retry_at.is_none() && is_up(&b.arrival);
         if up && !b.was_up {
             b.up_since = Instant::now();
+            if b.ever_up && b.rendition.auto_align {
+                realign.push(k);
+            }
+            b.ever_up = true;
         }
         b.was_up = up;
         shared
@@ -597,6 +383,9 @@ fn check_inputs(config: &Channel, shared: &Shared, built: &mut Built) {
             .alert
             .get_or_create(&b.labels)
             .set(alert.into());
+    }
+    for k in realign {
+        remake(config, shared, built, k, "realign");
     }
 }
 
@@ -625,13 +414,15 @@ fn count_stats(shared: &Shared, b: &mut Branch) {
     b.counted = now;
 }
 
-/// A stall that restarts the channel: nothing scored for `stall-timeout` since the start or
-/// the last scored frame, or a rendition whose input is up that scored nothing for as long.
+/// A stall: nothing scored for `stall-timeout` since the start or the last scored frame
+/// restarts the channel; a rendition whose input is up that scored nothing for as long is
+/// made again on its own.
 fn stalled(
     config: &Channel,
+    shared: &Shared,
     started: Instant,
     last_scored: Option<Instant>,
-    branches: &[Branch],
+    built: &mut Built,
 ) -> Option<End> {
     let timeout = config.supervision.stall_timeout;
     if last_scored.unwrap_or(started).elapsed() > timeout {
@@ -640,24 +431,115 @@ fn stalled(
             format!("no frame scored for {:.1} s", timeout.as_secs_f64()),
         ));
     }
-    for b in branches.iter().filter(|b| b.was_up) {
-        let since = [Some(started), Some(b.up_since), b.last_scored]
-            .into_iter()
-            .flatten()
-            .max()
-            .unwrap_or(started);
-        if since.elapsed() > timeout {
-            return Some(failed(
-                "stall",
-                format!(
-                    "rendition \"{}\" receives frames but scored none for {:.1} s",
-                    b.rendition.label,
-                    timeout.as_secs_f64()
-                ),
-            ));
-        }
+    let stuck: Vec<usize> = (0..built.branches.len())
+        .filter(|&k| {
+            let b = &built.branches[k];
+            let since = [Some(started), Some(b.up_since), b.last_scored]
+                .into_iter()
+                .flatten()
+                .max();
+            b.retry_at.is_none() && b.was_up && since.is_some_and(|t| t.elapsed() > timeout)
+        })
+        .collect();
+    for k in stuck {
+        let detail = format!(
+            "receives frames but scored none for {:.1} s",
+            timeout.as_secs_f64()
+        );
+        fail_branch(config, shared, built, k, "stall", &detail);
     }
     None
+}
+
+/// A rendition's branch failed (`reason`: `error`, `stall`): it is taken out at once and made
+/// again after its backoff (doubling up to `restart-backoff-max`); the others play on.
+fn fail_branch(
+    config: &Channel,
+    shared: &Shared,
+    built: &mut Built,
+    k: usize,
+    reason: &str,
+    detail: &str,
+) {
+    let (pipeline, tee) = (&built.pipeline, &built.tee);
+    let b = &mut built.branches[k];
+    if b.retry_at.is_some() {
+        return;
+    }
+    b.remove(pipeline, tee);
+    b.retry_at = Some(Instant::now() + b.backoff);
+    eprintln!(
+        "vmafcompare monitor: channel \"{}\": rendition \"{}\": {detail}; made again in {:.1} s ({reason})",
+        config.name,
+        b.rendition.label,
+        b.backoff.as_secs_f64()
+    );
+    count_remake(shared, b, reason);
+    b.backoff = (b.backoff * 2).min(config.supervision.restart_backoff_max);
+}
+
+/// Makes again the branches whose backoff has passed.
+fn remake_due(config: &Channel, shared: &Shared, built: &mut Built) {
+    let due: Vec<usize> = (0..built.branches.len())
+        .filter(|&k| {
+            built.branches[k]
+                .retry_at
+                .is_some_and(|t| Instant::now() >= t)
+        })
+        .collect();
+    for k in due {
+        remake(config, shared, built, k, "");
+    }
+}
+
+/// Makes rendition `k`'s branch again in the playing pipeline (its old one taken out first);
+/// `reason` non-empty is counted as a remake of its own (a failure's was counted when it
+/// failed). A branch that cannot be made waits for its next backoff.
+fn remake(config: &Channel, shared: &Shared, built: &mut Built, k: usize, reason: &str) {
+    let (pipeline, tee) = (&built.pipeline, &built.tee);
+    let old = &mut built.branches[k];
+    old.remove(pipeline, tee);
+    if !reason.is_empty() {
+        eprintln!(
+            "vmafcompare monitor: channel \"{}\": rendition \"{}\": input back, aligned again ({reason})",
+            config.name, old.rendition.label
+        );
+        count_remake(shared, old, reason);
+    }
+    let (rendition, backoff) = (old.rendition.clone(), old.backoff);
+    match Branch::add(pipeline, tee, config, &rendition, shared.epoch, backoff) {
+        Ok(new) => {
+            let device: i32 = new.element.property("active-device-id");
+            shared
+                .metrics
+                .channel_device
+                .get_or_create(&new.labels)
+                .set(device.into());
+            built.branches[k] = new;
+        }
+        Err(e) => {
+            old.retry_at = Some(Instant::now() + old.backoff);
+            eprintln!(
+                "vmafcompare monitor: channel \"{}\": rendition \"{}\": {e}; next try in {:.1} s",
+                config.name,
+                rendition.label,
+                old.backoff.as_secs_f64()
+            );
+            old.backoff = (old.backoff * 2).min(config.supervision.restart_backoff_max);
+        }
+    }
+}
+
+fn count_remake(shared: &Shared, b: &Branch, reason: &str) {
+    shared
+        .metrics
+        .rendition_restarts
+        .get_or_create(&metrics::RenditionRestart {
+            channel: b.labels.channel.clone(),
+            rendition: b.labels.rendition.clone(),
+            reason: reason.to_owned(),
+        })
+        .inc();
 }
 
 /// Ends the pipeline cleanly: EOS into every source, then waits up to `timeout` for the

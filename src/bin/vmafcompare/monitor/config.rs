@@ -83,6 +83,11 @@ pub struct Scoring {
     pub on_full: String,
     /// `align-max-offset`: auto-align's search range, 0..=1000 frames; default 15.
     pub align_max_offset: u32,
+    /// `align-duration`: seconds of video auto-align compares at each offset, more than 0 and
+    /// at most 60; default 2 (the element's is 1: a live network stream's timestamps settle
+    /// during its first second, and the delay is taken from the later half of the compared
+    /// frames).
+    pub align_duration_ns: u64,
     /// `window-size`: the sliding window, 1..=100000 frames; default 25.
     pub window_size: u32,
     /// `window-duration` in ns, given in s (0..=86400): if not 0, a window of running time
@@ -127,6 +132,7 @@ impl Default for Scoring {
             queue_size: 16,
             on_full: "skip".into(),
             align_max_offset: 15,
+            align_duration_ns: 2_000_000_000,
             window_size: 25,
             window_duration_ns: 0,
             results_location: None,
@@ -327,6 +333,7 @@ const CHANNEL_KEYS: &[(&str, Kind, bool)] = &[
     ("on-full", Kind::OneOf(&["skip", "block"]), false),
     ("auto-align", Kind::Bool, true),
     ("align-max-offset", Kind::Int(0, 1000), false),
+    ("align-duration", Kind::Num(0.04, 60.0, SECONDS), false),
     ("distorted-delay", Kind::Num(-3600.0, 3600.0, SECONDS), true),
     ("window-size", Kind::Int(1, 100_000), false),
     ("window-duration", Kind::Num(0.0, 86_400.0, SECONDS), false),
@@ -416,6 +423,7 @@ impl Settings {
             "on-full" => sc.on_full = s(),
             "auto-align" => r.auto_align = v.as_bool().unwrap_or_default(),
             "align-max-offset" => sc.align_max_offset = n as u32,
+            "align-duration" => sc.align_duration_ns = (x * 1e9).round() as u64,
             "distorted-delay" => r.distorted_delay_ns = (x * 1e9).round() as i64,
             "window-size" => sc.window_size = n as u32,
             "window-duration" => sc.window_duration_ns = (x * 1e9).round() as u64,

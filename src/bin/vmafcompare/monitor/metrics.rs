@@ -57,6 +57,14 @@ pub struct Restart {
     pub reason: String,
 }
 
+/// A rendition's branch made again on its own, by reason (`error`, `stall`, `realign`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RenditionRestart {
+    pub channel: String,
+    pub rendition: String,
+    pub reason: String,
+}
+
 /// A GPU (CUDA ordinal).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Device {
@@ -96,6 +104,7 @@ pub struct Metrics {
     pub latency: Family<Rendition, Histogram, fn() -> Histogram>,
     pub channel_up: Family<ChannelLabel, Gauge>,
     pub restarts: Family<Restart, Counter>,
+    pub rendition_restarts: Family<RenditionRestart, Counter>,
     pub channel_device: Family<Rendition, Gauge>,
     pub gpu_memory: Family<Device, Gauge>,
     /// Sum and count of every VMAF scored per rendition since the start (the pooled mean).
@@ -126,6 +135,7 @@ impl Metrics {
             latency: Family::new_with_constructor(latency_histogram),
             channel_up: Family::default(),
             restarts: Family::default(),
+            rendition_restarts: Family::default(),
             channel_device: Family::default(),
             gpu_memory: Family::default(),
             pooled: Mutex::default(),
@@ -214,6 +224,11 @@ impl Metrics {
             m.restarts.clone(),
         );
         r.register(
+            "vmafcompare_rendition_restarts",
+            "A rendition's branch made again while the channel plays on, label reason = error, stall or realign",
+            m.rendition_restarts.clone(),
+        );
+        r.register(
             "vmafcompare_channel_device",
             "CUDA ordinal the rendition is scored on, -1 for the CPU",
             m.channel_device.clone(),
@@ -290,6 +305,13 @@ impl Metrics {
                 f.remove(&l);
             }
             self.latency.remove(&l);
+            for reason in ["error", "stall", "realign"] {
+                self.rendition_restarts.remove(&RenditionRestart {
+                    channel: l.channel.clone(),
+                    rendition: l.rendition.clone(),
+                    reason: reason.to_owned(),
+                });
+            }
             for input in ["reference", "distorted"] {
                 self.unpaired.remove(&Input {
                     channel: l.channel.clone(),

@@ -1,9 +1,11 @@
 //! `vmafcompare monitor --config FILE`: the live monitoring service (README, "Monitoring").
-//! One pipeline per channel of the config, each on its own thread ([`channel`]); their scores
+//! One pipeline per channel of the config, each on its own thread ([`channel`]), a branch per
+//! rendition ([`branch`]); their scores
 //! as Prometheus metrics ([`metrics`]) on an HTTP endpoint ([`http`]) and optionally as JSON
 //! lines ([`events`]); SIGTERM/SIGINT stop every channel cleanly, SIGHUP reloads the config
 //! ([`config`]), touching only the channels whose entry changed.
 
+mod branch;
 mod channel;
 mod config;
 mod events;

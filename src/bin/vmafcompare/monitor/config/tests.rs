@@ -82,6 +82,7 @@ fn full_config_with_precedence() {
         queue_size: 5,
         on_full: "block".into(),
         align_max_offset: 30,
+        align_duration_ns: 2_000_000_000,
         window_size: 50,
         window_duration_ns: 2_000_000_000,
         results_location: Some("/logs/%c-%s.json".into()),
