@@ -28,11 +28,8 @@ cd "$(dirname "$0")/.." || exit 2
 [[ $(id -u) -eq 0 ]] || { echo "$0 needs root (debootstrap, chroot, podman)" >&2; exit 2; }
 py=${PYTHON:-python3}
 start=$SECONDS
-pass=0 fail=0 skipped=0
-ok() { echo "  ok: $*"; pass=$((pass + 1)); }
-bad() { echo "  FAILED: $*"; fail=$((fail + 1)); }
-skip() { echo "  SKIP: $*"; skipped=$((skipped + 1)); }
-step() { echo; echo "\$ $*"; }
+# shellcheck source=scripts/checks.sh
+source scripts/checks.sh
 summary() {
   echo
   echo "container-test took $((SECONDS - start)) s"

@@ -23,11 +23,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 py=${PYTHON:-python3}
 start=$SECONDS
-pass=0 fail=0 skipped=0
-ok() { echo "  ok: $*"; pass=$((pass + 1)); }
-bad() { echo "  FAILED: $*"; fail=$((fail + 1)); }
-skip() { echo "  SKIP: $*"; skipped=$((skipped + 1)); }
-step() { echo; echo "\$ $*"; }
+# shellcheck source=scripts/checks.sh
+source scripts/checks.sh
 tmp=$(mktemp -d /tmp/vmafcompare-deploy-check.XXXX)
 trap 'rm -rf --one-file-system "$tmp"' EXIT
 

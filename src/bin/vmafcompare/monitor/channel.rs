@@ -246,12 +246,7 @@ fn watch(config: &Channel, shared: &Shared, stop: &AtomicBool, built: &mut Built
                     };
                     shared.metrics.channel_up.get_or_create(&up).set(1);
                     for b in &built.branches {
-                        let device: i32 = b.element.property("active-device-id");
-                        shared
-                            .metrics
-                            .channel_device
-                            .get_or_create(&b.labels)
-                            .set(device.into());
+                        report_device(shared, b);
                     }
                 }
                 _ => {}
@@ -509,12 +504,7 @@ fn remake(config: &Channel, shared: &Shared, built: &mut Built, k: usize, reason
     let (rendition, backoff) = (old.rendition.clone(), old.backoff);
     match Branch::add(pipeline, tee, config, &rendition, shared.epoch, backoff) {
         Ok(new) => {
-            let device: i32 = new.element.property("active-device-id");
-            shared
-                .metrics
-                .channel_device
-                .get_or_create(&new.labels)
-                .set(device.into());
+            report_device(shared, &new);
             built.branches[k] = new;
         }
         Err(e) => {
@@ -528,6 +518,16 @@ fn remake(config: &Channel, shared: &Shared, built: &mut Built, k: usize, reason
             old.backoff = (old.backoff * 2).min(config.supervision.restart_backoff_max);
         }
     }
+}
+
+/// Sets `vmafcompare_channel_device` from the element's `active-device-id`.
+fn report_device(shared: &Shared, b: &Branch) {
+    let device: i32 = b.element.property("active-device-id");
+    shared
+        .metrics
+        .channel_device
+        .get_or_create(&b.labels)
+        .set(device.into());
 }
 
 fn count_remake(shared: &Shared, b: &Branch, reason: &str) {
