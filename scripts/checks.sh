@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/deploy-check.sh and scripts/container-test.sh: their pass / fail / skip
 # counters and how each check and step prints.
 pass=0 fail=0 skipped=0
