@@ -549,7 +549,7 @@ step "bash -n (and shellcheck -S warning where installed): the container and pac
 for f in deploy/container/build-image.sh scripts/container-test.sh scripts/package-test.sh scripts/deploy-check.sh; do
   if [[ ! -f $f ]]; then bad "$f missing"
   elif ! out=$(bash -n "$f" 2>&1); then sed 's/^/    /' <<<"$out"; bad "$f: bash -n"
-  elif command -v shellcheck >/dev/null && ! out=$(shellcheck -S warning "$f" 2>&1); then sed 's/^/    /' <<<"$out"; bad "$f: shellcheck"
+  elif command -v shellcheck >/dev/null && ! out=$(shellcheck -x -S warning "$f" 2>&1); then sed 's/^/    /' <<<"$out"; bad "$f: shellcheck"
   else ok "$f$(command -v shellcheck >/dev/null && echo ' (bash -n, shellcheck)')"; fi
 done
 
