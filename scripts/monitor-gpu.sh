@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU host, from the repo root, after this on the build machine:
 #   rm -rf .gpu && ../shared/gpu/stage-runtime.sh .gpu target/release/libgstvmafcompare.so \
-#     /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgst{mpegtsdemux,playback,typefindfunctions,audioparsers,udp}.so
+#     /usr/lib/x86_64-linux-gnu/gstreamer-1.0/libgst{mpegtsdemux,mpegtsmux,playback,typefindfunctions,audioparsers,udp}.so
 #   mkdir -p .gpu/bin && cp target/release/vmafcompare .gpu/bin && strip .gpu/bin/vmafcompare && xz .gpu/bin/vmafcompare
 #   bash scripts/monitor-clips.sh .gpu/load 1920x1080 30 30 2500k 1080p:1920x1080:1200k 720p:1280x720:700k 540p:960x540:400k
 #   bash scripts/monitor-clips.sh .gpu/short 1920x1080 30 3 2500k 540p:960x540:400k
