@@ -180,13 +180,16 @@ def test_prometheus_matches_events(live):
     pooled = live.prom.samples("vmafcompare_pooled_vmaf_mean", "60s", now)
     wmean = live.prom.samples("vmafcompare_window_vmaf_mean", "60s", now)
     wmin = live.prom.samples("vmafcompare_window_vmaf_min", "60s", now)
+    # The events file is followed by a thread of this process, which on 2 busy cores can see
+    # a line a second after it was written: let it catch up with the last scrape.
+    time.sleep(2.5)
     problems = {}
     for key in RENDITIONS:
         assert len(scored.get(key, [])) >= 5, f"{key}: {len(scored.get(key, []))} scrapes of frames_scored_total"
-        p = (h.counter_vs_events(scored[key], live.events, *key)
-             + h.gauge_vs_events(vmaf[key], live.events, *key, "vmaf")
-             + h.gauge_vs_events(wmean[key], live.events, *key, "window_mean")
-             + h.gauge_vs_events(wmin[key], live.events, *key, "window_min")
+        p = (h.counter_vs_events(scored[key], live.events, *key, late=2.0)
+             + h.gauge_vs_events(vmaf[key], live.events, *key, "vmaf", late=2.0)
+             + h.gauge_vs_events(wmean[key], live.events, *key, "window_mean", late=2.0)
+             + h.gauge_vs_events(wmin[key], live.events, *key, "window_min", late=2.0)
              + h.pooled_vs_events(pooled[key], scored[key], live.events, *key))
         if p:
             problems[key] = p
@@ -373,9 +376,13 @@ def fault(live, victim: tuple[str, str], capsys) -> None:
             return s if ok else None
         after = h.wait_for(f"{name} input_up 1, alert 0 and scoring again within 20 s", up, 20, 0.25)
         record(f"recovered {time.time() - t_start:.1f} s after the restart", after)
-        time.sleep(3)
-        after2 = record("3 s later", snapshot(prom))
-        assert after2["scored"][victim] >= after["scored"][victim] + 25, f"{name} does not keep scoring"
+        # Back with auto-align, the rendition is aligned again: its new branch holds
+        # align-duration plus align-max-offset frames (3.6 s here) before it scores on.
+        def scoring_on():
+            s = snapshot(prom)
+            return s if s["scored"][victim] >= after["scored"][victim] + 25 else None
+        after2 = h.wait_for(f"{name} scoring on (25 more frames within 10 s)", scoring_on, 10, 0.25)
+        record("scoring on", after2)
         assert after2["input_up"].get(victim) == 1 and after2["alert"].get(victim) == 0, after2
         for k in others:
             assert after2["scored"][k] > during2["scored"][k], k
