@@ -17,7 +17,7 @@ use super::metrics;
 /// by PTS (the frame messages carry the distorted buffer's PTS: the scoring latency).
 #[derive(Default)]
 pub struct Input {
-    /// ms since [`Shared::epoch`] of the last frame, 0: none yet.
+    /// ms since the monitor's start (`Shared::epoch`) of the last frame, 0: none yet.
     pub last_ms: AtomicU64,
     /// (PTS ns, arrival) of the last [`RECENT`] frames.
     recent: Mutex<std::collections::VecDeque<(u64, Instant)>>,
@@ -181,6 +181,15 @@ impl Branch {
         for e in self.parts.drain(..).chain(extra) {
             let _ = pipeline.remove(&e);
         }
+    }
+
+    /// Schedules the branch to be made again after its backoff, then doubles the backoff (up
+    /// to `max`); returns the wait scheduled.
+    pub fn retry_later(&mut self, max: Duration) -> Duration {
+        let wait = self.backoff;
+        self.retry_at = Some(Instant::now() + wait);
+        self.backoff = (wait * 2).min(max);
+        wait
     }
 
     /// Whether the element is this branch's (a message's source).

@@ -29,6 +29,13 @@ pub struct Shared {
     pub stop_timeout: Duration,
 }
 
+impl Shared {
+    /// The channels' "has scored" flags (a poisoned lock is taken over: they stay valid).
+    pub fn scored(&self) -> std::sync::MutexGuard<'_, HashMap<String, bool>> {
+        self.scored.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// A running channel: its thread and its stop flag.
 pub struct Handle {
     pub config: Channel,
@@ -170,12 +177,7 @@ pub fn build(config: &Channel, epoch: Instant) -> Result<Built, String> {
 fn run(config: &Channel, shared: &Shared, stop: &AtomicBool) -> End {
     let mut built = match build(config, shared.epoch) {
         Ok(b) => b,
-        Err(e) => {
-            return End::Failed {
-                reason: "error",
-                detail: e,
-            }
-        }
+        Err(e) => return failed("error", e),
     };
     let end = watch(config, shared, stop, &mut built);
     let _ = built.pipeline.set_state(gst::State::Null);
@@ -194,6 +196,8 @@ fn watch(config: &Channel, shared: &Shared, stop: &AtomicBool, built: &mut Built
     let started = Instant::now();
     let mut last_scored: Option<Instant> = None;
     let mut last_check = Instant::now();
+    // `/readyz` learns of this run's first scored frame once, not at every frame.
+    let mut ready = false;
     loop {
         if stop.load(Ordering::SeqCst) {
             drain(&built.pipeline, &bus, shared.stop_timeout);
@@ -212,7 +216,12 @@ fn watch(config: &Channel, shared: &Shared, stop: &AtomicBool, built: &mut Built
                     if let (Some(k), Some(s)) = (k, e.structure()) {
                         if handle_element(shared, &mut built.branches[k], s) {
                             last_scored = Some(Instant::now());
-                            mark_scored(shared, &config.name);
+                            if !ready {
+                                ready = true;
+                                if let Some(flag) = shared.scored().get_mut(&config.name) {
+                                    *flag = true;
+                                }
+                            }
                         }
                     }
                 }
@@ -280,14 +289,6 @@ fn first_error(bus: &gst::Bus) -> Option<String> {
         }
     }
     None
-}
-
-/// Records that `channel` scored a frame (for `/readyz`).
-fn mark_scored(shared: &Shared, channel: &str) {
-    let mut scored = shared.scored.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = scored.get_mut(channel).filter(|s| !**s) {
-        *s = true;
-    }
 }
 
 /// A `vmafcompare` element's message: frames to the metrics and events, alerts and offsets
@@ -462,15 +463,14 @@ fn fail_branch(
         return;
     }
     b.remove(pipeline, tee);
-    b.retry_at = Some(Instant::now() + b.backoff);
+    let wait = b.retry_later(config.supervision.restart_backoff_max);
     eprintln!(
         "vmafcompare monitor: channel \"{}\": rendition \"{}\": {detail}; made again in {:.1} s ({reason})",
         config.name,
         b.rendition.label,
-        b.backoff.as_secs_f64()
+        wait.as_secs_f64()
     );
     count_remake(shared, b, reason);
-    b.backoff = (b.backoff * 2).min(config.supervision.restart_backoff_max);
 }
 
 /// Makes again the branches whose backoff has passed.
@@ -508,14 +508,13 @@ fn remake(config: &Channel, shared: &Shared, built: &mut Built, k: usize, reason
             built.branches[k] = new;
         }
         Err(e) => {
-            old.retry_at = Some(Instant::now() + old.backoff);
+            let wait = old.retry_later(config.supervision.restart_backoff_max);
             eprintln!(
                 "vmafcompare monitor: channel \"{}\": rendition \"{}\": {e}; next try in {:.1} s",
                 config.name,
                 rendition.label,
-                old.backoff.as_secs_f64()
+                wait.as_secs_f64()
             );
-            old.backoff = (old.backoff * 2).min(config.supervision.restart_backoff_max);
         }
     }
 }

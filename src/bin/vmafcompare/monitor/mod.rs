@@ -181,7 +181,7 @@ impl http::Source for Served {
     }
 
     fn not_ready(&self) -> Option<String> {
-        let scored = self.shared.scored.lock().unwrap_or_else(|e| e.into_inner());
+        let scored = self.shared.scored();
         let waiting: Vec<&str> = scored
             .iter()
             .filter(|(_, s)| !**s)
@@ -318,7 +318,7 @@ fn apply(config: &Config, shared: &Arc<Shared>, running: &mut HashMap<String, Ha
                     .map(|r| r.label.clone())
                     .collect();
                 shared.metrics.forget(name, &labels);
-                lock_scored(shared).remove(name);
+                shared.scored().remove(name);
                 eprintln!("vmafcompare monitor: channel \"{name}\" removed");
             }
         }
@@ -327,7 +327,7 @@ fn apply(config: &Config, shared: &Arc<Shared>, running: &mut HashMap<String, Ha
         if running.contains_key(&c.name) {
             continue;
         }
-        lock_scored(shared).insert(c.name.clone(), false);
+        shared.scored().insert(c.name.clone(), false);
         match Handle::start(c.clone(), Arc::clone(shared)) {
             Ok(h) => {
                 running.insert(c.name.clone(), h);
@@ -335,8 +335,4 @@ fn apply(config: &Config, shared: &Arc<Shared>, running: &mut HashMap<String, Ha
             Err(e) => eprintln!("vmafcompare monitor: {e}"),
         }
     }
-}
-
-fn lock_scored(shared: &Shared) -> std::sync::MutexGuard<'_, HashMap<String, bool>> {
-    shared.scored.lock().unwrap_or_else(|e| e.into_inner())
 }
