@@ -41,8 +41,8 @@ use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
 use gstvmafcompare::engine::scale::{LadderScaling, ScaleMethod, Siting, StreamScaler};
 use gstvmafcompare::engine::CpuBackend;
 use gstvmafcompare::engine::{
-    ChromaPair, FeatureSet, FrameChroma, Geometry, LadderFrame, LadderScorer, LumaInput, LumaPlane,
-    NamedModel, RenditionFrame, ScorePlan, Scorer,
+    ChromaPair, FeatureSet, FrameChroma, FrameSet, Geometry, LumaInput, LumaPlane, NamedModel,
+    RenditionFrame, ScorePlan, Scorer,
 };
 
 #[derive(Parser)]
@@ -301,8 +301,8 @@ fn ladder_seconds(
             renditions: rungs.iter().map(|r| r.up.clone()).collect(),
         };
         let backend = CpuBackend::for_ladder(plan.layout(), geometry, scaling).expect("backend");
-        let mut scorer: LadderScorer<()> =
-            LadderScorer::new(Box::new(with_pool(backend)), plan.clone(), 1).expect("ladder");
+        let mut scorer: Scorer<()> =
+            Scorer::with_plan(Box::new(with_pool(backend)), plan.clone(), 1);
         for i in 0..n {
             let (r, rc) = reference(i);
             let renditions = rungs
@@ -318,12 +318,14 @@ fn ladder_seconds(
                     }
                 })
                 .collect();
-            let frame = LadderFrame {
+            let frame = FrameSet {
                 reference: LumaInput::Packed(r),
                 reference_chroma: Some(FrameChroma::Packed(rc)),
                 renditions,
             };
-            scorer.push(frame, vec![(); rungs.len()]).expect("score");
+            scorer
+                .push_set(frame, vec![(); rungs.len()])
+                .expect("score");
         }
         scorer.finish().expect("finish");
     } else {

@@ -19,9 +19,9 @@ use std::time::Instant;
 
 use gstvmafcompare::cuda::GpuDevice;
 use gstvmafcompare::engine::frame::LumaPlane;
-use gstvmafcompare::engine::scorer::{Backend, RawFeatures};
 use gstvmafcompare::engine::CpuBackend;
 use gstvmafcompare::engine::CudaBackend;
+use gstvmafcompare::engine::{Backend, PairInput, RawFeatures};
 use gstvmafcompare::features::adm::AdmConfig;
 use gstvmafcompare::features::vif::VifConfig;
 

@@ -35,6 +35,7 @@ use bench_data::{try_pair_chroma, try_pair_planes};
 use gstvmafcompare::cpu::{threads_per_core, CpuPool};
 use gstvmafcompare::cuda::memory::{alloc_copy, DeviceAlloc};
 use gstvmafcompare::cuda::GpuDevice;
+use gstvmafcompare::engine::PairInput;
 use gstvmafcompare::engine::{
     Backend, ChromaInput, ChromaPair, ComponentInput, CpuBackend, CudaBackend, DeviceComponent,
     DeviceLuma, FeatureSet, Geometry, Layout, LumaInput, LumaPlane, NamedModel, SampleLayout,

@@ -16,13 +16,15 @@ set +e
 cargo test --release --no-fail-fast --all-targets -- --nocapture 2>&1 | tee target-test.log | grep -vE '^(test .* \.\.\. ok)$'
 status=${PIPESTATUS[0]}
 set -e
-# The file-level import graph of src/ (scripts/import-graph.py): a loop of imports fails the run,
-# unless VMAFCOMPARE_IMPORT_GRAPH_STRICT=0 (then its loops are only printed).
+# The file-level import graph of src/ (scripts/import-graph.py): its loops are printed. Issue 45
+# removes them layer by layer (the engine's first; the element's, src/features' and src/nvdec's
+# remain): VMAFCOMPARE_IMPORT_GRAPH_STRICT=1 makes a loop fail the run, the default once none is
+# left.
 set +e
 python3 scripts/import-graph.py --check
 imports=$?
 set -e
-if [[ ${VMAFCOMPARE_IMPORT_GRAPH_STRICT:-} == 0 ]]; then imports=0; fi
+if [[ ${VMAFCOMPARE_IMPORT_GRAPH_STRICT:-0} != 1 ]]; then imports=0; fi
 if ((status == 0)); then status=$imports; fi
 # The Python package's tests (python/tests: a catalogue scored on a simulated 3-node Ray
 # cluster with the command built above, faults, BD-rate); pytest's own summary line is

@@ -138,7 +138,7 @@ fn direct(pairs: &[(Vec<u16>, Vec<u16>)], w: usize, h: usize, bpc: u32) -> Vec<M
         let dp = LumaPlane::packed(d, w, h, bpc).unwrap();
         done.extend(scorer.push(&rp, &dp, i).unwrap());
     }
-    done.extend(scorer.finish().unwrap());
+    done.extend(scorer.finish().unwrap().into_iter().map(|(_, s)| s));
     done.into_iter()
         .map(|s| {
             s.scores

@@ -194,7 +194,7 @@ fn score(
                     .skip(2)
                     .unwrap()
                     .into_iter()
-                    .map(|s| (s.index, s.scores)),
+                    .map(|(_, s)| (s.index, s.scores)),
             );
         }
     }
@@ -203,7 +203,7 @@ fn score(
             .finish()
             .unwrap()
             .into_iter()
-            .map(|s| (s.index, s.scores)),
+            .map(|(_, s)| (s.index, s.scores)),
     );
     let indices: Vec<u64> = out.iter().map(|(i, _)| *i).collect();
     let mut sorted = indices.clone();
@@ -301,7 +301,7 @@ fn a_dropped_pool_leaves_no_thread() {
     )
     .unwrap()
     .with_pool(pool.clone());
-    use gstvmafcompare::engine::Backend;
+    use gstvmafcompare::engine::PairInput;
     for f in clip.refs.iter().take(8) {
         let p = LumaPlane::packed(&f.y, clip.w, clip.h, clip.bpc).unwrap();
         backend.submit(&p, &p, true).unwrap();

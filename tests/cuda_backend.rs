@@ -6,9 +6,9 @@ mod common;
 
 use gstvmafcompare::cuda::{CudaError, GpuDevice};
 use gstvmafcompare::engine::frame::LumaPlane;
-use gstvmafcompare::engine::scorer::Backend;
 use gstvmafcompare::engine::CpuBackend;
 use gstvmafcompare::engine::CudaBackend;
+use gstvmafcompare::engine::PairInput;
 use gstvmafcompare::features::adm::AdmConfig;
 use gstvmafcompare::features::vif::VifConfig;
 

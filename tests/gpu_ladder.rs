@@ -1,6 +1,6 @@
 //! The CUDA ladder backend (`CudaBackend::new_ladder`, issue 30) against pair backends: one
 //! reference scored against four renditions of different sizes (one at the reference's size,
-//! three bicubic-downscaled and scaled back by the backend), through `LadderScorer`, must give
+//! three bicubic-downscaled and scaled back by the backend), through `Scorer`, must give
 //! each rendition, frame for frame, bit for bit the values of a pair `CudaBackend`
 //! (`new_scaled` with that rendition's scaler) and of the CPU pair backend
 //! (`CpuBackend::new(..).with_scaling(..)`): vmaf_v0.6.1 and vmaf_v1.0.16_3d0h, both with
@@ -22,8 +22,8 @@ use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
 use gstvmafcompare::engine::scale::{LadderScaling, ScaleMethod, Siting, StreamScaler};
 use gstvmafcompare::engine::{
     ChromaInput, ChromaPair, ComponentInput, CpuBackend, CudaBackend, DeviceComponent, DeviceLuma,
-    FeatureSet, FrameChroma, Geometry, HostComponent, HostLuma, LadderFrame, LadderScorer,
-    LumaInput, LumaPlane, Model, RenditionFrame, SampleLayout, ScorePlan, Scored, Scorer,
+    FeatureSet, FrameChroma, FrameSet, Geometry, HostComponent, HostLuma, LumaInput, LumaPlane,
+    Model, RenditionFrame, SampleLayout, ScorePlan, Scored, Scorer,
 };
 
 /// Reference size and its 4:2:0 chroma size.
@@ -324,7 +324,7 @@ impl Case {
                 .expect("cpu push"),
             );
         }
-        done.extend(s.finish().expect("cpu finish"));
+        done.extend(s.finish().expect("cpu finish").into_iter().map(|(_, s)| s));
         values(done)
     }
 
@@ -359,7 +359,7 @@ impl Case {
                 keep.pop_front();
             }
         }
-        done.extend(s.finish().expect("cuda finish"));
+        done.extend(s.finish().expect("cuda finish").into_iter().map(|(_, s)| s));
         values(done)
     }
 
@@ -377,8 +377,8 @@ impl Case {
         let b = CudaBackend::new_ladder(dev, self.plan.layout(), self.geometry, self.scaling())
             .expect("cuda ladder backend")
             .with_shared_reference(share);
-        let mut s = LadderScorer::new(Box::new(b), self.plan.clone(), 1).expect("ladder");
-        assert_eq!(s.len(), SIZES.len());
+        let mut s = Scorer::with_plan(Box::new(b), self.plan.clone(), 1);
+        assert_eq!(s.renditions(), SIZES.len());
         let mut done: Vec<Vec<Scored<usize>>> = (0..SIZES.len()).map(|_| Vec::new()).collect();
         let mut keep = std::collections::VecDeque::new();
         for i in 0..ORDER.len() {
@@ -392,7 +392,7 @@ impl Case {
                     )
                 })
                 .collect();
-            let frame = LadderFrame {
+            let frame = FrameSet {
                 reference: r.luma(mem, &stream),
                 reference_chroma: Some(FrameChroma::Components(r.chroma(mem, &stream))),
                 renditions: ds
@@ -406,7 +406,7 @@ impl Case {
                     .collect(),
             };
             let tags = vec![i; ds.len()];
-            for (k, x) in s.push(frame, tags).expect("ladder push") {
+            for (k, x) in s.push_set(frame, tags).expect("ladder push") {
                 done[k].push(x);
             }
             keep.push_back((r, ds));

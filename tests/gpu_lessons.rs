@@ -22,8 +22,8 @@ use gstvmafcompare::engine::frame::{
     ChromaInput, ComponentInput, DeviceComponent, DeviceLuma, HostComponent, HostLuma, LumaInput,
     SampleLayout,
 };
-use gstvmafcompare::engine::scorer::Backend;
 use gstvmafcompare::engine::CudaBackend;
+use gstvmafcompare::engine::PairInput;
 use gstvmafcompare::engine::{FeatureSet, Geometry, Model, ScorePlan};
 
 /// Counts every allocation of this process that goes through Rust's allocator (the

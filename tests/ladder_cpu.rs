@@ -23,8 +23,8 @@ use common::*;
 use gstvmafcompare::cpu::CpuPool;
 use gstvmafcompare::engine::scale::{LadderScaling, ScaleMethod, Siting, StreamScaler};
 use gstvmafcompare::engine::{
-    Backend, ChromaPair, CpuBackend, FeatureSet, FrameChroma, FrameScores, Geometry, LadderFrame,
-    LadderScorer, LumaInput, LumaPlane, NamedModel, RenditionFrame, ScorePlan, Scorer,
+    Backend, ChromaPair, CpuBackend, FeatureSet, FrameChroma, FrameScores, FrameSet, Geometry,
+    LumaInput, LumaPlane, NamedModel, PairInput, RenditionFrame, ScorePlan, Scorer,
 };
 
 /// Frames of every clip.
@@ -249,9 +249,8 @@ fn ladder_runs(
         CpuBackend::for_ladder(plan.layout(), geometry(reference.bpc), scaling(renditions))
             .unwrap();
     let backend = pooled(backend, threads);
-    assert_eq!(backend.ladder_size(), renditions.len());
-    let mut ladder: LadderScorer<usize> =
-        LadderScorer::new(Box::new(backend), plan.clone(), 1).unwrap();
+    assert_eq!(backend.renditions(), renditions.len());
+    let mut ladder: Scorer<usize> = Scorer::with_plan(Box::new(backend), plan.clone(), 1);
     let mut out: Vec<Vec<(usize, Option<FrameScores>)>> =
         renditions.iter().map(|_| Vec::new()).collect();
     for i in 0..FRAMES {
@@ -269,12 +268,12 @@ fn ladder_runs(
             });
             tags.push(i);
         }
-        let frame = LadderFrame {
+        let frame = FrameSet {
             reference: LumaInput::Packed(reference.luma(i)),
             reference_chroma: Some(FrameChroma::Packed(reference.chroma(i))),
             renditions: frames,
         };
-        for (k, s) in ladder.push(frame, tags).unwrap() {
+        for (k, s) in ladder.push_set(frame, tags).unwrap() {
             out[k].push((s.tag, s.scores));
         }
     }
@@ -285,13 +284,7 @@ fn ladder_runs(
         .enumerate()
         .map(|(k, frames)| Run {
             frames,
-            pooled_vmaf: ladder
-                .rendition(k)
-                .unwrap()
-                .pool()
-                .get("vmaf")
-                .unwrap()
-                .mean,
+            pooled_vmaf: ladder.track(k).unwrap().pool().get("vmaf").unwrap().mean,
         })
         .collect()
 }
@@ -312,7 +305,12 @@ fn pair_run(
     let mut scorer: Option<Scorer<usize>> = None;
     let end = |s: Option<Scorer<usize>>, runs: &mut Vec<Run>, mut frames: Vec<_>| {
         if let Some(mut s) = s {
-            frames.extend(s.finish().unwrap().into_iter().map(|x| (x.tag, x.scores)));
+            frames.extend(
+                s.finish()
+                    .unwrap()
+                    .into_iter()
+                    .map(|(_, x)| (x.tag, x.scores)),
+            );
             runs.push(Run {
                 frames,
                 pooled_vmaf: s.pool().get("vmaf").unwrap().mean,
@@ -540,10 +538,11 @@ fn ladder_backend_refuses_what_it_does_not_take() {
         renditions: vec![None, None],
     };
     let mut backend = CpuBackend::for_ladder(plan.layout(), geometry(8), scaling).unwrap();
-    assert_eq!(backend.ladder_size(), 2);
-    let pair = backend.submit(&clip.luma(0), &clip.luma(0), true);
-    assert!(pair.is_err(), "a pair submission to a ladder backend");
-    let outside = backend.submit_ladder(LadderFrame {
+    assert_eq!(backend.renditions(), 2);
+    // A pair is the set of one rendition: slot 0 of a ladder backend.
+    backend.submit(&clip.luma(0), &clip.luma(0), true).unwrap();
+    assert_eq!(backend.collect_set(true).unwrap().unwrap().len(), 1);
+    let outside = backend.submit_set(FrameSet {
         reference: LumaInput::Packed(clip.luma(0)),
         reference_chroma: None,
         renditions: vec![RenditionFrame {
@@ -555,9 +554,9 @@ fn ladder_backend_refuses_what_it_does_not_take() {
     });
     assert!(outside.is_err(), "a rendition slot outside the ladder");
     let mut pair = CpuBackend::new(plan.layout(), geometry(8)).unwrap();
-    assert_eq!(pair.ladder_size(), 0);
+    assert_eq!(pair.renditions(), 1);
     assert!(pair
-        .submit_ladder(LadderFrame {
+        .submit_set(FrameSet {
             reference: LumaInput::Packed(clip.luma(0)),
             reference_chroma: None,
             renditions: Vec::new(),
@@ -565,7 +564,7 @@ fn ladder_backend_refuses_what_it_does_not_take() {
         .is_err());
     // A frame of another size is refused, and the backend goes on.
     let small = vec![16u16; 640 * 360];
-    let wrong = backend.submit_ladder(LadderFrame {
+    let wrong = backend.submit_set(FrameSet {
         reference: LumaInput::Packed(clip.luma(0)),
         reference_chroma: None,
         renditions: vec![RenditionFrame {
@@ -580,7 +579,7 @@ fn ladder_backend_refuses_what_it_does_not_take() {
         "a rendition of another size without a scaler"
     );
     backend
-        .submit_ladder(LadderFrame {
+        .submit_set(FrameSet {
             reference: LumaInput::Packed(clip.luma(0)),
             reference_chroma: None,
             renditions: vec![RenditionFrame {
@@ -591,7 +590,7 @@ fn ladder_backend_refuses_what_it_does_not_take() {
             }],
         })
         .unwrap();
-    let got = backend.collect_ladder(true).unwrap().unwrap();
+    let got = backend.collect_set(true).unwrap().unwrap();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].0, 1);
 }

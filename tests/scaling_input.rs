@@ -121,7 +121,7 @@ fn direct(frames: &[Sizes]) -> Vec<f64> {
             let rp = LumaPlane::packed(&r, rw, rh, 8).unwrap();
             done.extend(scorer.push(&rp, &dp, i).unwrap());
         }
-        done.extend(scorer.finish().unwrap());
+        done.extend(scorer.finish().unwrap().into_iter().map(|(_, s)| s));
         out.extend(done.iter().map(|s| s.scores.as_ref().unwrap().vmaf()));
         start = end;
     }

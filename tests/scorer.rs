@@ -1,12 +1,13 @@
 //! The scorer's frame bookkeeping with pipelined backends: order, libvmaf 3.x motion2 /
-//! motion3, subsampling, unpaired tags and fail-over, independent of any real backend.
+//! motion3, subsampling, unpaired tags, skips and fail-over (the sets in flight handed back to be scored
+//! again), independent of any real backend.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use gstvmafcompare::engine::{
-    Backend, EngineError, FeatureSet, LumaInput, LumaPlane, Model, NamedModel, RawFeatures,
-    ScorePlan, Scorer,
+    Backend, EngineError, FeatureSet, FrameSet, LumaPlane, Model, NamedModel, RawFeatures,
+    ScorePlan, Scorer, SetFeatures,
 };
 use gstvmafcompare::features::vmaf_layout;
 
@@ -44,12 +45,7 @@ impl Backend for Fake {
     fn name(&self) -> &'static str {
         "fake"
     }
-    fn submit_input(
-        &mut self,
-        _r: LumaInput<'_>,
-        _d: LumaInput<'_>,
-        _full: bool,
-    ) -> Result<(), EngineError> {
+    fn submit_set(&mut self, _set: FrameSet<'_>) -> Result<(), EngineError> {
         if Some(self.n) == self.fail_at {
             return Err(EngineError::Backend {
                 backend: "fake",
@@ -61,10 +57,10 @@ impl Backend for Fake {
         self.since += 1;
         Ok(())
     }
-    fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
+    fn collect_set(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
         if wait || self.since > self.delay {
             self.since = self.since.saturating_sub(1);
-            Ok(self.in_flight.pop_front())
+            Ok(self.in_flight.pop_front().map(|raw| vec![(0, raw)]))
         } else {
             Ok(None)
         }
@@ -98,7 +94,7 @@ fn run(delay: usize, n: u64, subsample: u32) -> Vec<(u64, Option<Vec<f64>>)> {
             out.push((d.tag, d.scores.map(|s| s.values)));
         }
     }
-    for d in s.finish().expect("finish") {
+    for (_, d) in s.finish().expect("finish") {
         out.push((d.tag, d.scores.map(|s| s.values)));
     }
     out
@@ -147,7 +143,7 @@ fn subsampling_scores_every_nth_frame_only() {
 }
 
 #[test]
-fn fail_over_keeps_order_and_scores_the_rest() {
+fn fail_over_hands_back_the_sets_in_flight_and_scores_every_frame() {
     let model = Arc::new(Model::load("vmaf_v0.6.1").expect("model"));
     let mut s: Scorer<u64> = Scorer::new(fake(2, Some(5)), model, 1).unwrap();
     let plane = vec![0u16; 64 * 64];
@@ -158,14 +154,17 @@ fn fail_over_keeps_order_and_scores_the_rest() {
             Ok(done) => out.extend(done.into_iter().map(|d| (d.tag, d.scores.is_some()))),
             Err(_) => {
                 let (done, lost) = s.fail_over(fake(0, None));
-                assert_eq!(lost, 2, "frames 3 and 4 were in flight");
-                out.extend(done.into_iter().map(|d| (d.tag, d.scores.is_some())));
-                out.extend(
-                    s.push(&p, &p, i)
-                        .expect("retry")
-                        .into_iter()
-                        .map(|d| (d.tag, d.scores.is_some())),
-                );
+                let lost: Vec<u64> = lost.into_iter().flatten().map(|(_, t)| t).collect();
+                assert_eq!(lost, [3, 4], "frames 3 and 4 were in flight");
+                out.extend(done.into_iter().map(|(_, d)| (d.tag, d.scores.is_some())));
+                for t in lost.into_iter().chain([i]) {
+                    out.extend(
+                        s.push(&p, &p, t)
+                            .expect("again")
+                            .into_iter()
+                            .map(|d| (d.tag, d.scores.is_some())),
+                    );
+                }
             }
         }
     }
@@ -173,15 +172,15 @@ fn fail_over_keeps_order_and_scores_the_rest() {
         s.finish()
             .expect("finish")
             .into_iter()
-            .map(|d| (d.tag, d.scores.is_some())),
+            .map(|(_, d)| (d.tag, d.scores.is_some())),
     );
     let tags: Vec<u64> = out.iter().map(|(t, _)| *t).collect();
     assert_eq!(tags, (0..10).collect::<Vec<_>>());
-    let scored: Vec<bool> = out.iter().map(|(_, s)| *s).collect();
-    assert_eq!(
-        scored,
-        [true, true, true, false, false, true, true, true, true, true]
+    assert!(
+        out.iter().all(|(_, scored)| *scored),
+        "no frame lost: {out:?}"
     );
+    assert_eq!(s.pool().count(), 10);
 }
 
 #[test]
@@ -192,17 +191,17 @@ fn unpaired_tags_leave_after_the_frames_pushed_before_them() {
     let p = LumaPlane::packed(&plane, 64, 64, 8).expect("plane");
     let mut out = Vec::new();
     assert_eq!(
-        s.push_unpaired(100).map(|d| d.tag),
+        s.push_unpaired(0, 100).map(|d| d.tag),
         Some(100),
         "nothing waiting: leaves at once"
     );
     for i in 0..4 {
         out.extend(s.push(&p, &p, i).expect("push").into_iter().map(|d| d.tag));
         if i == 1 {
-            assert!(s.push_unpaired(101).is_none());
+            assert!(s.push_unpaired(0, 101).is_none());
         }
     }
-    out.extend(s.finish().expect("finish").into_iter().map(|d| d.tag));
+    out.extend(s.finish().expect("finish").into_iter().map(|(_, d)| d.tag));
     assert_eq!(out, [0, 1, 101, 2, 3]);
 }
 
@@ -217,11 +216,11 @@ fn skip_completes_the_frame_before_the_gap_and_restarts_motion() {
         out.extend(s.push(&p, &p, i).expect("push"));
     }
     // Frames 3 and 4 are left out (a live scorer fell behind).
-    out.extend(s.skip(2).expect("skip"));
+    out.extend(s.skip(2).expect("skip").into_iter().map(|(_, d)| d));
     for i in 5..8 {
         out.extend(s.push(&p, &p, i).expect("push"));
     }
-    out.extend(s.finish().expect("finish"));
+    out.extend(s.finish().expect("finish").into_iter().map(|(_, d)| d));
     let got: Vec<(u64, u64)> = out.iter().map(|d| (d.index, d.tag)).collect();
     assert_eq!(got, [(0, 0), (1, 1), (2, 2), (5, 5), (6, 6), (7, 7)]);
     // The fake's k-th submission has motion SAD features(k).

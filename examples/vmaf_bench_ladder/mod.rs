@@ -1,7 +1,7 @@
 //! `vmaf_bench --ladder` (issue 30): one 1920x1080 8-bit reference scored against five
 //! renditions (1920x1080, 1280x720, 960x540, 768x432, 640x360, each bicubic-scaled to
 //! 1080p by the backend), on the CUDA backend, without GStreamer:
-//! - `ladder`: one `CudaBackend::new_ladder` through `LadderScorer` (the reference placed
+//! - `ladder`: one `CudaBackend::new_ladder` through `Scorer` (the reference placed
 //!   once per frame, motion and the reference halves of VIF / ADM once);
 //! - `ladder, unshared`: the same with `with_shared_reference(false)` (the reference placed
 //!   once and motion once, VIF and ADM per rendition as a pair's): what VIF's and ADM's
@@ -27,8 +27,8 @@ use gstvmafcompare::engine::scale::cpu::{scale_plane, Scratch};
 use gstvmafcompare::engine::scale::{LadderScaling, ScaleMethod, Siting, StreamScaler};
 use gstvmafcompare::engine::{
     ChromaInput, ComponentInput, CudaBackend, DeviceComponent, DeviceLuma, FeatureSet, FrameChroma,
-    Geometry, HostComponent, HostLuma, LadderFrame, LadderScorer, LumaInput, LumaPlane, Model,
-    RenditionFrame, SampleLayout, ScorePlan, Scorer,
+    FrameSet, Geometry, HostComponent, HostLuma, LumaInput, LumaPlane, Model, RenditionFrame,
+    SampleLayout, ScorePlan, Scorer,
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -271,7 +271,7 @@ fn ladder_fps(
     let ctx = dev.context().cu_ctx() as usize;
     let b = CudaBackend::new_ladder(dev, set.plan.layout(), set.geometry, set.scaling.clone())?
         .with_shared_reference(share);
-    let mut s = LadderScorer::new(Box::new(b), set.plan.clone(), 1)?;
+    let mut s = Scorer::with_plan(Box::new(b), set.plan.clone(), 1);
     let mut start = Instant::now();
     let warm = set.warm;
     for i in 0..warm + frames {
@@ -281,7 +281,7 @@ fn ladder_fps(
         }
         let t = i % DISTINCT;
         let r = &c.reference[t];
-        let frame = LadderFrame {
+        let frame = FrameSet {
             reference: r.luma(mem, ctx),
             reference_chroma: Some(FrameChroma::Components(r.chroma(mem, ctx))),
             renditions: (0..SIZES.len())
@@ -296,7 +296,7 @@ fn ladder_fps(
                 })
                 .collect(),
         };
-        s.push(frame, vec![(); SIZES.len()])?;
+        s.push_set(frame, vec![(); SIZES.len()])?;
     }
     s.settle()?;
     let fps = frames as f64 / start.elapsed().as_secs_f64();

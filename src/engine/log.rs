@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 
+use crate::engine::plan::FrameScores;
 use crate::engine::pool::Pool;
-use crate::engine::scorer::FrameScores;
 
 /// Log file format (`results-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

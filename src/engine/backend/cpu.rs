@@ -2,12 +2,12 @@
 //! where no GPU is usable and is the oracle the GPU backend is tested against.
 //!
 //! Without a pool ([`CpuBackend::new`]) a frame is scored in the calling thread during
-//! [`Backend::submit_frame`]. With one ([`CpuBackend::with_pool`], the element's `threads`
+//! [`Backend::submit_set`]. With one ([`CpuBackend::with_pool`], the element's `threads`
 //! property) frames are copied and scored in parallel on the pool's threads, several in
 //! flight, and collected in submission order; each frame's motion reads the previous
 //! submitted reference, so every value is the same as on one thread.
 //!
-//! A ladder backend ([`CpuBackend::for_ladder`], [`crate::engine::ladder`]) scores one
+//! A ladder backend ([`CpuBackend::for_ladder`], [`crate::engine::frame_set`]) scores one
 //! reference frame against several renditions per submission: the reference is converted
 //! (and scaled) once, motion is computed once and copied to every rendition, and every other
 //! instance runs [`CpuExtractor::extract_ladder`] over the renditions, sharing its
@@ -16,247 +16,25 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
+use super::cpu_frame::{
+    device_refused, scale_into, Extractors, FramePlan, LadderPlanes, RenditionBuffers, Scaled,
+};
 use super::cpu_parallel as parallel;
 pub use crate::cpu::{threads_per_core, CpuPool, PoolError};
-use crate::engine::ladder::{FrameChroma, LadderFeatures, LadderFrame};
+use crate::engine::backend::api::Backend;
+use crate::engine::error::EngineError;
+use crate::engine::frame_set::{FrameChroma, FrameSet, SetFeatures};
 use crate::engine::model::Model;
-use crate::engine::scale::cpu::{scale_plane, Scratch};
-use crate::engine::scale::{InputScaling, LadderScaling, PlaneScaler};
-use crate::engine::scorer::{Backend, EngineError, PlanError, ScorePlan};
+use crate::engine::plan::{PlanError, ScorePlan};
+use crate::engine::scale::cpu::Scratch;
+use crate::engine::scale::{InputScaling, LadderScaling};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
-use crate::features::{vmaf_layout, CpuExtractor, Geometry, HostFrame, Layout, RawFeatures};
+use crate::features::{vmaf_layout, Geometry, Layout, RawFeatures};
 use crate::video::colour::YuvToRgb;
 use crate::video::frame::{
     ChromaInput, ChromaPair, ComponentInput, FeatureError, LumaInput, LumaPlane,
 };
-
-/// What every frame of one backend is scored with: the geometry and the layout's instances.
-#[derive(Debug, Clone)]
-pub(crate) struct FramePlan {
-    pub(crate) geometry: Geometry,
-    pub(crate) layout: Arc<Layout>,
-}
-
-impl FramePlan {
-    /// Whether an instance reads the previous distorted frame (`speed_temporal`), which the
-    /// backend then keeps.
-    pub(crate) fn keeps_distorted(&self) -> bool {
-        self.layout.previous_distorted_reader().is_some()
-    }
-}
-
-/// Every instance's CPU half (scratch sized for one geometry): one set per thread scoring a
-/// frame.
-pub(crate) struct Extractors {
-    list: Vec<Box<dyn CpuExtractor>>,
-    /// A worker's scaled distorted planes (luma, Cb, Cr) and the scaler's scratch, when the
-    /// distorted stream is scaled on the pool ([`CpuBackend::with_scaling`]).
-    pub(crate) scaled: Scaled,
-    /// A ladder's renditions' planes, one set per rendition of a ladder frame (by position
-    /// in the frame), grown on first use.
-    pub(crate) ladder: Vec<RenditionBuffers>,
-}
-
-/// One rendition's planes in a ladder frame: host rows converted, then scaled luma and
-/// chroma.
-#[derive(Default)]
-pub(crate) struct RenditionBuffers {
-    pub(crate) host: Vec<u16>,
-    pub(crate) luma: Vec<u16>,
-    pub(crate) chroma: [Vec<u16>; 2],
-}
-
-/// One rendition's planes at the scoring size, as [`Extractors::extract_ladder`] reads them.
-pub(crate) struct LadderPlanes<'a> {
-    /// The rendition's slot.
-    pub(crate) rendition: usize,
-    pub(crate) luma: LumaPlane<'a>,
-    /// Its Cb and Cr (only used with the reference's).
-    pub(crate) chroma: Option<[LumaPlane<'a>; 2]>,
-    pub(crate) full: bool,
-}
-
-impl Extractors {
-    pub(crate) fn new(plan: &FramePlan) -> Result<Self, FeatureError> {
-        let list = plan
-            .layout
-            .instances()
-            .iter()
-            .map(|i| i.cpu(&plan.geometry))
-            .collect::<Result<_, _>>()?;
-        Ok(Self {
-            list,
-            scaled: Scaled::default(),
-            ladder: Vec::new(),
-        })
-    }
-
-    /// One ladder frame's values, one [`RawFeatures`] per rendition of `renditions` (in its
-    /// order, with its slot): the reference-only instances (motion) computed once against
-    /// `prev` / `prev2` and copied into every rendition; the other instances that read the
-    /// previous frame on every rendition; the rest on the renditions that are `full` (0 on
-    /// the others), through [`CpuExtractor::extract_ladder`]. A rendition's chroma is read
-    /// only with the reference's. `split` as in [`Extractors::extract`]: the instances then
-    /// run in parallel.
-    ///
-    /// Errors: planes of another geometry, an extractor's error.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn extract_ladder(
-        &mut self,
-        plan: &FramePlan,
-        prev: Option<&LumaPlane>,
-        prev2: Option<&LumaPlane>,
-        reference: &LumaPlane,
-        reference_chroma: Option<&[LumaPlane; 2]>,
-        renditions: &[LadderPlanes],
-        split: bool,
-    ) -> Result<LadderFeatures, EngineError> {
-        let geometry = plan.geometry.triple();
-        FeatureError::check_plane("vmaf", geometry, reference)?;
-        for r in renditions {
-            FeatureError::check_plane("vmaf", geometry, &r.luma)?;
-        }
-        let layout = &plan.layout;
-        let mut raws: Vec<RawFeatures> = renditions
-            .iter()
-            .map(|_| RawFeatures::new(layout))
-            .collect();
-        let chroma: Vec<Option<ChromaPair>> = renditions
-            .iter()
-            .map(|r| match (reference_chroma, r.chroma) {
-                (Some(rc), Some(dc)) => Some(ChromaPair {
-                    reference: *rc,
-                    distorted: dc,
-                }),
-                _ => None,
-            })
-            .collect();
-        let frames: Vec<HostFrame> = renditions
-            .iter()
-            .zip(&chroma)
-            .map(|(r, c)| HostFrame {
-                reference,
-                distorted: &r.luma,
-                previous: prev,
-                previous2: prev2,
-                previous_distorted: None,
-                chroma: c.as_ref(),
-            })
-            .collect();
-        // Per instance: each rendition's slice of its values.
-        let n = layout.instances().len();
-        let mut outs: Vec<Vec<&mut [f64]>> = (0..n)
-            .map(|_| Vec::with_capacity(renditions.len()))
-            .collect();
-        for raw in &mut raws {
-            let mut rest = raw.values_mut();
-            for (i, slot) in outs.iter_mut().enumerate() {
-                let (out, tail) = std::mem::take(&mut rest).split_at_mut(layout.span(i).len());
-                rest = tail;
-                slot.push(out);
-            }
-        }
-        let frames = &frames;
-        let jobs: Vec<_> = self
-            .list
-            .iter_mut()
-            .zip(layout.instances())
-            .zip(outs)
-            .filter(|_| !renditions.is_empty())
-            .map(|((ex, inst), outs)| (ex, inst.needs(), outs))
-            .collect();
-        let run = |(ex, needs, mut outs): (
-            &mut Box<dyn CpuExtractor>,
-            crate::features::Needs,
-            Vec<&mut [f64]>,
-        )|
-         -> Result<(), FeatureError> {
-            if needs.reference_only {
-                // Reads the reference frames only: once, copied to every rendition.
-                let Some((first, rest)) = outs.split_first_mut() else {
-                    return Ok(());
-                };
-                if let Some(f) = frames.first() {
-                    ex.extract(f, first)?;
-                }
-                for o in rest {
-                    o.copy_from_slice(first);
-                }
-                return Ok(());
-            }
-            let (sel, mut sel_outs): (Vec<HostFrame>, Vec<&mut [f64]>) = frames
-                .iter()
-                .zip(outs)
-                .zip(renditions)
-                .filter(|(_, r)| r.full || needs.previous)
-                .map(|((f, o), _)| (*f, o))
-                .unzip();
-            if sel.is_empty() {
-                return Ok(());
-            }
-            ex.extract_ladder(&sel, &mut sel_outs)
-        };
-        if split {
-            jobs.into_par_iter().try_for_each(run)?;
-        } else {
-            jobs.into_iter().try_for_each(run)?;
-        }
-        Ok(renditions.iter().map(|r| r.rendition).zip(raws).collect())
-    }
-
-    /// One frame pair's values: the instances that read the previous frame on every frame
-    /// (0 without `prev`), the others when `full`. With `split` (on a pool thread only: rayon
-    /// runs in the current thread's pool) the instances run in parallel; they share nothing,
-    /// so the values do not depend on it.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn extract(
-        &mut self,
-        plan: &FramePlan,
-        prev: Option<&LumaPlane>,
-        prev2: Option<&LumaPlane>,
-        prev_dis: Option<&LumaPlane>,
-        reference: &LumaPlane,
-        distorted: &LumaPlane,
-        chroma: Option<&ChromaPair>,
-        full: bool,
-        split: bool,
-    ) -> Result<RawFeatures, EngineError> {
-        let geometry = plan.geometry.triple();
-        FeatureError::check_plane("vmaf", geometry, reference)?;
-        FeatureError::check_plane("vmaf", geometry, distorted)?;
-        let frame = HostFrame {
-            reference,
-            distorted,
-            previous: prev,
-            previous2: prev2,
-            previous_distorted: prev_dis,
-            chroma,
-        };
-        let mut raw = RawFeatures::new(&plan.layout);
-        let layout = &plan.layout;
-        // Each instance's own slice of the values.
-        let mut jobs: Vec<(&mut Box<dyn CpuExtractor>, &mut [f64])> =
-            Vec::with_capacity(self.list.len());
-        let mut rest = raw.values_mut();
-        for (i, (ex, inst)) in self.list.iter_mut().zip(layout.instances()).enumerate() {
-            let (out, tail) = std::mem::take(&mut rest).split_at_mut(layout.span(i).len());
-            rest = tail;
-            if full || inst.needs().previous {
-                jobs.push((ex, out));
-            }
-        }
-        let run = |(ex, out): (&mut Box<dyn CpuExtractor>, &mut [f64])| ex.extract(&frame, out);
-        if split {
-            jobs.into_par_iter().try_for_each(run)?;
-        } else {
-            jobs.into_iter().try_for_each(run)?;
-        }
-        Ok(raw)
-    }
-}
 
 /// Every instance of a [`Layout`] on the CPU for one geometry, through their CPU halves: on
 /// the calling thread, or on a [`CpuPool`] with several frames in flight
@@ -287,41 +65,7 @@ pub struct CpuBackend {
     /// A ladder backend's scalers ([`CpuBackend::for_ladder`]); `None` for a pair backend.
     ladder: Option<Arc<LadderScaling>>,
     /// Ladder frames scored on the calling thread, not collected yet.
-    done_ladder: VecDeque<LadderFeatures>,
-}
-
-/// Scaled planes (reference / distorted luma, then their Cb and Cr) and the scaler's
-/// scratch, reused frame after frame.
-#[derive(Default)]
-pub(crate) struct Scaled {
-    pub(crate) luma: [Vec<u16>; 2],
-    pub(crate) chroma: [[Vec<u16>; 2]; 2],
-    pub(crate) scratch: Scratch,
-}
-
-/// `plane` through `scaler` into `out`, as a plane of the scaler's output size; `plane` as it
-/// is without a scaler.
-pub(crate) fn scale_into<'a>(
-    scaler: Option<&PlaneScaler>,
-    plane: LumaPlane<'a>,
-    scratch: &mut Scratch,
-    out: &'a mut Vec<u16>,
-) -> Result<LumaPlane<'a>, EngineError> {
-    let Some(s) = scaler else {
-        return Ok(plane);
-    };
-    let (dw, dh) = s.dst();
-    let wrong = || {
-        EngineError::from(FeatureError::wrong_size(
-            "scale",
-            (s.src().0, s.src().1, plane.bpc),
-            (plane.width, plane.height),
-        ))
-    };
-    if !scale_plane(s, &plane, scratch, out) {
-        return Err(wrong());
-    }
-    LumaPlane::packed(out, dw, dh, plane.bpc).ok_or_else(wrong)
+    done_ladder: VecDeque<SetFeatures>,
 }
 
 impl CpuBackend {
@@ -354,17 +98,16 @@ impl CpuBackend {
         })
     }
 
-    /// A ladder backend ([`crate::engine::ladder`]): one reference against
-    /// `scaling.renditions.len()` rendition slots ([`Backend::ladder_size`]), each rendition
+    /// A ladder backend ([`crate::engine::frame_set`]): one reference against
+    /// `scaling.renditions.len()` rendition slots ([`Backend::renditions`]), each rendition
     /// scaled by its scaler (if any) to `geometry`'s size, the reference by
     /// `scaling.reference` (if any); on a pool ([`CpuBackend::with_pool`]) ladder frames are
     /// scored in parallel, one ladder frame per worker job, several in flight.
     ///
-    /// It takes [`Backend::submit_ladder`] only: the pair submissions
-    /// ([`Backend::submit_frame`], ...) are refused with [`EngineError::Backend`], and
+    /// A set of one rendition (a pair) is scored as any other set;
     /// [`CpuBackend::with_scaling`] does not apply to it. Chroma is taken as
     /// [`FrameChroma::Packed`] planes at the streams' own chroma sizes. Without renditions
-    /// ([`Backend::ladder_size`] 0) it scores nothing ([`crate::engine::LadderScorer`] refuses
+    /// ([`Backend::renditions`] 0) it scores nothing ([`crate::engine::Scorer`] refuses
     /// it).
     ///
     /// Errors: as [`CpuBackend::new`]; [`FeatureError::Unsupported`] for a layout with an
@@ -455,7 +198,7 @@ impl CpuBackend {
     /// ([`Backend::defers_host_rows`]; chroma then comes as buffer components,
     /// [`Backend::reads_components`]), so that the submitting (streaming) thread does no
     /// per-pixel work; up to `2 * pool.threads() + 1` frames are in flight
-    /// ([`Backend::max_in_flight`]) and [`Backend::collect`] returns them in submission order. A frame's motion reads the
+    /// ([`Backend::max_in_flight`]) and [`Backend::collect_set`] returns them in submission order. A frame's motion reads the
     /// previous submitted reference, so every value equals the one-thread result. The
     /// backend keeps `pool` alive; its threads stop when the last holder drops it.
     ///
@@ -483,16 +226,91 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn submit_input(
-        &mut self,
-        reference: LumaInput<'_>,
-        distorted: LumaInput<'_>,
-        full: bool,
-    ) -> Result<(), EngineError> {
-        self.submit_frame(reference, distorted, None, full)
+    fn max_in_flight(&self) -> usize {
+        self.parallel.as_ref().map_or(1, |p| p.in_flight())
     }
 
-    fn submit_frame(
+    fn reads_components(&self) -> bool {
+        // On a pool, unscaled pairs: the workers convert chroma from the buffers' layouts.
+        self.parallel.is_some() && self.ladder.is_none() && self.scaling.is_identity()
+    }
+
+    fn defers_host_rows(&self) -> bool {
+        self.parallel.is_some()
+    }
+
+    fn parallel(&self) -> usize {
+        self.threads()
+    }
+
+    fn reset(&mut self) {
+        self.kept = 0;
+        self.done.clear();
+        self.done_ladder.clear();
+        if let Some(p) = self.parallel.as_mut() {
+            p.reset();
+        }
+    }
+    fn renditions(&self) -> usize {
+        self.ladder
+            .as_ref()
+            .map_or(1, |l| l.renditions.len().max(1))
+    }
+
+    fn submit_set(&mut self, set: FrameSet<'_>) -> Result<(), EngineError> {
+        if self.ladder.is_some() {
+            return self.ladder_submit(set);
+        }
+        let FrameSet {
+            reference,
+            reference_chroma,
+            renditions,
+        } = set;
+        let mut renditions = renditions.into_iter();
+        let (Some(d), None) = (renditions.next(), renditions.next()) else {
+            return Err(EngineError::Backend {
+                backend: "cpu",
+                message: "internal: a pair backend takes one rendition per frame set".into(),
+            });
+        };
+        match (reference_chroma, d.chroma) {
+            (None, None) => self.pair_frame(reference, d.luma, None, d.full),
+            (Some(FrameChroma::Packed(r)), Some(FrameChroma::Packed(c))) => self.pair_frame(
+                reference,
+                d.luma,
+                Some(ChromaPair {
+                    reference: r,
+                    distorted: c,
+                }),
+                d.full,
+            ),
+            (Some(FrameChroma::Components(r)), Some(FrameChroma::Components(c))) => self
+                .pair_components(
+                    reference,
+                    d.luma,
+                    Some(ChromaInput {
+                        reference: r,
+                        distorted: c,
+                    }),
+                    d.full,
+                ),
+            _ => Err(EngineError::Backend {
+                backend: "cpu",
+                message: "chroma on one side of the pair only, or in two forms".into(),
+            }),
+        }
+    }
+
+    fn collect_set(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
+        if self.ladder.is_some() {
+            return self.ladder_collect(wait);
+        }
+        Ok(self.pair_collect(wait)?.map(|raw| vec![(0, raw)]))
+    }
+}
+
+impl CpuBackend {
+    fn pair_frame(
         &mut self,
         reference: LumaInput<'_>,
         distorted: LumaInput<'_>,
@@ -511,27 +329,14 @@ impl Backend for CpuBackend {
         self.submit_unscaled(reference, distorted, chroma, full)
     }
 
-    fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
+    fn pair_collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
         match self.parallel.as_mut() {
             Some(p) => p.collect(wait),
             None => Ok(self.done.pop_front()),
         }
     }
 
-    fn max_in_flight(&self) -> usize {
-        self.parallel.as_ref().map_or(1, |p| p.in_flight())
-    }
-
-    fn reads_components(&self) -> bool {
-        // On a pool, unscaled pairs: the workers convert chroma from the buffers' layouts.
-        self.parallel.is_some() && self.ladder.is_none() && self.scaling.is_identity()
-    }
-
-    fn defers_host_rows(&self) -> bool {
-        self.parallel.is_some()
-    }
-
-    fn submit_components(
+    fn pair_components(
         &mut self,
         reference: LumaInput<'_>,
         distorted: LumaInput<'_>,
@@ -551,7 +356,7 @@ impl Backend for CpuBackend {
         }
         // Otherwise chroma is packed here, as the element packs it for submit_frame.
         let Some(c) = chroma else {
-            return self.submit_frame(reference, distorted, None, full);
+            return self.pair_frame(reference, distorted, None, full);
         };
         let mut packed: [[Vec<u16>; 2]; 2] = Default::default();
         let mut sizes = [(0, 0); 2];
@@ -585,27 +390,10 @@ impl Backend for CpuBackend {
                 plane(&packed[1][1], sizes[1], bpc)?,
             ],
         };
-        self.submit_frame(reference, distorted, Some(pair), full)
+        self.pair_frame(reference, distorted, Some(pair), full)
     }
 
-    fn parallel(&self) -> usize {
-        self.threads()
-    }
-
-    fn reset(&mut self) {
-        self.kept = 0;
-        self.done.clear();
-        self.done_ladder.clear();
-        if let Some(p) = self.parallel.as_mut() {
-            p.reset();
-        }
-    }
-
-    fn ladder_size(&self) -> usize {
-        self.ladder.as_ref().map_or(0, |l| l.renditions.len())
-    }
-
-    fn submit_ladder(&mut self, frame: LadderFrame<'_>) -> Result<(), EngineError> {
+    fn ladder_submit(&mut self, frame: FrameSet<'_>) -> Result<(), EngineError> {
         let Some(scaling) = self.ladder.clone() else {
             return Err(EngineError::Backend {
                 backend: "cpu",
@@ -632,7 +420,7 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn collect_ladder(&mut self, wait: bool) -> Result<Option<LadderFeatures>, EngineError> {
+    fn ladder_collect(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
         match self.parallel.as_mut() {
             Some(p) => p.collect_ladder(wait),
             None => Ok(self.done_ladder.pop_front()),
@@ -682,13 +470,13 @@ impl CpuBackend {
         Ok((r, chroma))
     }
 
-    /// [`Backend::submit_ladder`] on the calling thread: the reference converted and scaled
+    /// [`Backend::submit_set`] on the calling thread: the reference converted and scaled
     /// once, each rendition into its buffers, then every instance.
     fn extract_ladder_here(
         &mut self,
-        frame: LadderFrame<'_>,
+        frame: FrameSet<'_>,
         scaling: &LadderScaling,
-    ) -> Result<LadderFeatures, EngineError> {
+    ) -> Result<SetFeatures, EngineError> {
         let plan = &self.plan;
         let ex = match &mut self.ex {
             Some(ex) => ex,
@@ -749,11 +537,11 @@ impl CpuBackend {
         result
     }
 
-    /// [`Backend::submit_ladder`] on a pool: the reference converted (and scaled, since the
+    /// [`Backend::submit_set`] on a pool: the reference converted (and scaled, since the
     /// next frame's motion reads it) here, the renditions copied and scaled by the worker.
     fn submit_ladder_pool(
         &mut self,
-        frame: LadderFrame<'_>,
+        frame: FrameSet<'_>,
         scaling: &Arc<LadderScaling>,
     ) -> Result<(), EngineError> {
         let Some(p) = self.parallel.as_mut() else {
@@ -805,7 +593,7 @@ impl CpuBackend {
 /// the scoring size.
 pub(crate) fn rendition_planes<'b>(
     plan: &FramePlan,
-    f: &'b crate::engine::ladder::RenditionFrame<'_>,
+    f: &'b crate::engine::frame_set::RenditionFrame<'_>,
     scaler: Option<&crate::engine::scale::StreamScaler>,
     b: &'b mut RenditionBuffers,
     scratch: &mut Scratch,
@@ -844,7 +632,7 @@ fn keep_reference(keep: &mut Vec<u16>, reference: &LumaPlane, w: usize, h: usize
 }
 
 impl CpuBackend {
-    /// [`Backend::submit_frame`] of planes at the scoring size.
+    /// [`Backend::submit_set`] of planes at the scoring size.
     fn submit_unscaled(
         &mut self,
         reference: LumaInput<'_>,
@@ -872,7 +660,7 @@ impl CpuBackend {
         Ok(())
     }
 
-    /// [`Backend::submit_frame`] with the streams of [`CpuBackend::with_scaling`] scaled to
+    /// [`Backend::submit_set`] with the streams of [`CpuBackend::with_scaling`] scaled to
     /// the scoring size first (luma, and chroma when given).
     fn submit_scaled(
         &mut self,
@@ -963,13 +751,6 @@ fn host_plane<'s>(
                 .ok_or_else(|| wrong((h.width, h.height)).into())
         }
         LumaInput::Device(_) => Err(device_refused()),
-    }
-}
-
-pub(crate) fn device_refused() -> EngineError {
-    EngineError::Backend {
-        backend: "cpu",
-        message: "frames in GPU memory must be mapped to host memory for the CPU backend".into(),
     }
 }
 

@@ -18,15 +18,17 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
-use super::cpu::{
-    device_refused, scale_into, CpuPool, Extractors, FramePlan, LadderPlanes, RenditionBuffers,
+use super::cpu_frame::{
+    device_refused, scale_into, Extractors, FramePlan, LadderPlanes, RenditionBuffers, Scaled,
 };
+use crate::cpu::CpuPool;
+use crate::engine::error::EngineError;
 use crate::engine::frame::{
     Chroma, ChromaInput, ChromaPair, ComponentInput, FeatureError, LumaInput, LumaPlane,
 };
-use crate::engine::ladder::LadderFeatures;
+use crate::engine::frame_set::SetFeatures;
 use crate::engine::scale::{LadderScaling, StreamScaler};
-use crate::engine::scorer::{EngineError, RawFeatures};
+use crate::features::RawFeatures;
 use crate::features::{CpuExtractor, HostFrame};
 use crate::video::frame::{Detached, HostComponent, HostLuma};
 
@@ -213,7 +215,7 @@ impl Drop for Owned {
 }
 
 /// One frame's result slot (`T`: a pair's [`RawFeatures`] or a ladder frame's
-/// [`LadderFeatures`]): filled by its job, read by [`Parallel::collect`].
+/// [`SetFeatures`]): filled by its job, read by [`Parallel::collect`].
 struct Flight<T> {
     result: Mutex<Option<Result<T, EngineError>>>,
     done: Condvar,
@@ -284,10 +286,10 @@ impl Job {
     fn run_with(
         &self,
         ex: &mut Extractors,
-        scaled: &mut super::cpu::Scaled,
+        scaled: &mut Scaled,
         split: bool,
     ) -> Result<RawFeatures, EngineError> {
-        let super::cpu::Scaled {
+        let Scaled {
             luma: [_, luma_d],
             chroma: [_, [c0, c1]],
             scratch,
@@ -503,7 +505,7 @@ struct LadderJob {
 }
 
 impl LadderJob {
-    fn run(&self, split: bool) -> Result<LadderFeatures, EngineError> {
+    fn run(&self, split: bool) -> Result<SetFeatures, EngineError> {
         let popped = lock(&self.idle).pop();
         let mut ex = match popped {
             Some(ex) => ex,
@@ -526,7 +528,7 @@ impl LadderJob {
         buffers: &mut Vec<RenditionBuffers>,
         scratch: &mut crate::engine::scale::cpu::Scratch,
         split: bool,
-    ) -> Result<LadderFeatures, EngineError> {
+    ) -> Result<SetFeatures, EngineError> {
         if buffers.len() < self.renditions.len() {
             buffers.resize_with(self.renditions.len(), RenditionBuffers::default);
         }
@@ -589,7 +591,7 @@ pub(crate) struct Parallel {
     free: FreeList,
     flights: VecDeque<Arc<Flight<RawFeatures>>>,
     /// A ladder backend's frames in flight.
-    ladder_flights: VecDeque<Arc<Flight<LadderFeatures>>>,
+    ladder_flights: VecDeque<Arc<Flight<SetFeatures>>>,
     /// The last submitted reference (the next frame's motion reads it) and the one before it
     /// (the five-frame motion).
     prev: Option<Arc<Owned>>,
@@ -655,7 +657,7 @@ impl Parallel {
     }
 
     /// Frames in flight at most before the submitting thread waits for the oldest
-    /// ([`Backend::max_in_flight`](crate::engine::scorer::Backend::max_in_flight)): two per
+    /// ([`Backend::max_in_flight`](crate::engine::Backend::max_in_flight)): two per
     /// thread, and one more. Results leave in order, so with one frame per thread a worker
     /// that finished early waited for the oldest frame to be collected; measured on a
     /// 32-core GPU host (1080p, `vmaf_v0.6.1`, `scripts/cpu-vs-libvmaf.py`), `threads + 1`
@@ -915,7 +917,7 @@ impl Parallel {
     pub(crate) fn collect_ladder(
         &mut self,
         wait: bool,
-    ) -> Result<Option<LadderFeatures>, EngineError> {
+    ) -> Result<Option<SetFeatures>, EngineError> {
         let Some(front) = self.ladder_flights.front() else {
             return Ok(None);
         };

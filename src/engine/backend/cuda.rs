@@ -21,10 +21,11 @@ use crate::cuda::fault::{Counted, Handle};
 use crate::cuda::memory::DeviceAlloc;
 use crate::cuda::plane::{ChromaDev, DevPlane};
 use crate::cuda::staging::{in_bands, run_beside, stage_rows};
-use crate::engine::ladder::{FrameChroma, LadderFeatures, LadderFrame};
+use crate::engine::backend::api::Backend;
+use crate::engine::error::EngineError;
+use crate::engine::frame_set::{FrameChroma, FrameSet, SetFeatures};
 use crate::engine::scale::cuda::CudaPlaneScaler;
 use crate::engine::scale::{InputScaling, LadderScaling, StreamScaler};
-use crate::engine::scorer::{Backend, EngineError};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
 use crate::features::{vmaf_layout, DevFrame, Geometry, Layout, RawFeatures};
@@ -73,7 +74,7 @@ pub struct CudaBackend {
     /// Finished frames taken out of their slot early (a submit with every slot busy).
     ready: VecDeque<RawFeatures>,
     /// The same for a ladder backend's frames.
-    ready_ladder: VecDeque<LadderFeatures>,
+    ready_ladder: VecDeque<SetFeatures>,
     /// Rendition slots of a ladder backend; 0 for a pair backend.
     ladder: usize,
     /// A ladder's instances share their reference-only work across the renditions
@@ -197,7 +198,7 @@ impl CudaBackend {
         )
     }
 
-    /// A ladder backend ([`crate::engine::ladder`]): one reference against
+    /// A ladder backend ([`crate::engine::frame_set`]): one reference against
     /// `scaling.renditions.len()` rendition slots, each rendition placed at its own size and
     /// scaled by its scaler (if any) to `geometry`'s size; every buffer allocated here.
     ///
@@ -706,16 +707,16 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Enqueues one ladder frame into slot `s` (checked by [`Backend::submit_ladder`]):
+    /// Enqueues one ladder frame into slot `s` (checked by [`Backend::submit_set`]):
     /// the reference placed and scaled once, its chroma unpacked once; each rendition with
     /// full features placed into its own planes, scaled, its chroma unpacked; the
     /// reference-only instances once, every other instance once over those renditions.
-    fn enqueue_ladder(&mut self, s: usize, frame: LadderFrame<'_>) -> Result<(), CudaError> {
+    fn enqueue_ladder(&mut self, s: usize, frame: FrameSet<'_>) -> Result<(), CudaError> {
         let index = self.start_frame(s)?;
         let has_motion = index > 0;
         let n = self.ladder;
         let prev = (s + SLOTS - 1) % SLOTS;
-        let LadderFrame {
+        let FrameSet {
             reference,
             reference_chroma,
             renditions,
@@ -1060,7 +1061,7 @@ impl CudaBackend {
 
     /// The oldest ladder frame's features, each submitted rendition's from its words (the
     /// reference-only instances' from the first rendition's), waiting for it if `wait`.
-    fn finish_oldest_ladder(&mut self, wait: bool) -> Result<Option<LadderFeatures>, CudaError> {
+    fn finish_oldest_ladder(&mut self, wait: bool) -> Result<Option<SetFeatures>, CudaError> {
         if self.in_flight == 0 || !self.oldest_done(wait)? {
             return Ok(None);
         }
@@ -1320,16 +1321,81 @@ impl Backend for CudaBackend {
         "cuda"
     }
 
-    fn submit_input(
-        &mut self,
-        reference: LumaInput<'_>,
-        distorted: LumaInput<'_>,
-        full: bool,
-    ) -> Result<(), EngineError> {
-        self.submit_components(reference, distorted, None, full)
+    fn reads_device(&self) -> bool {
+        true
     }
 
-    fn submit_components(
+    fn reads_components(&self) -> bool {
+        true
+    }
+
+    fn max_in_flight(&self) -> usize {
+        SLOTS
+    }
+
+    fn renditions(&self) -> usize {
+        self.ladder.max(1)
+    }
+
+    fn reset(&mut self) {
+        if let Err(e) = self.sync_all() {
+            self.deferred = Some(e);
+        }
+        self.head = 0;
+        self.in_flight = 0;
+        self.submitted = 0;
+        self.ready.clear();
+        self.ready_ladder.clear();
+        self.holds.clear();
+    }
+
+    fn submit_set(&mut self, set: FrameSet<'_>) -> Result<(), EngineError> {
+        if self.ladder > 0 {
+            return self.ladder_submit(set);
+        }
+        let FrameSet {
+            reference,
+            reference_chroma,
+            renditions,
+        } = set;
+        let mut renditions = renditions.into_iter();
+        let (Some(d), None) = (renditions.next(), renditions.next()) else {
+            return Err(EngineError::Backend {
+                backend: "cuda",
+                message: "internal: a pair backend takes one rendition per frame set".into(),
+            });
+        };
+        match (reference_chroma, d.chroma) {
+            (None, None) => self.pair_components(reference, d.luma, None, d.full),
+            (Some(FrameChroma::Components(r)), Some(FrameChroma::Components(c))) => self
+                .pair_components(
+                    reference,
+                    d.luma,
+                    Some(ChromaInput {
+                        reference: r,
+                        distorted: c,
+                    }),
+                    d.full,
+                ),
+            _ => Err(EngineError::Backend {
+                backend: "cuda",
+                message: "the CUDA backend takes chroma as the buffers' components on both \
+                          sides of the pair (FrameChroma::Components)"
+                    .into(),
+            }),
+        }
+    }
+
+    fn collect_set(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
+        if self.ladder > 0 {
+            return self.ladder_collect(wait);
+        }
+        Ok(self.pair_collect(wait)?.map(|raw| vec![(0, raw)]))
+    }
+}
+
+impl CudaBackend {
+    fn pair_components(
         &mut self,
         reference: LumaInput<'_>,
         distorted: LumaInput<'_>,
@@ -1361,15 +1427,7 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
-    fn reads_device(&self) -> bool {
-        true
-    }
-
-    fn reads_components(&self) -> bool {
-        true
-    }
-
-    fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
+    fn pair_collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
         }
@@ -1386,15 +1444,7 @@ impl Backend for CudaBackend {
         self.finish_oldest(wait).map_err(engine_err)
     }
 
-    fn max_in_flight(&self) -> usize {
-        SLOTS
-    }
-
-    fn ladder_size(&self) -> usize {
-        self.ladder
-    }
-
-    fn submit_ladder(&mut self, frame: LadderFrame<'_>) -> Result<(), EngineError> {
+    fn ladder_submit(&mut self, frame: FrameSet<'_>) -> Result<(), EngineError> {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
         }
@@ -1439,7 +1489,7 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
-    fn collect_ladder(&mut self, wait: bool) -> Result<Option<LadderFeatures>, EngineError> {
+    fn ladder_collect(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
         }
@@ -1447,18 +1497,6 @@ impl Backend for CudaBackend {
             return Ok(Some(f));
         }
         self.finish_oldest_ladder(wait).map_err(engine_err)
-    }
-
-    fn reset(&mut self) {
-        if let Err(e) = self.sync_all() {
-            self.deferred = Some(e);
-        }
-        self.head = 0;
-        self.in_flight = 0;
-        self.submitted = 0;
-        self.ready.clear();
-        self.ready_ladder.clear();
-        self.holds.clear();
     }
 }
 

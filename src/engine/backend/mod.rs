@@ -3,10 +3,13 @@
 //! calling thread or the element's [`crate::cpu::CpuPool`]) and [`CudaBackend`] (every
 //! instance's CUDA half, frames in flight on streams).
 
+pub mod api;
 pub mod cpu;
+mod cpu_frame;
 mod cpu_parallel;
 pub mod cuda;
 mod cuda_slots;
+pub mod pair;
 
 pub use cpu::CpuBackend;
 pub use cuda::CudaBackend;

@@ -3,7 +3,7 @@
 //!
 //! Each rendition is paired with the reference by running time on its own; per reference
 //! frame the renditions that have a frame at its time are scored together
-//! ([`crate::engine::LadderScorer`]: the reference's work once). The src pad carries the
+//! ([`crate::engine::Scorer`]: the reference's work once). The src pad carries the
 //! reference buffers, each with one meta per rendition that scored it (fields `pad` and
 //! `label` name the rendition), pushed once every such rendition's scores are complete.
 //! Every frame message, summary and log names its rendition.
@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use super::*;
 use crate::engine::scale::range::{ColourRange, RangeConversion};
 use crate::engine::scale::LadderScaling;
-use crate::engine::{FrameChroma, LadderFrame, LadderScorer, RenditionFrame};
+use crate::engine::{FrameChroma, FrameSet, RenditionFrame};
 use crate::vmafcompare::VmafRenditionPad;
 
 /// What goes with each rendition's frame through the scorer.
@@ -75,7 +75,7 @@ struct Pending {
 #[derive(Default)]
 pub(super) struct LadderState {
     pub(super) renditions: Vec<Rendition>,
-    scorer: Option<LadderScorer<RTag>>,
+    scorer: Option<Scorer<RTag>>,
     /// `(width, height, bpc)` scored at.
     geometry: Option<(u32, u32, u32)>,
     /// Reference and renditions' sizes the backend was made for.
@@ -99,7 +99,7 @@ impl LadderState {
     /// summed (the element's `stats` property).
     pub(super) fn counts(&self) -> (u64, u64, u64) {
         let frames = (0..self.renditions.len())
-            .filter_map(|k| self.scorer.as_ref()?.rendition(k))
+            .filter_map(|k| self.scorer.as_ref()?.track(k))
             .map(|s| s.pool().count())
             .sum();
         let unpaired = self.renditions.iter().fold((0, 0), |(r, d), x| {
@@ -446,7 +446,7 @@ impl VmafCompare {
                 .map_err(|e| self.engine_failed(e)),
             None => {
                 let subsample = lock(&self.settings).subsample;
-                match LadderScorer::new(backend, plan, subsample) {
+                match Ok::<_, EngineError>(Scorer::with_plan(backend, plan, subsample)) {
                     Ok(s) => {
                         ladder.scorer = Some(s);
                         Ok(Vec::new())
@@ -828,13 +828,13 @@ impl VmafCompare {
                 full,
             });
         }
-        let frame = LadderFrame {
+        let frame = FrameSet {
             reference: reference_luma,
             reference_chroma,
             renditions,
         };
         let result = match ladder.scorer.as_mut() {
-            Some(s) => s.push(frame, tags).map_err(PairError::Engine),
+            Some(s) => s.push_set(frame, tags).map_err(PairError::Engine),
             None => Err(PairError::Map("internal: no ladder scorer".into())),
         };
         for (k, c, _) in packed {
@@ -977,7 +977,7 @@ impl VmafCompare {
             .as_ref()
             .map_or("cpu", |s| s.backend_name())
             .to_owned();
-        let scorer = l.scorer.as_ref().and_then(|s| s.rendition(k));
+        let scorer = l.scorer.as_ref().and_then(|s| s.track(k));
         let frames = scorer.map_or(0, |s| s.pool().count());
         let pushed = scorer.map_or(0, |s| s.frames_pushed());
         let metrics = scorer
@@ -1141,7 +1141,7 @@ impl LadderState {
             let pool = self
                 .scorer
                 .as_ref()
-                .and_then(|s| s.rendition(k))
+                .and_then(|s| s.track(k))
                 .map(|s| s.pool().clone())
                 .unwrap_or_else(|| crate::engine::Pool::new(Vec::<String>::new().into()));
             if let Err(e) = log.finish(&pool, 0.0, w, h) {

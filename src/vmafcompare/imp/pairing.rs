@@ -212,7 +212,7 @@ impl VmafCompare {
             let settled = state.scorer.as_mut().map(|s| s.settle());
             if let Some(Ok(done)) = settled {
                 drop(state);
-                let _ = self.emit_all(done);
+                let _ = self.emit_all(done.into_iter().map(|(_, s)| s).collect());
                 state = lock(&self.state);
             }
         }
@@ -274,8 +274,16 @@ impl VmafCompare {
                         let lost = match state.scorer.as_mut() {
                             Some(scorer) => {
                                 let (done, lost) = scorer.fail_over(Box::new(cpu));
-                                failed_over = done;
-                                lost
+                                failed_over = done.into_iter().map(|(_, s)| s).collect();
+                                let n = lost.len();
+                                for set in lost {
+                                    failed_over.extend(set.into_iter().map(|(_, tag)| Scored {
+                                        index: 0,
+                                        tag,
+                                        scores: None,
+                                    }));
+                                }
+                                n
                             }
                             None => 0,
                         };
@@ -342,7 +350,7 @@ impl VmafCompare {
             state.unpaired_distorted += 1;
         }
         let now = match state.scorer.as_mut() {
-            Some(s) => s.push_unpaired(tag),
+            Some(s) => s.push_unpaired(0, tag),
             None => Some(Scored {
                 index: 0,
                 tag,
@@ -370,7 +378,7 @@ impl VmafCompare {
         let tail = state.scorer.as_mut().map(|s| s.finish()).transpose();
         drop(state);
         let tail = tail.map_err(|e| self.engine_failed(e))?.unwrap_or_default();
-        self.emit_all(tail)?;
+        self.emit_all(tail.into_iter().map(|(_, s)| s).collect())?;
         self.live_release(true)?;
         self.post_summary();
         Err(gst::FlowError::Eos)

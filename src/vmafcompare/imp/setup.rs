@@ -645,7 +645,10 @@ impl VmafCompare {
         let done = match state.scorer.as_mut() {
             Some(s) => s
                 .replace_backend(backend)
-                .map_err(|e| self.engine_failed(e))?,
+                .map_err(|e| self.engine_failed(e))?
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect(),
             None => {
                 let subsample = lock(&self.settings).subsample;
                 state.scorer = Some(Scorer::with_plan(backend, plan, subsample));

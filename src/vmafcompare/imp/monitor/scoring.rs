@@ -110,7 +110,8 @@ impl VmafCompare {
             state.scorer.as_mut().map(|s| s.poll()).transpose()
         };
         let done = done.map_err(|e| self.engine_failed(e))?.unwrap_or_default();
-        self.emit_all(done).map(|_| ())
+        self.emit_all(done.into_iter().map(|(_, s)| s).collect())
+            .map(|_| ())
     }
 
     /// What the scorer holds in flight, for the scoring queue's capacity and pace.
@@ -133,7 +134,8 @@ impl VmafCompare {
             state.scorer.as_mut().map(|s| s.skip(pairs)).transpose()
         };
         let done = done.map_err(|e| self.engine_failed(e))?.unwrap_or_default();
-        self.emit_all(done).map(|_| ())
+        self.emit_all(done.into_iter().map(|(_, s)| s).collect())
+            .map(|_| ())
     }
 
     /// Pushes released output buffers, attaching their scores as meta.
