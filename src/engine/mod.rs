@@ -10,6 +10,7 @@ pub mod frame_set;
 pub mod log;
 pub mod model;
 pub mod model_set;
+mod model_svm;
 pub mod plan;
 pub mod pool;
 pub mod scale;

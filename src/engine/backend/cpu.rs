@@ -17,7 +17,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::cpu_frame::{
-    device_refused, scale_into, Extractors, FramePlan, LadderPlanes, RenditionBuffers, Scaled,
+    device_refused, host_plane, keep_reference, packed_chroma, rendition_planes, scale_into,
+    Extractors, FramePlan, RenditionBuffers, Scaled,
 };
 use super::cpu_parallel as parallel;
 pub use crate::cpu::{threads_per_core, CpuPool, PoolError};
@@ -428,21 +429,6 @@ impl CpuBackend {
     }
 }
 
-/// The packed planes of a ladder frame's chroma; the CPU backend does not unpack buffer
-/// components.
-fn packed_chroma<'a>(
-    c: Option<FrameChroma<'a>>,
-) -> Result<Option<[LumaPlane<'a>; 2]>, EngineError> {
-    match c {
-        None => Ok(None),
-        Some(FrameChroma::Packed(p)) => Ok(Some(p)),
-        Some(FrameChroma::Components(_)) => Err(EngineError::Backend {
-            backend: "cpu",
-            message: "the CPU backend takes packed chroma planes, not buffer components".into(),
-        }),
-    }
-}
-
 impl CpuBackend {
     /// The reference of a ladder frame and its chroma, converted (into `host`) and scaled by
     /// the reference's scaler into `luma_r`, `c0`, `c1` (as they are without one).
@@ -589,48 +575,6 @@ impl CpuBackend {
     }
 }
 
-/// One rendition's luma (and chroma) converted into `b` and scaled by `scaler` (if any) to
-/// the scoring size.
-pub(crate) fn rendition_planes<'b>(
-    plan: &FramePlan,
-    f: &'b crate::engine::frame_set::RenditionFrame<'_>,
-    scaler: Option<&crate::engine::scale::StreamScaler>,
-    b: &'b mut RenditionBuffers,
-    scratch: &mut Scratch,
-) -> Result<LadderPlanes<'b>, EngineError> {
-    let RenditionBuffers {
-        host,
-        luma,
-        chroma: [c0, c1],
-    } = b;
-    let l = host_plane(plan, &f.luma, host)?;
-    let l = scale_into(scaler.map(|s| &s.luma), l, scratch, luma)?;
-    let cs = scaler.and_then(|s| s.chroma.as_ref());
-    let chroma = match packed_chroma(f.chroma)? {
-        Some([p0, p1]) => Some([
-            scale_into(cs, p0, scratch, c0)?,
-            scale_into(cs, p1, scratch, c1)?,
-        ]),
-        None => None,
-    };
-    Ok(LadderPlanes {
-        rendition: f.rendition,
-        luma: l,
-        chroma,
-        full: f.full,
-    })
-}
-
-/// Copies `reference` (`w` x `h`; or a distorted plane) into `keep`, packed.
-fn keep_reference(keep: &mut Vec<u16>, reference: &LumaPlane, w: usize, h: usize) {
-    keep.resize(w * h, 0);
-    for y in 0..h.min(reference.height) {
-        let row = reference.row(y);
-        let n = w.min(row.len());
-        keep[y * w..y * w + n].copy_from_slice(&row[..n]);
-    }
-}
-
 impl CpuBackend {
     /// [`Backend::submit_set`] of planes at the scoring size.
     fn submit_unscaled(
@@ -732,25 +676,6 @@ impl CpuBackend {
         self.scratch_ref = scratch_ref;
         self.scratch_dis = scratch_dis;
         result
-    }
-}
-
-/// A `u16` view of `input`: packed planes as they are, host rows converted into `scratch`.
-/// Device planes are refused (the element maps them to host memory for this backend).
-fn host_plane<'s>(
-    plan: &FramePlan,
-    input: &'s LumaInput<'_>,
-    scratch: &'s mut Vec<u16>,
-) -> Result<LumaPlane<'s>, EngineError> {
-    let wrong = |size| FeatureError::wrong_size("vmaf", plan.geometry.triple(), size);
-    match input {
-        LumaInput::Packed(p) => Ok(*p),
-        LumaInput::Host(h) => {
-            h.to_packed(scratch);
-            LumaPlane::packed(scratch, h.width, h.height, plan.geometry.bpc)
-                .ok_or_else(|| wrong((h.width, h.height)).into())
-        }
-        LumaInput::Device(_) => Err(device_refused()),
     }
 }
 

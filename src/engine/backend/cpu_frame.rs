@@ -7,11 +7,11 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::engine::error::EngineError;
-use crate::engine::frame_set::SetFeatures;
+use crate::engine::frame_set::{FrameChroma, SetFeatures};
 use crate::engine::scale::cpu::{scale_plane, Scratch};
 use crate::engine::scale::PlaneScaler;
 use crate::features::{CpuExtractor, Geometry, HostFrame, Layout, RawFeatures};
-use crate::video::frame::{ChromaPair, FeatureError, LumaPlane};
+use crate::video::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
 
 /// What every frame of one backend is scored with: the geometry and the layout's instances.
 #[derive(Debug, Clone)]
@@ -276,5 +276,81 @@ pub(crate) fn device_refused() -> EngineError {
     EngineError::Backend {
         backend: "cpu",
         message: "frames in GPU memory must be mapped to host memory for the CPU backend".into(),
+    }
+}
+
+/// The packed planes of a ladder frame's chroma; the CPU backend does not unpack buffer
+/// components.
+pub(super) fn packed_chroma<'a>(
+    c: Option<FrameChroma<'a>>,
+) -> Result<Option<[LumaPlane<'a>; 2]>, EngineError> {
+    match c {
+        None => Ok(None),
+        Some(FrameChroma::Packed(p)) => Ok(Some(p)),
+        Some(FrameChroma::Components(_)) => Err(EngineError::Backend {
+            backend: "cpu",
+            message: "the CPU backend takes packed chroma planes, not buffer components".into(),
+        }),
+    }
+}
+
+/// One rendition's luma (and chroma) converted into `b` and scaled by `scaler` (if any) to
+/// the scoring size.
+pub(crate) fn rendition_planes<'b>(
+    plan: &FramePlan,
+    f: &'b crate::engine::frame_set::RenditionFrame<'_>,
+    scaler: Option<&crate::engine::scale::StreamScaler>,
+    b: &'b mut RenditionBuffers,
+    scratch: &mut Scratch,
+) -> Result<LadderPlanes<'b>, EngineError> {
+    let RenditionBuffers {
+        host,
+        luma,
+        chroma: [c0, c1],
+    } = b;
+    let l = host_plane(plan, &f.luma, host)?;
+    let l = scale_into(scaler.map(|s| &s.luma), l, scratch, luma)?;
+    let cs = scaler.and_then(|s| s.chroma.as_ref());
+    let chroma = match packed_chroma(f.chroma)? {
+        Some([p0, p1]) => Some([
+            scale_into(cs, p0, scratch, c0)?,
+            scale_into(cs, p1, scratch, c1)?,
+        ]),
+        None => None,
+    };
+    Ok(LadderPlanes {
+        rendition: f.rendition,
+        luma: l,
+        chroma,
+        full: f.full,
+    })
+}
+
+/// Copies `reference` (`w` x `h`; or a distorted plane) into `keep`, packed.
+pub(super) fn keep_reference(keep: &mut Vec<u16>, reference: &LumaPlane, w: usize, h: usize) {
+    keep.resize(w * h, 0);
+    for y in 0..h.min(reference.height) {
+        let row = reference.row(y);
+        let n = w.min(row.len());
+        keep[y * w..y * w + n].copy_from_slice(&row[..n]);
+    }
+}
+
+/// A `u16` view of `input`: packed planes as they are, host rows converted into `scratch`.
+/// Device planes are refused (the element maps them to host memory for this backend).
+pub(super) fn host_plane<'s>(
+    plan: &FramePlan,
+    input: &'s LumaInput<'_>,
+    scratch: &'s mut Vec<u16>,
+) -> Result<LumaPlane<'s>, EngineError> {
+    let wrong = |size| FeatureError::wrong_size("vmaf", plan.geometry.triple(), size);
+    match input {
+        LumaInput::Packed(p) => Ok(*p),
+        LumaInput::Host(h) => {
+            h.to_packed(scratch);
+            LumaPlane::packed(scratch, h.width, h.height, plan.geometry.bpc)
+                .ok_or_else(|| wrong((h.width, h.height)).into())
+        }
+        LumaInput::Device(_) => Err(device_refused()),
     }
 }

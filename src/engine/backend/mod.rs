@@ -6,8 +6,12 @@
 pub mod api;
 pub mod cpu;
 mod cpu_frame;
+mod cpu_owned;
 mod cpu_parallel;
 pub mod cuda;
+mod cuda_build;
+mod cuda_ladder;
+mod cuda_place;
 mod cuda_slots;
 pub mod pair;
 
