@@ -154,7 +154,7 @@ fn fail_over_hands_back_the_sets_in_flight_and_scores_every_frame() {
             Ok(done) => out.extend(done.into_iter().map(|d| (d.tag, d.scores.is_some()))),
             Err(_) => {
                 let (done, lost) = s.fail_over(fake(0, None));
-                let lost: Vec<u64> = lost.into_iter().flatten().map(|(_, t)| t).collect();
+                let lost: Vec<u64> = lost.into_iter().flatten().map(|f| f.tag).collect();
                 assert_eq!(lost, [3, 4], "frames 3 and 4 were in flight");
                 out.extend(done.into_iter().map(|(_, d)| (d.tag, d.scores.is_some())));
                 for t in lost.into_iter().chain([i]) {

@@ -2,7 +2,7 @@
 //! with it (a pair is the set of one rendition), and what comes back for it.
 
 use crate::features::RawFeatures;
-use crate::video::frame::{ComponentInput, LumaInput, LumaPlane};
+use crate::video::frame::{ChromaInput, ChromaPair, ComponentInput, LumaInput, LumaPlane};
 
 /// One frame's chroma (Cb `[0]`, Cr `[1]`) as a backend takes it: packed planes at the
 /// stream's own chroma size (the CPU backend) or the buffer's own components (the CUDA
@@ -13,6 +13,42 @@ pub enum FrameChroma<'a> {
     Packed([LumaPlane<'a>; 2]),
     /// The buffer's components, unpacked by the backend.
     Components([ComponentInput<'a>; 2]),
+}
+
+impl<'a> FrameChroma<'a> {
+    /// A pair's packed chroma as `[reference, distorted]`.
+    pub fn packed_pair(c: ChromaPair<'a>) -> [Self; 2] {
+        [Self::Packed(c.reference), Self::Packed(c.distorted)]
+    }
+
+    /// A pair's buffer components as `[reference, distorted]`.
+    pub fn component_pair(c: ChromaInput<'a>) -> [Self; 2] {
+        [Self::Components(c.reference), Self::Components(c.distorted)]
+    }
+}
+
+/// A pair's chroma, as [`FrameSet::into_pair`] finds it on both sides.
+pub enum PairChroma<'a> {
+    /// Neither side has chroma (GRAY8, or no metric reads it).
+    None,
+    /// Packed planes on both sides.
+    Packed(ChromaPair<'a>),
+    /// Buffer components on both sides.
+    Components(ChromaInput<'a>),
+    /// Chroma on one side only, or in two forms: refused by every backend.
+    Mismatched,
+}
+
+/// The set of one rendition taken apart: what a backend's pair kernels take.
+pub struct PairFrame<'a> {
+    /// Reference luma.
+    pub reference: LumaInput<'a>,
+    /// The rendition's luma.
+    pub distorted: LumaInput<'a>,
+    /// Both sides' chroma.
+    pub chroma: PairChroma<'a>,
+    /// Whether the features other than the reference-only ones are computed.
+    pub full: bool,
 }
 
 /// One rendition's frame in a [`FrameSet`].
@@ -41,6 +77,37 @@ pub struct FrameSet<'a> {
 }
 
 impl<'a> FrameSet<'a> {
+    /// The pair this set holds (one rendition, whatever its slot), or `None` when it holds
+    /// another number of renditions.
+    pub fn into_pair(self) -> Option<PairFrame<'a>> {
+        let mut renditions = self.renditions.into_iter();
+        let (Some(d), None) = (renditions.next(), renditions.next()) else {
+            return None;
+        };
+        let chroma = match (self.reference_chroma, d.chroma) {
+            (None, None) => PairChroma::None,
+            (Some(FrameChroma::Packed(r)), Some(FrameChroma::Packed(c))) => {
+                PairChroma::Packed(ChromaPair {
+                    reference: r,
+                    distorted: c,
+                })
+            }
+            (Some(FrameChroma::Components(r)), Some(FrameChroma::Components(c))) => {
+                PairChroma::Components(ChromaInput {
+                    reference: r,
+                    distorted: c,
+                })
+            }
+            _ => PairChroma::Mismatched,
+        };
+        Some(PairFrame {
+            reference: self.reference,
+            distorted: d.luma,
+            chroma,
+            full: d.full,
+        })
+    }
+
     /// A pair: the reference and one distorted frame in rendition slot 0.
     pub fn pair(
         reference: LumaInput<'a>,

@@ -37,5 +37,5 @@ pub use model::Model;
 pub use model_set::{BootstrapScore, ModelSpec, NamedModel};
 pub use plan::{FrameScores, PlanError, ScorePlan};
 pub use pool::{Pool, Pooled};
-pub use scorer::{LostSet, Scorer};
+pub use scorer::{LostFrame, LostSet, Scorer};
 pub use track::{Scored, Track};

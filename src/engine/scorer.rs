@@ -23,10 +23,20 @@ struct Queued<T> {
     ended: Vec<usize>,
 }
 
-/// The tags of a frame set that was in flight when its backend failed ([`Scorer::fail_over`]):
-/// each rendition's slot and tag, in submission order, each followed by the unpaired tags
-/// queued behind it ([`Scorer::push_unpaired`]).
-pub type LostSet<T> = Vec<(usize, T)>;
+/// One rendition's frame of a set that was in flight when its backend failed
+/// ([`Scorer::fail_over`]).
+pub struct LostFrame<T> {
+    /// The rendition's slot.
+    pub rendition: usize,
+    /// The frame's tag, to be pushed again.
+    pub tag: T,
+    /// Tags without a frame queued behind it ([`Scorer::push_unpaired`]), to leave after it.
+    pub unpaired: Vec<T>,
+}
+
+/// A frame set that was in flight when its backend failed: its renditions' frames in
+/// submission order.
+pub type LostSet<T> = Vec<LostFrame<T>>;
 
 /// Scores frame sets on one backend with [`Backend::renditions`] slots, one [`Track`] per
 /// rendition.
@@ -134,16 +144,19 @@ impl<T> Scorer<T> {
 
     /// Frames pushed to rendition 0 (a pair's), skipped ones counted.
     pub fn frames_pushed(&self) -> u64 {
-        self.tracks[0].frames_pushed() + self.in_flight[0]
+        self.pushed(0)
+    }
+
+    /// Frames pushed to rendition `k`, those in flight and skipped ones counted.
+    fn pushed(&self, k: usize) -> u64 {
+        self.tracks
+            .get(k)
+            .map_or(0, |s| s.frames_pushed() + self.in_flight[k])
     }
 
     /// Whether rendition `k`'s next frame is full (not left out by subsampling).
     pub fn next_full(&self, k: usize) -> bool {
-        let pushed = self
-            .tracks
-            .get(k)
-            .map_or(0, |s| s.frames_pushed() + self.in_flight[k]);
-        pushed.is_multiple_of(self.subsample)
+        self.pushed(k).is_multiple_of(self.subsample)
     }
 
     /// Scores one frame set (the renditions' `full` flags from [`Scorer::next_full`]),
@@ -237,13 +250,12 @@ impl<T> Scorer<T> {
         chroma: Option<ChromaPair<'_>>,
         tag: T,
     ) -> Result<Vec<Scored<T>>, EngineError> {
-        let chroma = chroma.map(|c| {
-            [
-                FrameChroma::Packed(c.reference),
-                FrameChroma::Packed(c.distorted),
-            ]
-        });
-        self.push_pair(reference, distorted, chroma, tag)
+        self.push_pair(
+            reference,
+            distorted,
+            chroma.map(FrameChroma::packed_pair),
+            tag,
+        )
     }
 
     /// [`Scorer::push_input`] with the chroma components in their buffers' layouts (for a
@@ -257,13 +269,12 @@ impl<T> Scorer<T> {
         chroma: Option<ChromaInput<'_>>,
         tag: T,
     ) -> Result<Vec<Scored<T>>, EngineError> {
-        let chroma = chroma.map(|c| {
-            [
-                FrameChroma::Components(c.reference),
-                FrameChroma::Components(c.distorted),
-            ]
-        });
-        self.push_pair(reference, distorted, chroma, tag)
+        self.push_pair(
+            reference,
+            distorted,
+            chroma.map(FrameChroma::component_pair),
+            tag,
+        )
     }
 
     fn push_pair(
@@ -345,11 +356,10 @@ impl<T> Scorer<T> {
             trailing.push(tag);
             return None;
         }
-        let next = self.tracks.get(k).map_or(0, |t| t.frames_pushed());
         match self.tracks.get_mut(k) {
             Some(t) => t.push_unpaired(tag),
             None => Some(Scored {
-                index: next,
+                index: 0,
                 tag,
                 scores: None,
             }),
@@ -476,12 +486,14 @@ impl<T> Scorer<T> {
             .queue
             .drain(..)
             .map(|q| {
-                let mut set = Vec::new();
-                for (k, (tag, trailing), _) in q.renditions {
-                    set.push((k, tag));
-                    set.extend(trailing.into_iter().map(|t| (k, t)));
-                }
-                set
+                q.renditions
+                    .into_iter()
+                    .map(|(rendition, (tag, unpaired), _)| LostFrame {
+                        rendition,
+                        tag,
+                        unpaired,
+                    })
+                    .collect()
             })
             .collect();
         let mut done = Vec::new();

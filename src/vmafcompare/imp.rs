@@ -24,8 +24,9 @@ use crate::cuda::{pick, DeviceClaim, GpuDevice};
 use crate::engine::scale::{InputScaling, ScaleError, ScaleMethod, Siting, StreamScaler};
 use crate::engine::{
     model::DEFAULT_MODEL, Backend, ChromaInput, ChromaPair, ComponentInput, DeviceComponent,
-    DeviceLuma, EngineError, FeatureSet, FrameScores, HostComponent, HostLuma, LogFormat,
-    LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan, Scored, Scorer, YuvToRgb,
+    DeviceLuma, EngineError, FeatureSet, FrameChroma, FrameScores, FrameSet, HostComponent,
+    HostLuma, LogFormat, LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan,
+    Scored, Scorer, YuvToRgb,
 };
 use crate::engine::{CpuBackend, CudaBackend, Geometry};
 use crate::video::frame::Hold;

@@ -24,7 +24,7 @@ use super::cpu_parallel as parallel;
 pub use crate::cpu::{threads_per_core, CpuPool, PoolError};
 use crate::engine::backend::api::Backend;
 use crate::engine::error::EngineError;
-use crate::engine::frame_set::{FrameChroma, FrameSet, SetFeatures};
+use crate::engine::frame_set::{FrameSet, PairChroma, SetFeatures};
 use crate::engine::model::Model;
 use crate::engine::plan::{PlanError, ScorePlan};
 use crate::engine::scale::cpu::Scratch;
@@ -262,40 +262,18 @@ impl Backend for CpuBackend {
         if self.ladder.is_some() {
             return self.ladder_submit(set);
         }
-        let FrameSet {
-            reference,
-            reference_chroma,
-            renditions,
-        } = set;
-        let mut renditions = renditions.into_iter();
-        let (Some(d), None) = (renditions.next(), renditions.next()) else {
+        let Some(pair) = set.into_pair() else {
             return Err(EngineError::Backend {
                 backend: "cpu",
                 message: "internal: a pair backend takes one rendition per frame set".into(),
             });
         };
-        match (reference_chroma, d.chroma) {
-            (None, None) => self.pair_frame(reference, d.luma, None, d.full),
-            (Some(FrameChroma::Packed(r)), Some(FrameChroma::Packed(c))) => self.pair_frame(
-                reference,
-                d.luma,
-                Some(ChromaPair {
-                    reference: r,
-                    distorted: c,
-                }),
-                d.full,
-            ),
-            (Some(FrameChroma::Components(r)), Some(FrameChroma::Components(c))) => self
-                .pair_components(
-                    reference,
-                    d.luma,
-                    Some(ChromaInput {
-                        reference: r,
-                        distorted: c,
-                    }),
-                    d.full,
-                ),
-            _ => Err(EngineError::Backend {
+        let (r, d, full) = (pair.reference, pair.distorted, pair.full);
+        match pair.chroma {
+            PairChroma::None => self.pair_frame(r, d, None, full),
+            PairChroma::Packed(c) => self.pair_frame(r, d, Some(c), full),
+            PairChroma::Components(c) => self.pair_components(r, d, Some(c), full),
+            PairChroma::Mismatched => Err(EngineError::Backend {
                 backend: "cpu",
                 message: "chroma on one side of the pair only, or in two forms".into(),
             }),
@@ -318,12 +296,6 @@ impl CpuBackend {
         chroma: Option<ChromaPair<'_>>,
         full: bool,
     ) -> Result<(), EngineError> {
-        if self.ladder.is_some() {
-            return Err(EngineError::Backend {
-                backend: "cpu",
-                message: "internal: a ladder backend takes ladder frames only".into(),
-            });
-        }
         if !self.scaling.is_identity() {
             return self.submit_scaled(reference, distorted, chroma, full);
         }

@@ -20,7 +20,7 @@ use crate::cuda::fault::Counted;
 use crate::cuda::plane::DevPlane;
 use crate::engine::backend::api::Backend;
 use crate::engine::error::EngineError;
-use crate::engine::frame_set::{FrameChroma, FrameSet, SetFeatures};
+use crate::engine::frame_set::{FrameSet, PairChroma, SetFeatures};
 use crate::engine::scale::{InputScaling, LadderScaling};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
@@ -575,31 +575,17 @@ impl Backend for CudaBackend {
         if self.ladder > 0 {
             return self.ladder_submit(set);
         }
-        let FrameSet {
-            reference,
-            reference_chroma,
-            renditions,
-        } = set;
-        let mut renditions = renditions.into_iter();
-        let (Some(d), None) = (renditions.next(), renditions.next()) else {
+        let Some(pair) = set.into_pair() else {
             return Err(EngineError::Backend {
                 backend: "cuda",
                 message: "internal: a pair backend takes one rendition per frame set".into(),
             });
         };
-        match (reference_chroma, d.chroma) {
-            (None, None) => self.pair_components(reference, d.luma, None, d.full),
-            (Some(FrameChroma::Components(r)), Some(FrameChroma::Components(c))) => self
-                .pair_components(
-                    reference,
-                    d.luma,
-                    Some(ChromaInput {
-                        reference: r,
-                        distorted: c,
-                    }),
-                    d.full,
-                ),
-            _ => Err(EngineError::Backend {
+        let (r, d, full) = (pair.reference, pair.distorted, pair.full);
+        match pair.chroma {
+            PairChroma::None => self.pair_components(r, d, None, full),
+            PairChroma::Components(c) => self.pair_components(r, d, Some(c), full),
+            PairChroma::Packed(_) | PairChroma::Mismatched => Err(EngineError::Backend {
                 backend: "cuda",
                 message: "the CUDA backend takes chroma as the buffers' components on both \
                           sides of the pair (FrameChroma::Components)"
@@ -627,12 +613,6 @@ impl CudaBackend {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
         }
-        if self.ladder > 0 {
-            return Err(EngineError::Backend {
-                backend: "cuda",
-                message: "internal: a ladder backend takes ladder frames only".into(),
-            });
-        }
         self.check(&reference, 0)?;
         self.check(&distorted, 1)?;
         if self.in_flight == SLOTS {
@@ -655,13 +635,6 @@ impl CudaBackend {
         }
         if let Some(raw) = self.ready.pop_front() {
             return Ok(Some(raw));
-        }
-        if self.ladder > 0 {
-            return Err(EngineError::Backend {
-                backend: "cuda",
-                message: "internal: a ladder backend's frames are collected as ladder frames"
-                    .into(),
-            });
         }
         self.finish_oldest(wait).map_err(engine_err)
     }

@@ -371,9 +371,6 @@ impl CudaBackend {
             backend: "cuda",
             message: message.to_owned(),
         };
-        if self.ladder == 0 {
-            return Err(refuse("internal: not a ladder backend"));
-        }
         self.check(&frame.reference, 0)?;
         let packed = |c: &Option<FrameChroma>| matches!(c, Some(FrameChroma::Packed(_)));
         if packed(&frame.reference_chroma) || frame.renditions.iter().any(|r| packed(&r.chroma)) {

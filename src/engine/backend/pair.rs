@@ -45,12 +45,7 @@ pub trait PairInput: Backend {
         chroma: Option<ChromaPair<'_>>,
         full: bool,
     ) -> Result<(), EngineError> {
-        let chroma = chroma.map(|c| {
-            [
-                FrameChroma::Packed(c.reference),
-                FrameChroma::Packed(c.distorted),
-            ]
-        });
+        let chroma = chroma.map(FrameChroma::packed_pair);
         self.submit_set(FrameSet::pair(reference, distorted, chroma, full))
     }
     /// [`PairInput::submit_input`] with the chroma components in the buffers' own layouts
@@ -64,12 +59,7 @@ pub trait PairInput: Backend {
         chroma: Option<ChromaInput<'_>>,
         full: bool,
     ) -> Result<(), EngineError> {
-        let chroma = chroma.map(|c| {
-            [
-                FrameChroma::Components(c.reference),
-                FrameChroma::Components(c.distorted),
-            ]
-        });
+        let chroma = chroma.map(FrameChroma::component_pair);
         self.submit_set(FrameSet::pair(reference, distorted, chroma, full))
     }
     /// The oldest pair's values (see [`Backend::collect_set`]).

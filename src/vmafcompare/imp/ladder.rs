@@ -446,13 +446,8 @@ impl VmafCompare {
                 .map_err(|e| self.engine_failed(e)),
             None => {
                 let subsample = lock(&self.settings).subsample;
-                match Ok::<_, EngineError>(Scorer::with_plan(backend, plan, subsample)) {
-                    Ok(s) => {
-                        ladder.scorer = Some(s);
-                        Ok(Vec::new())
-                    }
-                    Err(e) => Err(self.engine_failed(e)),
-                }
+                ladder.scorer = Some(Scorer::with_plan(backend, plan, subsample));
+                Ok(Vec::new())
             }
         }
     }

@@ -164,13 +164,15 @@ impl VmafCompare {
         Ok(())
     }
 
+    /// Emits a pair's completed frames, as the scorer returns them (its one rendition's slot
+    /// beside each).
     pub(super) fn emit_all(
         &self,
-        items: Vec<Scored<Tag>>,
+        items: Vec<(usize, Scored<Tag>)>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
         let post = lock(&self.settings).frame_message;
         let mut ret = Ok(gst::FlowSuccess::Ok);
-        for item in items {
+        for (_, item) in items {
             ret = self.emit(item, post);
             if ret.is_err() {
                 break;

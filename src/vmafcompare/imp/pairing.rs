@@ -25,7 +25,7 @@ impl VmafCompare {
         bpc: u32,
         gpu: Option<&GpuDevice>,
         tag: Tag,
-    ) -> Result<Vec<Scored<Tag>>, PairError> {
+    ) -> Result<Vec<(usize, Scored<Tag>)>, PairError> {
         let gpu = gpu.filter(|_| state.scorer.as_ref().is_some_and(|s| s.reads_device()));
         let defers = state.scorer.as_ref().is_some_and(|s| s.defers_host_rows());
         let (mut rm, rp) = self
@@ -79,7 +79,7 @@ impl VmafCompare {
         bpc: u32,
         chroma: &mut [[Vec<u16>; 2]; 2],
         tag: Tag,
-    ) -> Result<Vec<Scored<Tag>>, PairError> {
+    ) -> Result<Vec<(usize, Scored<Tag>)>, PairError> {
         let components = state.scorer.as_ref().is_some_and(|s| s.reads_components());
         if components {
             return self.push_components(state, (rm, dm), wants_chroma, bpc, tag);
@@ -141,8 +141,10 @@ impl VmafCompare {
             .scorer
             .as_mut()
             .ok_or_else(|| PairError::Map("internal: no scorer".into()))?;
+        let full = scorer.next_full(0);
+        let chroma = pair.map(FrameChroma::packed_pair);
         scorer
-            .push_frame(r, d, pair, tag)
+            .push_set(FrameSet::pair(r, d, chroma, full), vec![tag])
             .map_err(PairError::Engine)
     }
 
@@ -155,7 +157,7 @@ impl VmafCompare {
         wants_chroma: bool,
         bpc: u32,
         tag: Tag,
-    ) -> Result<Vec<Scored<Tag>>, PairError> {
+    ) -> Result<Vec<(usize, Scored<Tag>)>, PairError> {
         let (r, rc) = rm
             .inputs(bpc, wants_chroma)
             .map_err(|e| PairError::Map(format!("reference: {e}")))?;
@@ -187,8 +189,10 @@ impl VmafCompare {
             .scorer
             .as_mut()
             .ok_or_else(|| PairError::Map("internal: no scorer".into()))?;
+        let full = scorer.next_full(0);
+        let chroma = chroma.map(FrameChroma::component_pair);
         scorer
-            .push_components(r, d, chroma, tag)
+            .push_set(FrameSet::pair(r, d, chroma, full), vec![tag])
             .map_err(PairError::Engine)
     }
 
@@ -212,7 +216,7 @@ impl VmafCompare {
             let settled = state.scorer.as_mut().map(|s| s.settle());
             if let Some(Ok(done)) = settled {
                 drop(state);
-                let _ = self.emit_all(done.into_iter().map(|(_, s)| s).collect());
+                let _ = self.emit_all(done);
                 state = lock(&self.state);
             }
         }
@@ -274,14 +278,19 @@ impl VmafCompare {
                         let lost = match state.scorer.as_mut() {
                             Some(scorer) => {
                                 let (done, lost) = scorer.fail_over(Box::new(cpu));
-                                failed_over = done.into_iter().map(|(_, s)| s).collect();
+                                failed_over = done;
                                 let n = lost.len();
-                                for set in lost {
-                                    failed_over.extend(set.into_iter().map(|(_, tag)| Scored {
+                                // Still leave unscored, in order, as before the CPU takes over.
+                                for f in lost.into_iter().flatten() {
+                                    let unscored = |tag| Scored {
                                         index: 0,
                                         tag,
                                         scores: None,
-                                    }));
+                                    };
+                                    failed_over.push((f.rendition, unscored(f.tag)));
+                                    failed_over.extend(
+                                        f.unpaired.into_iter().map(|t| (f.rendition, unscored(t))),
+                                    );
                                 }
                                 n
                             }
@@ -378,7 +387,7 @@ impl VmafCompare {
         let tail = state.scorer.as_mut().map(|s| s.finish()).transpose();
         drop(state);
         let tail = tail.map_err(|e| self.engine_failed(e))?.unwrap_or_default();
-        self.emit_all(tail.into_iter().map(|(_, s)| s).collect())?;
+        self.emit_all(tail)?;
         self.live_release(true)?;
         self.post_summary();
         Err(gst::FlowError::Eos)

@@ -504,7 +504,7 @@ impl VmafCompare {
     pub(super) fn ensure_scorer(
         &self,
         state: &mut State,
-    ) -> Result<Vec<Scored<Tag>>, gst::FlowError> {
+    ) -> Result<Vec<(usize, Scored<Tag>)>, gst::FlowError> {
         let (Some(r), Some(d)) = (state.reference.as_ref(), state.distorted.as_ref()) else {
             gst::element_imp_error!(
                 self,
@@ -645,10 +645,7 @@ impl VmafCompare {
         let done = match state.scorer.as_mut() {
             Some(s) => s
                 .replace_backend(backend)
-                .map_err(|e| self.engine_failed(e))?
-                .into_iter()
-                .map(|(_, s)| s)
-                .collect(),
+                .map_err(|e| self.engine_failed(e))?,
             None => {
                 let subsample = lock(&self.settings).subsample;
                 state.scorer = Some(Scorer::with_plan(backend, plan, subsample));

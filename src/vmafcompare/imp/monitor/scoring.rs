@@ -110,8 +110,7 @@ impl VmafCompare {
             state.scorer.as_mut().map(|s| s.poll()).transpose()
         };
         let done = done.map_err(|e| self.engine_failed(e))?.unwrap_or_default();
-        self.emit_all(done.into_iter().map(|(_, s)| s).collect())
-            .map(|_| ())
+        self.emit_all(done).map(|_| ())
     }
 
     /// What the scorer holds in flight, for the scoring queue's capacity and pace.
@@ -134,8 +133,7 @@ impl VmafCompare {
             state.scorer.as_mut().map(|s| s.skip(pairs)).transpose()
         };
         let done = done.map_err(|e| self.engine_failed(e))?.unwrap_or_default();
-        self.emit_all(done.into_iter().map(|(_, s)| s).collect())
-            .map(|_| ())
+        self.emit_all(done).map(|_| ())
     }
 
     /// Pushes released output buffers, attaching their scores as meta.
