@@ -478,6 +478,7 @@ impl<T> Scorer<T> {
     /// end of stream) and the sets still in flight are returned, oldest first, to be pushed
     /// again on the new backend, which starts a new run for every rendition. Indices and
     /// pooling continue.
+    #[allow(clippy::type_complexity)]
     pub fn fail_over(
         &mut self,
         backend: Box<dyn Backend>,

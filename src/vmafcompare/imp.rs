@@ -21,26 +21,32 @@ use crate::cpu::{self, CpuPool};
 use crate::cuda::context::PeerAccess;
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::{pick, DeviceClaim, GpuDevice};
-use crate::engine::scale::{InputScaling, ScaleError, ScaleMethod, Siting, StreamScaler};
+use crate::engine::scale::range::RangeConversion;
+use crate::engine::scale::{
+    InputScaling, LadderScaling, ScaleError, ScaleMethod, Siting, StreamScaler,
+};
 use crate::engine::{
-    model::DEFAULT_MODEL, Backend, ChromaInput, ChromaPair, ComponentInput, DeviceComponent,
-    DeviceLuma, EngineError, FeatureSet, FrameChroma, FrameScores, FrameSet, HostComponent,
-    HostLuma, LogFormat, LogWriter, LumaInput, LumaPlane, NamedModel, SampleLayout, ScorePlan,
-    Scored, Scorer, YuvToRgb,
+    model::DEFAULT_MODEL, Backend, ComponentInput, DeviceComponent, DeviceLuma, EngineError,
+    FeatureSet, FrameChroma, FrameScores, FrameSet, HostComponent, HostLuma, LogFormat, LogWriter,
+    LumaInput, LumaPlane, NamedModel, RenditionFrame, SampleLayout, ScorePlan, Scored, Scorer,
+    YuvToRgb,
 };
 use crate::engine::{CpuBackend, CudaBackend, Geometry};
 use crate::video::frame::Hold;
+use crate::vmafcompare::slots::Slots;
 
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
 mod caps;
-mod ladder;
+mod flow;
 mod mapping;
 mod monitor;
 mod order;
 mod outputs;
-mod pairing;
 mod properties;
+mod push;
 mod range;
+mod rendition;
+mod scorer;
 mod setup;
 
 use caps::*;
@@ -77,14 +83,22 @@ const FORMATS: &[gst_video::VideoFormat] = &[
     gst_video::VideoFormat::P012Le,
 ];
 
-/// What leaves with each distorted buffer.
+/// What goes with each rendition's frame through the scorer.
 #[derive(Clone)]
 struct Tag {
-    buffer: gst::Buffer,
+    /// The output slot (frame set) it belongs to.
+    slot: u64,
+    /// The reference buffer and the rendition's, to be mapped and scored again on the CPU
+    /// should the GPU fail with the frame in flight (only while that may happen: a GPU
+    /// backend under `backend=auto`).
+    retry: Option<(gst::Buffer, gst::Buffer)>,
+    /// The rendition buffer's timestamps (its frame message's).
+    pts: Option<gst::ClockTime>,
     running_time: Option<gst::ClockTime>,
+    duration: Option<gst::ClockTime>,
 }
 
-/// Why a pair could not be pushed.
+/// Why a frame set could not be pushed.
 enum PairError {
     /// Mapping or reading a buffer failed.
     Map(String),
@@ -92,35 +106,45 @@ enum PairError {
     Engine(EngineError),
 }
 
-/// Per-stream state, created at READY->PAUSED and dropped at PAUSED->READY.
+/// Per-stream state, created at READY->PAUSED and dropped at PAUSED->READY: the reference and
+/// the renditions scored against it (a pair: one), the scorer, and the output slots.
 #[derive(Default)]
 struct State {
     reference: Option<PadVideo>,
-    distorted: Option<PadVideo>,
+    /// One per rendition slot, in slot order.
+    renditions: Vec<rendition::Rendition>,
+    /// A ladder (request pads): the src pad carries the reference buffers, each with one meta
+    /// per rendition; messages, summaries and logs name the rendition. A pair: the src pad
+    /// carries the distorted buffers.
+    ladder: bool,
     scorer: Option<Scorer<Tag>>,
-    /// Geometry the scorer's backend was made for: (width, height, bpc) of the scored frames.
+    /// `(width, height, bpc)` of the scored frames.
     geometry: Option<(u32, u32, u32)>,
-    /// The pads' sizes the scorer's backend was made for ([0]: reference, [1]: distorted).
-    input_sizes: [(u32, u32); 2],
-    /// How each stream is scaled to the scoring size.
-    scaling: InputScaling,
-    /// How each pad was scaled during the stream (`none`, `bicubic 1280x720->1920x1080`).
-    scaled: [BTreeSet<String>; 2],
-    /// Each pad's colour range and what was converted (summary, log, warnings).
-    ranges: range::RangeNotes,
-    log: Option<LogWriter>,
-    /// How each pad's frames reached the backend ([0]: reference, [1]: distorted).
-    paths: [BTreeSet<InputPath>; 2],
+    /// The reference's and the renditions' sizes the backend was made for.
+    sizes: Vec<(u32, u32)>,
+    /// The range conversions (reference's, each rendition's) the backend was made for: a
+    /// caps change of range alone makes it again, as a change of size does.
+    conversions: Vec<[Option<RangeConversion>; 2]>,
+    /// The scalers the backend was made with (a CPU backend taking over from a failed GPU
+    /// gets them too).
+    scaling: LadderScaling,
+    /// The frames' format the backend was made for.
+    frame: Option<FrameFormat>,
+    reference_scaled: BTreeSet<String>,
+    reference_paths: BTreeSet<InputPath>,
+    /// The reference's packed Cb/Cr (CPU backend).
+    reference_chroma: [Vec<u16>; 2],
     /// The driver refused to import a DMABuf: read DMABufs back from now on.
     dmabuf_refused: bool,
-    /// Packed Cb/Cr of the reference ([0]) and distorted ([1]) frame, for `psnr_cb`/`psnr_cr`.
-    chroma: [[Vec<u16>; 2]; 2],
-    unpaired_reference: u64,
-    unpaired_distorted: u64,
+    /// Output buffers waiting for their scores (not live; a live pipeline's wait in the
+    /// scoring queue).
+    out: Slots,
+    next_slot: u64,
     started: Option<Instant>,
     finished: bool,
-    /// Ladder mode (request pads `distorted_%u` made before READY->PAUSED).
-    ladder: Option<ladder::LadderState>,
+    /// The always `distorted` pad was unlinked at READY->PAUSED in a ladder and was ended: it
+    /// carries no rendition.
+    distorted_unused: bool,
 }
 
 pub struct VmafCompare {
@@ -308,7 +332,7 @@ impl ElementImpl for VmafCompare {
         }
         let ret = self.parent_change_state(transition)?;
         if transition == gst::StateChange::ReadyToPaused {
-            self.ladder_end_unlinked();
+            self.end_unlinked_distorted();
         }
         if transition == gst::StateChange::ReadyToNull {
             *lock(&self.prepared) = None;
@@ -373,7 +397,7 @@ impl ElementImpl for VmafCompare {
     /// A rendition's pad goes: while the element runs, that rendition ends cleanly (its
     /// frames complete, its summary is posted, its log closed); the others go on.
     fn release_pad(&self, pad: &gst::Pad) {
-        self.ladder_release_pad(pad);
+        self.end_rendition(pad);
         let _ = self.obj().remove_pad(pad);
     }
 
@@ -398,33 +422,22 @@ impl ElementImpl for VmafCompare {
 impl AggregatorImpl for VmafCompare {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refresh_cpu_pool()?;
-        let ladder = self.ladder_start()?;
-        let state = State {
-            // In ladder mode each rendition has its own log.
-            log: if ladder.is_some() {
-                None
-            } else {
-                self.open_log()?
-            },
+        let (renditions, ladder) = self.start_renditions()?;
+        *lock(&self.state) = State {
+            renditions,
             ladder,
             ..State::default()
         };
-        *lock(&self.state) = state;
         lock(&self.order).reset();
-        self.monitor_start();
+        self.monitor_start(self.live_pads());
         Ok(())
     }
 
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.monitor_shutdown();
-        let mut state = lock(&self.state);
-        let res = self.close_log(&mut state);
-        if let Some(l) = state.ladder.as_mut() {
-            l.close_logs();
-        }
-        *state = State::default();
-        drop(state);
-        res.map_err(|e| gst::error_msg!(gst::ResourceError::Write, ("{}", e)))
+        let res = self.close_logs();
+        *lock(&self.state) = State::default();
+        res
     }
 
     fn sink_event(&self, pad: &gst_base::AggregatorPad, event: gst::Event) -> bool {
@@ -448,7 +461,7 @@ impl AggregatorImpl for VmafCompare {
     }
 
     fn update_src_caps(&self, _caps: &gst::Caps) -> Result<gst::Caps, gst::FlowError> {
-        // Ladder mode: the src pad carries the reference buffers.
+        // A ladder's src pad carries the reference buffers, a pair's the distorted ones.
         let pad = if self.is_ladder() {
             &self.reference_pad
         } else {
@@ -461,34 +474,12 @@ impl AggregatorImpl for VmafCompare {
     }
 
     /// A flushing seek starts a new run from the seek position: indices, motion, pooling,
-    /// the unpaired counts and the results log all restart, so the summary and the log
+    /// the unpaired counts and the results logs all restart, so the summary and the log
     /// describe the same frames, as a fresh run from there would.
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
         lock(&self.order).reset();
-        if self.is_ladder() {
-            self.ladder_flush()?;
-            return self.parent_flush();
-        }
         self.monitor_flush();
-        let mut state = lock(&self.state);
-        if let Some(s) = state.scorer.as_mut() {
-            s.reset();
-        }
-        state.finished = false;
-        state.unpaired_reference = 0;
-        state.unpaired_distorted = 0;
-        state.started = None;
-        if state.log.take().is_some() {
-            match self.open_log() {
-                Ok(log) => state.log = log,
-                Err(e) => {
-                    drop(state);
-                    self.post_error_message(e);
-                    return Err(gst::FlowError::Error);
-                }
-            }
-        }
-        drop(state);
+        self.restart_run()?;
         self.parent_flush()
     }
 
@@ -533,92 +524,15 @@ impl AggregatorImpl for VmafCompare {
     /// Live pipelines: the earliest running time at which something must happen without new
     /// data, as the aggregator times out at that time plus the latency: an output buffer of
     /// the scoring queue reaching its deadline, or a buffer waiting on a sink pad for a
-    /// partner that did not come (a pad that never receives data), which is then dropped or
-    /// passed on unscored instead of blocking its upstream forever (see
-    /// `VmafCompare::live_next_time`). `None` (wait for data) when nothing waits.
+    /// partner that did not come (a pad that never receives data, a rendition that stalls),
+    /// which is then dropped or passed on unscored instead of blocking its upstream (or the
+    /// other renditions) forever (see `VmafCompare::live_next_time`). `None` (wait for data)
+    /// when nothing waits.
     fn next_time(&self) -> Option<gst::ClockTime> {
-        if self.is_ladder() {
-            return self.ladder_next_time();
-        }
         self.live_next_time()
     }
 
     fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
-        if self.is_ladder() {
-            return self.ladder_aggregate(timeout);
-        }
-        // Live pipelines: frames the scoring thread finished leave first, in order.
-        self.live_release(false)?;
-        if self.aligning() {
-            return self.align_step();
-        }
-        // Inputs are the pads' buffers, after any held by auto-alignment (0: reference,
-        // 1: distorted).
-        let (rb, db) = (self.peek_input(0), self.peek_input(1));
-        match (rb, db) {
-            (Some((r, rrt)), Some((d, drt))) => {
-                // Pair by running time (the distorted one shifted back by its delay): when
-                // one side is more than half a frame ahead, the earlier buffer has no
-                // partner. Half of the shorter frame, so that with differing frame rates
-                // each frame of the slower stream pairs with the nearest frame of the
-                // faster one.
-                let half = match (d.duration(), r.duration()) {
-                    (Some(a), Some(b)) => Some(a.min(b) / 2),
-                    (a, b) => a.or(b).map(|d| d / 2),
-                };
-                if let (Some(rrt), Some(drt), Some(half)) = (rrt, drt, half) {
-                    match self.unpaired_side(rrt, drt, half) {
-                        Some(true) => {
-                            gst::debug!(
-                                CAT,
-                                imp = self,
-                                "reference at {rrt} has no partner, dropping"
-                            );
-                            drop(self.pop_input(0));
-                            if !is_gap(&r) {
-                                lock(&self.state).unpaired_reference += 1;
-                            }
-                            return Ok(gst::FlowSuccess::Ok);
-                        }
-                        Some(false) => {
-                            gst::debug!(
-                                CAT,
-                                imp = self,
-                                "distorted at {drt} has no partner, passing it on"
-                            );
-                            let d = self.pop_input(1).ok_or(gst::FlowError::Error)?;
-                            return self.pass_unpaired_distorted(d);
-                        }
-                        None => {}
-                    }
-                }
-                let (Some(r), Some(d)) = (self.pop_input(0), self.pop_input(1)) else {
-                    return Ok(gst::FlowSuccess::Ok);
-                };
-                if is_gap(&r) || is_gap(&d) {
-                    // No picture on one side: nothing to score; the other side is unpaired.
-                    if !is_gap(&r) {
-                        lock(&self.state).unpaired_reference += 1;
-                    }
-                    return self.pass_unpaired_distorted(d);
-                }
-                self.score_or_queue(r, d)
-            }
-            // One side waits alone: its partner is missing when the other stream ended, or
-            // when a live timeout finds its deadline passed (`partner_overdue`).
-            (Some((r, _)), None) if self.input_eos(1) || self.partner_overdue(0, timeout) => {
-                drop(self.pop_input(0));
-                if !is_gap(&r) {
-                    lock(&self.state).unpaired_reference += 1;
-                }
-                Ok(gst::FlowSuccess::Ok)
-            }
-            (None, Some(_)) if self.input_eos(0) || self.partner_overdue(1, timeout) => {
-                let d = self.pop_input(1).ok_or(gst::FlowError::Error)?;
-                self.pass_unpaired_distorted(d)
-            }
-            (None, None) if self.input_eos(0) && self.input_eos(1) => self.finish_stream(),
-            _ => Ok(gst::FlowSuccess::Ok),
-        }
+        self.aggregate_sets(timeout)
     }
 }

@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 
 use gst::glib;
 
+use super::slots::Slots;
+pub(crate) use super::slots::{Due, Released};
+
 /// What the streaming thread does with a pair when the scoring queue is full
 /// (`on-full` property; live pipelines only).
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, glib::Enum, Default)]
@@ -44,10 +47,12 @@ pub enum OnFull {
 /// Work for the scoring thread, in stream order.
 #[derive(Debug)]
 pub(crate) enum Job {
-    /// Score this pair.
-    Pair {
+    /// Score this frame set: the reference buffer and, per rendition slot, its partner
+    /// (`None`: no frame at the reference's time); `slot` is its output slot.
+    Set {
+        slot: u64,
         reference: gst::Buffer,
-        distorted: gst::Buffer,
+        partners: Vec<Option<gst::Buffer>>,
     },
     /// `pairs` consecutive pairs were skipped here.
     Gap { pairs: u64 },
@@ -84,30 +89,6 @@ pub(crate) enum Offered {
     Skipped,
 }
 
-/// A released output buffer and the scores structure to attach as meta, if it was scored.
-pub(crate) type Released = (gst::Buffer, Option<gst::Structure>);
-
-/// Which output slots are due ([`ScoringQueue::take_due`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Due {
-    /// No clock (or no latency): completed slots leave at once.
-    WhenReady,
-    /// Slots whose running time is at or before this leave, scored or not; `None`: none
-    /// yet (the pipeline has not run for one latency).
-    Until(Option<gst::ClockTime>),
-}
-
-enum SlotState {
-    Pending,
-    Ready(Option<gst::Structure>),
-}
-
-struct Slot {
-    buffer: gst::Buffer,
-    running_time: Option<gst::ClockTime>,
-    state: SlotState,
-}
-
 #[derive(Default)]
 struct Inner {
     jobs: VecDeque<Job>,
@@ -120,7 +101,7 @@ struct Inner {
     handed: VecDeque<Instant>,
     /// Pairs the scorer works on at once ([`Progress::parallel`]).
     parallel: usize,
-    slots: VecDeque<Slot>,
+    slots: Slots,
     skipped: u64,
     /// Skips the scoring thread has passed, in stream order.
     skipped_in_order: u64,
@@ -208,14 +189,14 @@ impl ScoringQueue {
                         }
                         g.busy = true;
                         let job = g.jobs.pop_front();
-                        if matches!(job, Some(Job::Pair { .. })) {
+                        if matches!(job, Some(Job::Set { .. })) {
                             g.handed.push_back(Instant::now());
                         }
                         job
                     };
                     let Some(job) = job else { continue };
                     let (pair, gap) = match &job {
-                        Job::Pair { .. } => (true, 0),
+                        Job::Set { .. } => (true, 0),
                         Job::Gap { pairs } => (false, *pairs),
                         Job::Poll => (false, 0),
                     };
@@ -271,31 +252,35 @@ impl ScoringQueue {
         }
     }
 
-    /// Hands a pair to the scorer. With [`OnFull::Skip`] the pair is skipped when `capacity`
-    /// pairs are waiting, or when, at the scorer's measured pace, it would not be scored
-    /// within `budget` (the time a frame may stay: the element's own latency). With
-    /// [`OnFull::Block`] the streaming thread waits until fewer than `capacity` pairs wait,
+    /// Hands frame set `slot` (`reference` and its `partners`, one per rendition slot) to the
+    /// scorer, with `output` the buffer that leaves for it, complete once the `present`
+    /// renditions' scores came in. With [`OnFull::Skip`] the set is skipped when `capacity`
+    /// sets are waiting, or when, at the scorer's measured pace, it would not be scored within
+    /// `budget` (the time a frame may stay: the element's own latency). With
+    /// [`OnFull::Block`] the streaming thread waits until fewer than `capacity` sets wait,
     /// pushing what becomes ready meanwhile through `release`, until `cancelled()` says to
     /// give up (`Err(Flushing)`). An earlier scoring error is returned here.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn offer(
         &self,
-        reference: gst::Buffer,
-        distorted: gst::Buffer,
+        (slot, reference, partners): (u64, gst::Buffer, Vec<Option<gst::Buffer>>),
+        output: gst::Buffer,
         running_time: Option<gst::ClockTime>,
         on_full: OnFull,
         budget: Option<Duration>,
         cancelled: impl Fn() -> bool,
         mut release: impl FnMut(Vec<Released>) -> Result<gst::FlowSuccess, gst::FlowError>,
     ) -> Result<Offered, gst::FlowError> {
+        let present = partners.iter().filter(|p| p.is_some()).count();
         let mut g = self.shared.lock();
         loop {
             if let Some(e) = g.error {
                 return Err(e);
             }
-            // Pairs ahead of this one: queued, being handed over, or in flight.
+            // Sets ahead of this one: queued, being handed over, or in flight.
             let waiting = g.pairs_waiting + g.in_flight;
-            // It is scored once the pairs ahead have gone through the scorer's `parallel`
-            // lanes: (waiting / parallel + 1) pair times.
+            // It is scored once the sets ahead have gone through the scorer's `parallel`
+            // lanes: (waiting / parallel + 1) set times.
             let rounds = (waiting / g.parallel.max(1)) as u32 + 1;
             let too_slow = match (g.pace, budget) {
                 (Some(pace), Some(budget)) => pace.checked_mul(rounds).is_none_or(|t| t > budget),
@@ -306,11 +291,7 @@ impl ScoringQueue {
             }
             if on_full == OnFull::Skip {
                 g.skipped += 1;
-                g.slots.push_back(Slot {
-                    buffer: distorted,
-                    running_time,
-                    state: SlotState::Ready(None),
-                });
+                g.slots.push(slot, output, running_time, 0);
                 match g.jobs.back_mut() {
                     Some(Job::Gap { pairs }) => *pairs += 1,
                     _ => g.jobs.push_back(Job::Gap { pairs: 1 }),
@@ -325,7 +306,7 @@ impl ScoringQueue {
                 return Err(gst::FlowError::Flushing);
             }
             // Blocked: what completed meanwhile still leaves, in order.
-            let ready = Self::front_ready(&mut g);
+            let ready = g.slots.front_ready();
             if !ready.is_empty() {
                 drop(g);
                 release(ready)?;
@@ -340,79 +321,38 @@ impl ScoringQueue {
                 .unwrap_or_else(|p| p.into_inner().0);
         }
         g.pairs_waiting += 1;
-        g.slots.push_back(Slot {
-            buffer: distorted.clone(),
-            running_time,
-            state: SlotState::Pending,
-        });
-        g.jobs.push_back(Job::Pair {
+        g.slots.push(slot, output, running_time, present);
+        g.jobs.push_back(Job::Set {
+            slot,
             reference,
-            distorted,
+            partners,
         });
         self.shared.cond.notify_all();
         Ok(Offered::Queued)
     }
 
-    /// A distorted buffer with no partner: leaves unscored, in order.
-    pub(crate) fn pass(&self, distorted: gst::Buffer, running_time: Option<gst::ClockTime>) {
-        self.shared.lock().slots.push_back(Slot {
-            buffer: distorted,
-            running_time,
-            state: SlotState::Ready(None),
-        });
-    }
-
-    fn front_ready(g: &mut Inner) -> Vec<Released> {
-        let mut out = Vec::new();
-        while matches!(g.slots.front(), Some(s) if matches!(s.state, SlotState::Ready(_))) {
-            if let Some(slot) = g.slots.pop_front() {
-                out.push(Self::released(slot));
-            }
-        }
-        out
-    }
-
-    fn released(slot: Slot) -> Released {
-        match slot.state {
-            SlotState::Ready(s) => (slot.buffer, s),
-            SlotState::Pending => (slot.buffer, None),
-        }
+    /// A buffer that leaves unscored, in order (a distorted one with no partner, a reference
+    /// frame no rendition had).
+    pub(crate) fn pass(
+        &self,
+        slot: u64,
+        buffer: gst::Buffer,
+        running_time: Option<gst::ClockTime>,
+    ) {
+        self.shared.lock().slots.push(slot, buffer, running_time, 0);
     }
 
     /// Running time of the oldest slot: the aggregator wakes up at that time plus the
     /// latency to release it ([`ScoringQueue::take_due`]).
     pub(crate) fn next_time(&self) -> Option<gst::ClockTime> {
-        self.shared
-            .lock()
-            .slots
-            .front()
-            .and_then(|s| s.running_time)
+        self.shared.lock().slots.next_time()
     }
 
-    /// Slots that leave now, in order: with [`Due::Until`] those whose running time is at or
-    /// before it (the current running time minus the latency: their deadline has come),
-    /// scored or not; with [`Due::WhenReady`], or for a slot without running time, those
-    /// completed. Beyond `max_slots` the oldest leave anyway. With `all` (end of stream,
-    /// after [`ScoringQueue::drain`]) every slot leaves.
+    /// Slots that leave now, in order (see [`Slots::take_due`]; beyond `max_slots` the oldest
+    /// leave anyway). With `all` (end of stream, after [`ScoringQueue::drain`]) every slot
+    /// leaves.
     pub(crate) fn take_due(&self, due: Due, all: bool) -> Vec<Released> {
-        let mut g = self.shared.lock();
-        let mut out = Vec::new();
-        while let Some(front) = g.slots.front() {
-            let ready = matches!(front.state, SlotState::Ready(_));
-            let leave = all
-                || g.slots.len() > self.max_slots
-                || match (front.running_time, due) {
-                    (Some(rt), Due::Until(until)) => until.is_some_and(|u| rt <= u),
-                    _ => ready,
-                };
-            if !leave {
-                break;
-            }
-            if let Some(slot) = g.slots.pop_front() {
-                out.push(Self::released(slot));
-            }
-        }
-        out
+        self.shared.lock().slots.take_due(due, all, self.max_slots)
     }
 
     /// Waits until every queued job is scored, the pairs in flight included (end of
@@ -445,7 +385,7 @@ impl ScoringQueue {
         let pairs = g
             .jobs
             .iter()
-            .filter(|j| matches!(j, Job::Pair { .. }))
+            .filter(|j| matches!(j, Job::Set { .. }))
             .count();
         g.jobs.clear();
         g.pairs_waiting = g.pairs_waiting.saturating_sub(pairs);
@@ -496,8 +436,8 @@ impl ScoringQueue {
     }
 
     /// See [`Completer::complete`].
-    pub(crate) fn complete(&self, buffer: gst::Buffer, scores: Option<gst::Structure>) {
-        self.completer().complete(buffer, scores)
+    pub(crate) fn complete(&self, slot: u64, scores: Option<gst::Structure>) {
+        self.completer().complete(slot, scores)
     }
 }
 
@@ -514,24 +454,15 @@ pub(crate) struct Completer {
 }
 
 impl Completer {
-    /// The frame of `buffer` is done: its slot becomes ready, with `scores` to attach. When
-    /// the buffer already left (its deadline came first), a scored frame counts as late.
-    pub(crate) fn complete(&self, buffer: gst::Buffer, scores: Option<gst::Structure>) {
+    /// One rendition of frame set `slot` is done, with `scores` to attach (`None`:
+    /// unscored). When the slot already left (its deadline came first), a scored frame
+    /// counts as late.
+    pub(crate) fn complete(&self, slot: u64, scores: Option<gst::Structure>) {
         let mut g = self.shared.lock();
         let scored = scores.is_some();
-        match g
-            .slots
-            .iter_mut()
-            .find(|s| s.buffer.as_ptr() == buffer.as_ptr())
-        {
-            Some(slot) => slot.state = SlotState::Ready(scores),
-            None if scored => g.late += 1,
-            None => {}
+        if !g.slots.complete(slot, scores) && scored {
+            g.late += 1;
         }
-        drop(g);
-        // The slot's reference is now the only one the element holds, so attaching the
-        // meta on release does not copy the frame.
-        drop(buffer);
     }
 
     /// Pairs skipped before the frame being completed now (the scoring thread's view, in
@@ -560,7 +491,7 @@ mod tests {
 
     fn pts(r: &[Released]) -> Vec<(u64, bool)> {
         r.iter()
-            .map(|(b, s)| (b.pts().map_or(999, |t| t.mseconds()), s.is_some()))
+            .map(|(b, s)| (b.pts().map_or(999, |t| t.mseconds()), !s.is_empty()))
             .collect()
     }
 
@@ -573,14 +504,19 @@ mod tests {
         let c2 = cell.clone();
         let queue = ScoringQueue::start(capacity, max_slots, move |job| {
             let _ = rx.lock().unwrap().recv();
-            if let (Job::Pair { distorted, .. }, Some(c)) = (job, c2.lock().unwrap().as_ref()) {
-                c.complete(distorted, Some(gst::Structure::new_empty("s")));
+            if let (Job::Set { slot, .. }, Some(c)) = (job, c2.lock().unwrap().as_ref()) {
+                c.complete(slot, Some(gst::Structure::new_empty("s")));
             }
             Ok(Progress::IDLE)
         })
         .unwrap();
         *cell.lock().unwrap() = Some(queue.completer());
         (queue, tx)
+    }
+
+    /// The pair at `t` ms: frame set `t`, its distorted buffer the output.
+    fn pair(t: u64) -> (u64, gst::Buffer, Vec<Option<gst::Buffer>>) {
+        (t, buf(t), vec![Some(buf(t))])
     }
 
     fn none(_: Vec<Released>) -> Result<gst::FlowSuccess, gst::FlowError> {
@@ -590,7 +526,7 @@ mod tests {
     #[test]
     fn skips_when_full_keeps_order_and_releases_at_deadlines() {
         let (q, gate) = gated(1, 16);
-        let offer = |t| q.offer(buf(t), buf(t), ms(t), OnFull::Skip, None, || false, none);
+        let offer = |t| q.offer(pair(t), buf(t), ms(t), OnFull::Skip, None, || false, none);
         assert_eq!(offer(0), Ok(Offered::Queued));
         assert_eq!(offer(40), Ok(Offered::Skipped));
         assert_eq!(q.next_time(), ms(0));
@@ -629,7 +565,7 @@ mod tests {
     fn skips_when_the_pace_does_not_fit_the_budget() {
         let (q, gate) = gated(8, 16);
         let budget = Some(Duration::from_millis(100));
-        let offer = |t| q.offer(buf(t), buf(t), ms(t), OnFull::Skip, budget, || false, none);
+        let offer = |t| q.offer(pair(t), buf(t), ms(t), OnFull::Skip, budget, || false, none);
         assert_eq!(offer(0), Ok(Offered::Queued));
         // No pace measured yet: queued up to capacity.
         assert_eq!(offer(40), Ok(Offered::Queued));
@@ -658,12 +594,12 @@ mod tests {
         let (q, gate) = gated(1, 8);
         let q = Arc::new(q);
         let released = Arc::new(Mutex::new(Vec::new()));
-        q.offer(buf(0), buf(0), ms(0), OnFull::Block, None, || false, none)
+        q.offer(pair(0), buf(0), ms(0), OnFull::Block, None, || false, none)
             .unwrap();
         let (q2, r2) = (q.clone(), released.clone());
         let t = std::thread::spawn(move || {
             q2.offer(
-                buf(40),
+                pair(40),
                 buf(40),
                 ms(40),
                 OnFull::Block,
@@ -685,7 +621,7 @@ mod tests {
         assert_eq!(q.skipped(), 0);
         // A blocked offer gives up when told to.
         let _ = q.offer(
-            buf(80),
+            pair(80),
             buf(80),
             ms(80),
             OnFull::Block,
@@ -694,7 +630,7 @@ mod tests {
             none,
         );
         let cancelled = q.offer(
-            buf(120),
+            pair(120),
             buf(120),
             ms(120),
             OnFull::Block,
@@ -714,10 +650,10 @@ mod tests {
         let rx = Mutex::new(rx);
         let cell: Arc<Mutex<Option<Completer>>> = Arc::new(Mutex::new(None));
         let c2 = cell.clone();
-        let mut flying: VecDeque<gst::Buffer> = VecDeque::new();
+        let mut flying: VecDeque<u64> = VecDeque::new();
         let queue = ScoringQueue::start(2, 16, move |job| {
-            if let Job::Pair { distorted, .. } = job {
-                flying.push_back(distorted);
+            if let Job::Set { slot, .. } = job {
+                flying.push_back(slot);
             }
             // One pair finishes per gate opening; polls do not wait for one.
             if rx.lock().unwrap().try_recv().is_ok() {
@@ -733,7 +669,7 @@ mod tests {
         .unwrap();
         *cell.lock().unwrap() = Some(queue.completer());
         let q = queue;
-        let offer = |t| q.offer(buf(t), buf(t), ms(t), OnFull::Skip, None, || false, none);
+        let offer = |t| q.offer(pair(t), buf(t), ms(t), OnFull::Skip, None, || false, none);
         assert_eq!(offer(0), Ok(Offered::Queued));
         assert_eq!(offer(40), Ok(Offered::Queued));
         // Wait until both were handed over (in flight, nothing queued).

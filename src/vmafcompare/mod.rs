@@ -8,6 +8,7 @@ mod imp;
 mod live;
 mod messages;
 mod pad;
+mod slots;
 
 pub use pad::VmafRenditionPad;
 

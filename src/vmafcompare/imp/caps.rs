@@ -303,13 +303,9 @@ impl VmafCompare {
             );
             return false;
         }
-        if pad != &self.reference_pad && self.ladder_caps(pad, &video) {
-            return true;
-        }
         // Sizes are compared when frames are paired (`ensure_scorer`), not here: a pad may
         // renegotiate before its first buffer (a source re-sending stale sticky caps on
         // restart), and both pads may switch size mid-stream one after the other.
-        let mut state = lock(&self.state);
         gst::debug!(
             CAT,
             imp = self,
@@ -319,18 +315,13 @@ impl VmafCompare {
             self.other_pad(pad)
         );
         if pad == &self.reference_pad {
-            state.reference = Some(video);
-        } else {
-            state.distorted = Some(video.clone());
-            let fps = video.info.fps();
-            if fps.numer() > 0 && fps.denom() > 0 {
-                // One frame is held back until the next arrives (motion2 needs it).
-                let frame = gst::ClockTime::SECOND
-                    .mul_div_floor(fps.denom() as u64, fps.numer() as u64)
-                    .unwrap_or(gst::ClockTime::ZERO);
-                drop(state);
-                self.monitor_caps(frame);
-            }
+            lock(&self.state).reference = Some(video);
+            return true;
+        }
+        match self.rendition_caps(pad, &video) {
+            Ok(Some(frame)) => self.monitor_caps(frame),
+            Ok(None) => {}
+            Err(()) => return true,
         }
         true
     }

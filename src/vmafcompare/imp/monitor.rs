@@ -21,10 +21,14 @@ mod inputs;
 mod scoring;
 
 use crate::engine::align::{Aligner, Thumb};
-use crate::engine::window::{Alert, AlertChange, Window, WindowSpan, MAX_WINDOW_FRAMES};
-use crate::vmafcompare::live::{Due, Job, OnFull, Progress, Released, ScoringQueue};
+use crate::engine::window::{
+    Alert, AlertChange, Window, WindowSpan, WindowStats, MAX_WINDOW_FRAMES,
+};
+use crate::vmafcompare::live::{Job, OnFull, Progress, ScoringQueue};
+use crate::vmafcompare::slots::{Due, Released};
 use crate::vmafcompare::{AlertMessage, FrameMessage, OffsetMessage, META_NAME};
 use align::*;
+pub(super) use inputs::Input;
 
 const DEFAULT_QUEUE_SIZE: u32 = 3;
 const MAX_QUEUE_SIZE: u32 = 256;
@@ -193,24 +197,49 @@ struct Held {
     running_time: Option<gst::ClockTime>,
 }
 
+/// One rendition's live state: its delay and alignment, the buffers alignment took from its
+/// pad, its window and alerts.
+#[derive(Default)]
+struct RenditionLive {
+    /// Its sink pad.
+    pad: Option<gst_base::AggregatorPad>,
+    /// Its name and label for messages (`None`: a pair's, whose messages name no pad).
+    names: Option<(String, String)>,
+    /// Effective delay of the rendition against the reference, ns.
+    delay: i64,
+    /// Collecting the first frames for auto-alignment.
+    aligner: Option<Aligner>,
+    /// Buffers collected by the aligner, to pair before the pad's own.
+    held: VecDeque<Held>,
+    window: Option<Window>,
+    alert: Option<Alert>,
+    /// A reference frame went by without this rendition's frame (a `stalled` alert was
+    /// posted); cleared at the next frame it has.
+    stalled: bool,
+    /// The last window statistics of its scores (a stalled alert carries them).
+    last_window: Option<WindowStats>,
+}
+
 /// Per-stream state, reset at READY->PAUSED.
 #[derive(Default)]
 struct Stream {
     settings: MonitorSettings,
-    /// Distorted frame duration (from its caps).
+    /// Frame duration (from the renditions' caps).
     frame: Option<gst::ClockTime>,
-    /// Effective delay of the distorted stream, ns.
-    delay: i64,
-    /// Collecting the first frames for auto-alignment.
-    aligner: Option<Aligner>,
-    /// Buffers collected by the aligner, to pair before the pads' own: [reference, distorted].
-    held: [VecDeque<Held>; 2],
-    window: Option<Window>,
-    alert: Option<Alert>,
-    /// Decided at the first pair: upstream is live (scoring thread in use).
+    /// Reference buffers collected by auto-alignment, to pair before the pad's own.
+    held_reference: VecDeque<Held>,
+    /// One per rendition slot.
+    renditions: Vec<RenditionLive>,
+    /// Decided at the first frame set: upstream is live (scoring thread in use).
     live: Option<bool>,
-    /// Test hook: extra time per scored pair on the scoring thread.
+    /// Test hook: extra time per scored frame set on the scoring thread.
     slow: Option<Duration>,
+}
+
+impl Stream {
+    fn aligning(&self) -> bool {
+        self.renditions.iter().any(|r| r.aligner.is_some())
+    }
 }
 
 /// Live-monitoring state of one element.
@@ -298,6 +327,23 @@ pub(super) fn attach_meta(
     Ok(())
 }
 
+/// An alert's structure: `msg`'s fields, `reason` (`vmaf`: the window mean crossed the
+/// threshold; `stalled`: the rendition stopped or resumed sending frames) and, in a ladder,
+/// the rendition's `pad` and `label`.
+fn alert_structure(
+    msg: &AlertMessage,
+    reason: &str,
+    names: Option<&(String, String)>,
+) -> gst::Structure {
+    let mut s = gst::Structure::from(msg);
+    s.set("reason", reason);
+    if let Some((pad, label)) = names {
+        s.set("pad", pad);
+        s.set("label", label);
+    }
+    s
+}
+
 /// The element's own latency in a live pipeline: one frame (motion needs the next frame)
 /// plus `queue_size` frames of scoring queue.
 fn own_latency(frame: gst::ClockTime, queue_size: u32) -> gst::ClockTime {
@@ -316,32 +362,45 @@ fn ns(t: gst::ClockTime) -> i128 {
 }
 
 impl VmafCompare {
-    /// READY->PAUSED: a fresh stream with the current settings.
-    pub(super) fn monitor_start(&self) {
+    /// READY->PAUSED: a fresh stream with the current settings, for renditions on `pads`
+    /// (with their `(name, label)` for messages when they form a ladder).
+    pub(super) fn monitor_start(
+        &self,
+        pads: Vec<(gst_base::AggregatorPad, Option<(String, String)>)>,
+    ) {
         let settings = lock(&self.monitor.settings).clone();
         let span = if settings.window_duration > 0 {
             WindowSpan::Duration(settings.window_duration)
         } else {
             WindowSpan::Frames(settings.window_size as usize)
         };
-        let mut stream = Stream {
-            delay: settings.distorted_delay,
-            window: Some(Window::new(span)),
-            alert: Some(Alert::new(
-                settings.alert_threshold,
-                settings.alert_hysteresis,
-            )),
+        let renditions = pads
+            .into_iter()
+            .map(|(pad, names)| RenditionLive {
+                pad: Some(pad),
+                names,
+                delay: settings.distorted_delay,
+                // Sized again from the caps' frame rate when they have one.
+                aligner: settings.auto_align.then(|| {
+                    Aligner::new(
+                        align_frames(settings.align_duration, FALLBACK_FRAME),
+                        settings.align_max_offset as usize,
+                    )
+                }),
+                window: Some(Window::new(span)),
+                alert: Some(Alert::new(
+                    settings.alert_threshold,
+                    settings.alert_hysteresis,
+                )),
+                ..RenditionLive::default()
+            })
+            .collect();
+        let stream = Stream {
+            renditions,
             slow: test_slow(self.obj().name().as_str()),
+            settings,
             ..Stream::default()
         };
-        if settings.auto_align {
-            // Sized again from the distorted caps' frame rate when they have one.
-            stream.aligner = Some(Aligner::new(
-                align_frames(settings.align_duration, FALLBACK_FRAME),
-                settings.align_max_offset as usize,
-            ));
-        }
-        stream.settings = settings;
         self.monitor_shutdown();
         self.monitor.flushing.store(false, Ordering::SeqCst);
         *lock(&self.monitor.stream) = stream;
@@ -355,7 +414,10 @@ impl VmafCompare {
         }
         *lock(&self.monitor.queue) = None;
         let mut stream = lock(&self.monitor.stream);
-        stream.held = Default::default();
+        stream.held_reference.clear();
+        for r in &mut stream.renditions {
+            r.held.clear();
+        }
         stream.live = None;
     }
 
@@ -365,16 +427,21 @@ impl VmafCompare {
             q.clear();
         }
         let mut stream = lock(&self.monitor.stream);
-        stream.held = Default::default();
-        // Still searching: start the search again with the frames after the flush.
-        if let Some(a) = stream.aligner.as_mut() {
-            a.clear();
-        }
-        if let Some(w) = stream.window.as_mut() {
-            w.clear();
-        }
-        if let Some(a) = stream.alert.as_mut() {
-            a.reset();
+        stream.held_reference.clear();
+        for r in &mut stream.renditions {
+            r.held.clear();
+            // Still searching: start the search again with the frames after the flush.
+            if let Some(a) = r.aligner.as_mut() {
+                a.clear();
+            }
+            if let Some(w) = r.window.as_mut() {
+                w.clear();
+            }
+            if let Some(a) = r.alert.as_mut() {
+                a.reset();
+            }
+            r.stalled = false;
+            r.last_window = None;
         }
         self.monitor.flushing.store(false, Ordering::SeqCst);
     }
@@ -384,7 +451,7 @@ impl VmafCompare {
         self.monitor.flushing.store(true, Ordering::SeqCst);
     }
 
-    fn cancelled(&self) -> bool {
+    pub(in crate::vmafcompare::imp) fn cancelled(&self) -> bool {
         self.monitor.flushing.load(Ordering::SeqCst)
             || self
                 .obj()
@@ -401,12 +468,14 @@ impl VmafCompare {
         let mut stream = lock(&self.monitor.stream);
         stream.frame = Some(frame);
         let s = stream.settings.clone();
-        if let Some(a) = stream.aligner.as_mut() {
-            if a.held() == (0, 0) {
-                *a = Aligner::new(
-                    align_frames(s.align_duration, frame),
-                    s.align_max_offset as usize,
-                );
+        for r in &mut stream.renditions {
+            if let Some(a) = r.aligner.as_mut() {
+                if a.held() == (0, 0) {
+                    *a = Aligner::new(
+                        align_frames(s.align_duration, frame),
+                        s.align_max_offset as usize,
+                    );
+                }
             }
         }
         let latency = self.monitor_latency(&stream);
@@ -417,13 +486,21 @@ impl VmafCompare {
     fn monitor_latency(&self, stream: &Stream) -> gst::ClockTime {
         let frame = stream.frame.unwrap_or(FALLBACK_FRAME);
         let s = &stream.settings;
-        let reference_late = if stream.aligner.is_some() {
-            frame
-                .nseconds()
-                .saturating_mul(u64::from(s.align_max_offset))
-        } else {
-            stream.delay.min(0).unsigned_abs()
-        };
+        // The most any rendition waits for a late reference.
+        let reference_late = stream
+            .renditions
+            .iter()
+            .map(|r| {
+                if r.aligner.is_some() {
+                    frame
+                        .nseconds()
+                        .saturating_mul(u64::from(s.align_max_offset))
+                } else {
+                    r.delay.min(0).unsigned_abs()
+                }
+            })
+            .max()
+            .unwrap_or(0);
         clock_time(
             own_latency(frame, s.queue_size)
                 .nseconds()
@@ -431,9 +508,10 @@ impl VmafCompare {
         )
     }
 
-    /// Fills the live-monitoring fields of a scored frame's message (skips so far, window
-    /// statistics) and returns the alert to post after it, if the state changed.
-    pub(super) fn monitor_frame(&self, msg: &mut FrameMessage) -> Option<AlertMessage> {
+    /// Fills the live-monitoring fields of rendition `k`'s scored frame message (skips so
+    /// far, its window statistics) and returns the alert to post after it, if its state
+    /// changed.
+    pub(super) fn monitor_frame(&self, k: usize, msg: &mut FrameMessage) -> Option<gst::Structure> {
         msg.skipped = self
             .monitor
             .queue()
@@ -443,15 +521,17 @@ impl VmafCompare {
             (s.alert_threshold, s.alert_hysteresis)
         };
         let mut stream = lock(&self.monitor.stream);
-        let stats = stream
+        let r = stream.renditions.get_mut(k)?;
+        let stats = r
             .window
             .as_mut()
             .map(|w| w.push(msg.running_time.map(|t| t.nseconds()), msg.vmaf))?;
         msg.window = Some(stats);
-        let alert = stream.alert.as_mut()?;
+        r.last_window = Some(stats);
+        let alert = r.alert.as_mut()?;
         alert.set_limits(threshold, hysteresis);
         let change = alert.update(stats.mean)?;
-        Some(AlertMessage {
+        let msg = AlertMessage {
             below: change == AlertChange::Below,
             index: msg.index,
             pts: msg.pts,
@@ -459,7 +539,48 @@ impl VmafCompare {
             window: stats,
             threshold: alert.threshold(),
             hysteresis: alert.hysteresis(),
-        })
+        };
+        Some(alert_structure(&msg, "vmaf", r.names.as_ref()))
+    }
+
+    /// Rendition `k` had no frame at a reference frame of running time `running_time` (shifted
+    /// to its time line) although it has not ended (`true`), or has a frame again (`false`):
+    /// the `stalled` alert to post when its state changed and alerts are on
+    /// (`alert-threshold` > 0). `index`: the index of its next (or this) frame.
+    pub(super) fn monitor_stalled(
+        &self,
+        k: usize,
+        stalled: bool,
+        (index, pts, running_time): (u64, Option<gst::ClockTime>, Option<gst::ClockTime>),
+    ) -> Option<gst::Structure> {
+        let (threshold, hysteresis) = {
+            let s = lock(&self.monitor.settings);
+            (s.alert_threshold, s.alert_hysteresis)
+        };
+        let mut stream = lock(&self.monitor.stream);
+        let r = stream.renditions.get_mut(k)?;
+        if r.stalled == stalled {
+            return None;
+        }
+        r.stalled = stalled;
+        if threshold <= 0.0 {
+            return None;
+        }
+        let msg = AlertMessage {
+            below: stalled,
+            index,
+            pts,
+            running_time,
+            window: r.last_window.unwrap_or(WindowStats {
+                frames: 0,
+                mean: 0.0,
+                min: 0.0,
+                harmonic_mean: 0.0,
+            }),
+            threshold,
+            hysteresis,
+        };
+        Some(alert_structure(&msg, "stalled", r.names.as_ref()))
     }
 
     /// Counts for the summary: (skipped, late).

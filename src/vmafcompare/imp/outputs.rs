@@ -32,14 +32,14 @@ impl VmafCompare {
         let (skipped, late) = self.monitor_counts();
         let (frames, unpaired_reference, unpaired_distorted) = {
             let state = lock(&self.state);
-            match state.ladder.as_ref() {
-                Some(l) => l.counts(),
-                None => (
-                    state.scorer.as_ref().map_or(0, |s| s.pool().count()),
-                    state.unpaired_reference,
-                    state.unpaired_distorted,
-                ),
-            }
+            let frames = (0..state.renditions.len())
+                .filter_map(|k| state.scorer.as_ref()?.track(k))
+                .map(|t| t.pool().count())
+                .sum::<u64>();
+            let (r, d) = state.renditions.iter().fold((0, 0), |(r, d), x| {
+                (r + x.unpaired_reference, d + x.unpaired_distorted)
+            });
+            (frames, r, d)
         };
         let (order_reference, order_distorted) = {
             let o = lock(&self.order);
@@ -62,49 +62,78 @@ impl VmafCompare {
         gst::FlowError::Error
     }
 
-    /// Attaches meta, posts the frame message (and an alert when the window crosses the
-    /// threshold), logs, and pushes one completed frame; in a live pipeline the buffer goes
-    /// back to the scoring queue, which pushes it in order.
-    pub(super) fn emit(
+    /// Posts, logs and completes each scored rendition frame, as the scorer returns them
+    /// (each with its rendition's slot): its frame message (with its rendition's window
+    /// statistics, and in a ladder its `pad` and `label`), an alert when its window crossed
+    /// the threshold, its log line; its scores go to its output slot as a meta. Then the
+    /// output buffers whose renditions are all complete leave, in order (in a live pipeline
+    /// the scoring queue releases them).
+    pub(super) fn emit_all(
         &self,
-        scored: Scored<Tag>,
-        post: bool,
+        items: Vec<(usize, Scored<Tag>)>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let Scored { tag, scores, .. } = scored;
-        let mut buffer = tag.buffer;
+        if items.is_empty() {
+            return self.release_slots();
+        }
+        let post = lock(&self.settings).frame_message;
         let live = self.live_queue();
-        let mut attached = None;
-        if let Some(scores) = scores {
-            let mut msg =
-                Self::frame_message(&scores, (buffer.pts(), tag.running_time, buffer.duration()));
-            let alert = self.monitor_frame(&mut msg);
-            let structure = msg.to_structure();
-            if live.is_none() {
-                if let Err(e) = monitor::attach_meta(&mut buffer, &structure) {
-                    gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}");
+        let obj = self.obj();
+        for (k, item) in items {
+            let Scored { tag, scores, .. } = item;
+            let Tag {
+                slot,
+                pts,
+                running_time,
+                duration,
+                retry,
+            } = tag;
+            // The slot's buffer is now the only reference the element holds: attaching the
+            // meta does not copy the frame.
+            drop(retry);
+            let mut structure = None;
+            if let Some(scores) = scores {
+                let names = {
+                    let state = lock(&self.state);
+                    match state.renditions.get(k) {
+                        Some(r) if state.ladder => (Some(r.name.clone()), Some(r.label_or_name())),
+                        _ => (None, None),
+                    }
+                };
+                let mut msg = FrameMessage {
+                    pad: names.0,
+                    label: names.1,
+                    ..Self::frame_message(&scores, (pts, running_time, duration))
+                };
+                let alert = self.monitor_frame(k, &mut msg);
+                let s = msg.to_structure();
+                self.write_log(k, &scores)?;
+                if post {
+                    let m = gst::message::Element::builder(s.clone()).src(&*obj).build();
+                    let _ = obj.post_message(m);
+                }
+                if let Some(alert) = alert {
+                    let m = gst::message::Element::builder(alert).src(&*obj).build();
+                    let _ = obj.post_message(m);
+                }
+                structure = Some(s);
+            }
+            match live.as_ref() {
+                Some(q) => q.complete(slot, structure),
+                None => {
+                    lock(&self.state).out.complete(slot, structure);
                 }
             }
-            self.write_log(&scores)?;
-            let obj = self.obj();
-            if post {
-                let m = gst::message::Element::builder(structure.clone())
-                    .src(&*obj)
-                    .build();
-                let _ = obj.post_message(m);
-            }
-            if let Some(alert) = alert {
-                let m = gst::message::Element::builder(gst::Structure::from(&alert))
-                    .src(&*obj)
-                    .build();
-                let _ = obj.post_message(m);
-            }
-            attached = Some(structure);
         }
-        if let Some(queue) = live {
-            queue.complete(buffer, attached);
+        self.release_slots()
+    }
+
+    /// Not live: pushes, in order, the output buffers whose renditions' scores are all in.
+    pub(super) fn release_slots(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
+        if self.live_queue().is_some() {
             return Ok(gst::FlowSuccess::Ok);
         }
-        self.finish_output(buffer)
+        let ready = lock(&self.state).out.front_ready();
+        self.push_released(ready)
     }
 
     /// Pushes one output buffer: a GAP without a picture (the aggregator's form of a GAP
@@ -150,12 +179,16 @@ impl VmafCompare {
         }
     }
 
-    pub(super) fn write_log(&self, scores: &FrameScores) -> Result<(), gst::FlowError> {
+    /// Writes rendition `k`'s frame to its log; a write error ends the stream.
+    pub(super) fn write_log(&self, k: usize, scores: &FrameScores) -> Result<(), gst::FlowError> {
         let mut state = lock(&self.state);
         let (w, h) = state.geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
-        if let Some(log) = state.log.as_mut() {
+        let Some(r) = state.renditions.get_mut(k) else {
+            return Ok(());
+        };
+        if let Some(log) = r.log.as_mut() {
             if let Err(e) = log.write_frame(scores, w, h) {
-                state.log = None;
+                r.log = None;
                 drop(state);
                 gst::element_imp_error!(self, gst::ResourceError::Write, ("{}", e));
                 return Err(gst::FlowError::Error);
@@ -164,69 +197,88 @@ impl VmafCompare {
         Ok(())
     }
 
-    /// Emits a pair's completed frames, as the scorer returns them (its one rendition's slot
-    /// beside each).
-    pub(super) fn emit_all(
-        &self,
-        items: Vec<(usize, Scored<Tag>)>,
-    ) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let post = lock(&self.settings).frame_message;
-        let mut ret = Ok(gst::FlowSuccess::Ok);
-        for (_, item) in items {
-            ret = self.emit(item, post);
-            if ret.is_err() {
-                break;
-            }
-        }
-        ret
-    }
-
-    pub(super) fn post_summary(&self) {
+    /// Posts rendition `k`'s summary (once: at the end of the stream, or when its pad is
+    /// released) and closes its log; warns when frames had no partner.
+    pub(super) fn post_summary(&self, k: usize) {
         let settings = lock(&self.settings).clone();
-        let mut state = lock(&self.state);
-        let (frames, metrics, backend) = match state.scorer.as_ref() {
-            Some(s) => (
-                s.pool().count(),
-                pooled_metrics(s.pool()),
-                s.backend_name().to_owned(),
-            ),
-            None => (0, Vec::new(), "cpu".to_owned()),
-        };
         let (skipped, late) = self.monitor_counts();
+        let mut state = lock(&self.state);
+        let geometry = state.geometry;
+        let started = state.started;
+        let ladder = state.ladder;
+        let reference_input = joined(state.reference_paths.iter().map(|p| p.name()));
+        let reference_scaling = joined(&state.reference_scaled);
+        let backend = state
+            .scorer
+            .as_ref()
+            .map_or("cpu", |s| s.backend_name())
+            .to_owned();
+        let track = state.scorer.as_ref().and_then(|s| s.track(k));
+        let frames = track.map_or(0, |s| s.pool().count());
+        let pushed = track.map_or(0, |s| s.frames_pushed());
+        let metrics = track.map(|s| pooled_metrics(s.pool())).unwrap_or_default();
+        let pool = track
+            .map(|s| s.pool().clone())
+            .unwrap_or_else(|| crate::engine::Pool::new(Vec::<String>::new().into()));
+        let Some(r) = state.renditions.get_mut(k) else {
+            return;
+        };
+        if r.done {
+            return;
+        }
+        r.done = true;
         let out_of_order = {
             let o = lock(&self.order);
-            (o.count("reference"), o.count("distorted"))
+            (o.count("reference"), o.count(&r.name))
         };
+        let (reference_range, distorted_range, range_conversion) = r.ranges.fields();
         let summary = SummaryMessage {
             frames,
-            unpaired_reference: state.unpaired_reference,
-            unpaired_distorted: state.unpaired_distorted,
+            unpaired_reference: r.unpaired_reference,
+            unpaired_distorted: r.unpaired_distorted,
             out_of_order_reference: out_of_order.0,
             out_of_order_distorted: out_of_order.1,
             backend,
             model: settings.model.clone(),
-            reference_input: joined(state.paths[0].iter().map(|p| p.name())),
-            distorted_input: joined(state.paths[1].iter().map(|p| p.name())),
+            reference_input,
+            distorted_input: joined(r.paths.iter().map(|p| p.name())),
             metrics,
             skipped,
             late,
-            scored_width: state.geometry.map_or(0, |(w, _, _)| w),
-            scored_height: state.geometry.map_or(0, |(_, h, _)| h),
-            reference_scaling: joined(&state.scaled[0]),
-            distorted_scaling: joined(&state.scaled[1]),
-            reference_range: state.ranges.fields().0,
-            distorted_range: state.ranges.fields().1,
-            range_conversion: state.ranges.fields().2,
-            pad: None,
-            label: None,
+            scored_width: geometry.map_or(0, |(w, _, _)| w),
+            scored_height: geometry.map_or(0, |(_, h, _)| h),
+            reference_scaling,
+            distorted_scaling: joined(&r.scaled),
+            reference_range,
+            distorted_range,
+            range_conversion,
+            pad: ladder.then(|| r.name.clone()),
+            label: ladder.then(|| r.label_or_name()),
         };
-        let log_result = self.close_log(&mut state);
+        let (w, h) = geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
+        let fps = started
+            .map(|t| pushed as f64 / t.elapsed().as_secs_f64().max(1e-9))
+            .unwrap_or(0.0);
+        let log_result = r.log.take().map(|log| log.finish(&pool, fps, w, h));
+        let name = r.name.clone();
         drop(state);
-        if let Err(e) = log_result {
+        if let Some(Err(e)) = log_result {
             gst::element_imp_error!(self, gst::ResourceError::Write, ("{}", e));
         }
         let unpaired = summary.unpaired_reference + summary.unpaired_distorted;
-        if unpaired > 0 {
+        if unpaired > 0 && ladder {
+            gst::element_imp_warning!(
+                self,
+                gst::StreamError::Failed,
+                (
+                    "{}: {} reference and {} distorted frames had no partner and were not scored",
+                    name,
+                    summary.unpaired_reference,
+                    summary.unpaired_distorted
+                ),
+                ["The rendition ended early, stalled, or its timestamps do not line up with the reference's; {} pairs were scored.", frames]
+            );
+        } else if unpaired > 0 {
             gst::element_imp_warning!(
                 self,
                 gst::StreamError::Failed,
@@ -242,8 +294,7 @@ impl VmafCompare {
             gst::info!(
                 CAT,
                 imp = self,
-                "{} frames, VMAF mean {:.6} harmonic {:.6}",
-                frames,
+                "{name}: {frames} frames, VMAF mean {:.6} harmonic {:.6}",
                 vmaf.mean,
                 vmaf.harmonic_mean
             );
@@ -274,7 +325,7 @@ impl VmafCompare {
         let named;
         let location = match rendition {
             Some(name) => {
-                named = ladder::rendition_location(location, name);
+                named = rendition::rendition_location(location, name);
                 named.as_str()
             }
             None => location,
@@ -295,22 +346,37 @@ impl VmafCompare {
             })
     }
 
-    pub(super) fn close_log(&self, state: &mut State) -> Result<(), crate::engine::log::LogError> {
-        let Some(log) = state.log.take() else {
-            return Ok(());
-        };
+    /// PAUSED->READY before the end: each open log gets its pooled section and is closed.
+    ///
+    /// Errors: a log could not be written (the first such).
+    pub(super) fn close_logs(&self) -> Result<(), gst::ErrorMessage> {
+        let mut state = lock(&self.state);
         let (w, h) = state.geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
-        let frames = state.scorer.as_ref().map_or(0, |s| s.frames_pushed());
-        let fps = state
-            .started
-            .map(|t| frames as f64 / t.elapsed().as_secs_f64().max(1e-9))
-            .unwrap_or(0.0);
-        match state.scorer.as_ref() {
-            Some(s) => log.finish(s.pool(), fps, w, h),
-            None => {
-                let empty = crate::engine::Pool::new(Vec::<String>::new().into());
-                log.finish(&empty, fps, w, h)
+        let started = state.started;
+        let pools: Vec<(crate::engine::Pool, u64)> = (0..state.renditions.len())
+            .map(|k| {
+                let t = state.scorer.as_ref().and_then(|s| s.track(k));
+                (
+                    t.map(|t| t.pool().clone())
+                        .unwrap_or_else(|| crate::engine::Pool::new(Vec::<String>::new().into())),
+                    t.map_or(0, |t| t.frames_pushed()),
+                )
+            })
+            .collect();
+        let mut failed = Vec::new();
+        for (r, (pool, pushed)) in state.renditions.iter_mut().zip(pools) {
+            let Some(log) = r.log.take() else { continue };
+            let fps = started
+                .map(|t| pushed as f64 / t.elapsed().as_secs_f64().max(1e-9))
+                .unwrap_or(0.0);
+            if let Err(e) = log.finish(&pool, fps, w, h) {
+                failed.push(e.to_string());
             }
+        }
+        drop(state);
+        match failed.into_iter().next() {
+            Some(e) => Err(gst::error_msg!(gst::ResourceError::Write, ("{}", e))),
+            None => Ok(()),
         }
     }
 }

@@ -4,40 +4,22 @@
 use super::*;
 
 impl VmafCompare {
-    /// Scores a pair: in the streaming thread, or in a live pipeline through the scoring
-    /// queue (skipping or blocking when it is full).
-    pub(in crate::vmafcompare::imp) fn score_or_queue(
-        &self,
-        reference: gst::Buffer,
-        distorted: gst::Buffer,
-    ) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let Some(queue) = self.live_queue_for_pair()? else {
-            return self.score_pair(reference, distorted);
-        };
-        let (on_full, budget) = {
-            let stream = lock(&self.monitor.stream);
-            let frame = stream.frame.unwrap_or(FALLBACK_FRAME);
-            let own = own_latency(frame, stream.settings.queue_size);
-            (
-                stream.settings.on_full,
-                Duration::from_nanos(own.nseconds()),
-            )
-        };
-        let running_time = Self::running_time(&self.distorted_pad, &distorted);
-        queue.offer(
-            reference,
-            distorted,
-            running_time,
-            on_full,
-            Some(budget),
-            || self.cancelled(),
-            |r| self.push_released(r),
-        )?;
-        self.live_release(false)
+    /// What a live scoring queue does when full (`on-full`), and the time a frame set may
+    /// wait in it (the element's own latency).
+    pub(in crate::vmafcompare::imp) fn live_budget(&self) -> (OnFull, Duration) {
+        let stream = lock(&self.monitor.stream);
+        let frame = stream.frame.unwrap_or(FALLBACK_FRAME);
+        let own = own_latency(frame, stream.settings.queue_size);
+        (
+            stream.settings.on_full,
+            Duration::from_nanos(own.nseconds()),
+        )
     }
 
-    /// The scoring queue when the pipeline is live (started at the first pair).
-    pub(super) fn live_queue_for_pair(&self) -> Result<Option<Arc<ScoringQueue>>, gst::FlowError> {
+    /// The scoring queue when the pipeline is live (started at the first frame set).
+    pub(in crate::vmafcompare::imp) fn live_queue_for_sets(
+        &self,
+    ) -> Result<Option<Arc<ScoringQueue>>, gst::FlowError> {
         let (live, capacity, slow) = {
             let mut stream = lock(&self.monitor.stream);
             let live = match stream.live {
@@ -63,14 +45,15 @@ impl VmafCompare {
             };
             let imp = obj.imp();
             match job {
-                Job::Pair {
+                Job::Set {
+                    slot,
                     reference,
-                    distorted,
+                    partners,
                 } => {
                     if let Some(d) = slow {
                         std::thread::sleep(d);
                     }
-                    imp.score_pair(reference, distorted)?;
+                    imp.score_set(slot, reference, partners)?;
                 }
                 Job::Gap { pairs } => imp.skip_pairs(pairs)?,
                 Job::Poll => imp.poll_scored()?,
@@ -91,7 +74,7 @@ impl VmafCompare {
         gst::info!(
             CAT,
             imp = self,
-            "live pipeline: scoring on its own thread, queue of {capacity} pairs"
+            "live pipeline: scoring on its own thread, queue of {capacity} frame sets"
         );
         *lock(&self.monitor.queue) = Some(queue.clone());
         Ok(Some(queue))
@@ -137,14 +120,14 @@ impl VmafCompare {
     }
 
     /// Pushes released output buffers, attaching their scores as meta.
-    pub(super) fn push_released(
+    pub(in crate::vmafcompare::imp) fn push_released(
         &self,
         released: Vec<Released>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
         let mut ret = Ok(gst::FlowSuccess::Ok);
-        for (mut buffer, scores) in released {
-            if let Some(s) = scores {
-                if let Err(e) = attach_meta(&mut buffer, &s) {
+        for (mut buffer, metas) in released {
+            for s in &metas {
+                if let Err(e) = attach_meta(&mut buffer, s) {
                     gst::warning!(CAT, imp = self, "cannot attach scores meta: {e}");
                 }
             }
@@ -191,22 +174,5 @@ impl VmafCompare {
             Some(q) => q.drain(|| self.cancelled()),
             None => Ok(()),
         }
-    }
-
-    /// Live pipelines: a distorted buffer without partner leaves in order, unscored.
-    /// `Err(buffer)` when scoring runs in the streaming thread.
-    pub(in crate::vmafcompare::imp) fn live_pass(
-        &self,
-        buffer: gst::Buffer,
-    ) -> Result<gst::FlowSuccess, gst::Buffer> {
-        let Some(q) = self.monitor.queue() else {
-            return Err(buffer);
-        };
-        let running_time = Self::running_time(&self.distorted_pad, &buffer);
-        q.pass(buffer, running_time);
-        Ok(self.live_release(false).unwrap_or_else(|e| {
-            gst::debug!(CAT, imp = self, "releasing after an unpaired frame: {e:?}");
-            gst::FlowSuccess::Ok
-        }))
     }
 }
