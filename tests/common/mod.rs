@@ -387,8 +387,16 @@ pub fn ffmpeg<S: AsRef<str>>(args: &[S]) {
 }
 
 /// The temporary file `name` ([`temp_path`]), made once by `make` into a `.part` file renamed
-/// when done: the tests of a file run in parallel and share their content.
+/// when done: the tests of a file run in parallel and share their content. A file of that
+/// name in the folder `VMAFCOMPARE_TEST_FILES` is taken instead (made beforehand where the
+/// pip packages that make it are missing: the GPU host, scripts/live-ladder-files.sh).
 pub fn made(name: &str, make: impl FnOnce(&std::path::Path)) -> PathBuf {
+    if let Some(dir) = std::env::var_os("VMAFCOMPARE_TEST_FILES") {
+        let staged = PathBuf::from(dir).join(name);
+        if staged.is_file() {
+            return staged;
+        }
+    }
     static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one_at_a_time = MAKING.lock().unwrap_or_else(|e| e.into_inner());
     let path = temp_path(name);
