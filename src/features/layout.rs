@@ -4,7 +4,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::{registry_index, Geometry, Instance, Section};
+use super::api::{Geometry, Instance, Section};
+use super::registry::registry_index;
 use crate::video::frame::FeatureError;
 
 /// Most values one frame's extractors produce (every instance's outputs together). The

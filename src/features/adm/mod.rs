@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::{
-    indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance,
-    Options, Section,
+use super::api::{
+    indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Section,
 };
+use super::options::Options;
 use crate::cuda::{CudaError, DevPlane, GpuDevice};
 use crate::video::frame::FeatureError;
 
@@ -313,7 +313,7 @@ impl CpuExtractor for AdmCpu {
         frames: &[HostFrame],
         outs: &mut [&mut [f64]],
     ) -> Result<(), FeatureError> {
-        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
+        let Some((reference, distorted)) = super::api::ladder_lumas(frames) else {
             return Ok(());
         };
         let scores = self.adm.compute_ladder(reference, &distorted, &self.cfg)?;
@@ -374,7 +374,7 @@ impl CudaExtractor for AdmCuda {
             return Ok(());
         };
         if !self.gpu.has_renditions() {
-            return super::for_ladder_groups::<{ LADDER_GROUP }>(
+            return super::api::for_ladder_groups::<{ LADDER_GROUP }>(
                 frames,
                 outs,
                 |reference, distorted, outs| {

@@ -7,7 +7,7 @@ use super::{
     ciede2000, lab, lab_of_linear, linear_blue, linear_green, linear_red, score_from_sum,
     ChromaRead, Lab, FEATURE,
 };
-use crate::features::HostFrame;
+use crate::features::api::HostFrame;
 use crate::video::frame::{FeatureError, LumaPlane};
 
 use std::sync::{Arc, OnceLock};

@@ -18,7 +18,7 @@ use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::CudaError;
 use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};
 use crate::cuda::plane::{check_size, DevPlane};
-use crate::features::DevFrame;
+use crate::features::api::DevFrame;
 use crate::video::frame::FeatureError;
 
 /// Threads per block: 32 x 8; each thread scores [`ROWS_PER_THREAD`] pixels of a column.

@@ -24,10 +24,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::{
-    indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance,
-    Options, Section,
+use super::api::{
+    indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Section,
 };
+use super::options::Options;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 
@@ -240,7 +240,7 @@ impl CpuExtractor for FloatAdmCpu {
         frames: &[HostFrame],
         outs: &mut [&mut [f64]],
     ) -> Result<(), FeatureError> {
-        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
+        let Some((reference, distorted)) = super::api::ladder_lumas(frames) else {
             return Ok(());
         };
         let scores = self.adm.compute_ladder(reference, &distorted, &self.cfg)?;

@@ -24,10 +24,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::float_psnr::FloatDepth;
-use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options, Section,
+use super::api::{
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Section,
 };
+use super::float_psnr::FloatDepth;
+use super::options::Options;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 

@@ -16,11 +16,12 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
+use super::api::{
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Section,
+};
 use super::float_psnr::cuda::PlaneSumsGpu;
 use super::float_psnr::{cpu, FloatDepth, PlaneSums};
-use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options, Section,
-};
+use super::options::Options;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 

@@ -22,10 +22,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::{
-    fmt_g, suffix, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance,
-    Needs, Options, Section, SuffixPart, Window,
+use super::api::{
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Needs, Section,
+    Window,
 };
+use super::options::{fmt_g, suffix, Options, SuffixPart};
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 

@@ -20,9 +20,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options, Section,
+use super::api::{
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Section,
 };
+use super::options::Options;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 

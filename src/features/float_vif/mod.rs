@@ -23,10 +23,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::{
-    fmt_g, indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance,
-    OptionValue, Options, Section,
+use super::api::{
+    indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Section,
 };
+use super::options::{fmt_g, OptionValue, Options};
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 

@@ -28,11 +28,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::psnr::libvmaf_chroma_size;
-use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Needs, Options,
-    Section,
+use super::api::{
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Needs, Section,
 };
+use super::options::Options;
+use super::psnr::libvmaf_chroma_size;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 

@@ -25,7 +25,7 @@ use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};
 use crate::cuda::plane::DevPlane;
-use crate::features::{CudaExtractor, DevFrame};
+use crate::features::api::{CudaExtractor, DevFrame};
 use crate::video::frame::FeatureError;
 
 const MAX_TAPS: usize = 40;

@@ -29,10 +29,10 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaStream;
 
-use super::{
-    fmt_g, CpuExtractor, CudaExtractor, Feature, Geometry, HostFrame, Instance, Needs, OptionValue,
-    Options, Section,
+use super::api::{
+    CpuExtractor, CudaExtractor, Feature, Geometry, HostFrame, Instance, Needs, Section,
 };
+use super::options::{fmt_g, OptionValue, Options};
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 

@@ -5,9 +5,9 @@
 //! `vmaf_fex_speed_temporal`, `subtract_image`, `speed_extract_score`).
 
 use super::{TemporalConfig, FEATURE};
+use crate::features::api::{CpuExtractor, HostFrame};
 use crate::features::speed::cpu::{Difference, Levels, Speed};
 use crate::features::speed::Dims;
-use crate::features::{CpuExtractor, HostFrame};
 use crate::video::frame::FeatureError;
 
 /// SpEED's state for one luma size and option set, and the options.

@@ -20,9 +20,9 @@ use cudarc::driver::{CudaStream, CudaViewMut};
 use super::{TemporalConfig, FEATURE};
 use crate::cuda::error::DriverResultExt;
 use crate::cuda::{CudaError, GpuDevice};
+use crate::features::api::{CudaExtractor, DevFrame};
 use crate::features::speed::cuda::SpeedGpu;
 use crate::features::speed::Dims;
-use crate::features::{CudaExtractor, DevFrame};
 use crate::video::frame::FeatureError;
 
 /// SpEED temporal's kernels and scratch for one luma size and option set.

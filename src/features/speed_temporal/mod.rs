@@ -26,10 +26,9 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaStream;
 
+use super::api::{CpuExtractor, CudaExtractor, Feature, Geometry, Instance, Needs, Section};
+use super::options::{fmt_g, Options};
 use super::speed::{Dims, SpeedConfig};
-use super::{
-    fmt_g, CpuExtractor, CudaExtractor, Feature, Geometry, Instance, Needs, Options, Section,
-};
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 

@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Options, Section,
+use super::api::{
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Section,
 };
+use super::options::Options;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
 
@@ -284,7 +285,7 @@ impl CpuExtractor for SsimCpu {
         frames: &[HostFrame],
         outs: &mut [&mut [f64]],
     ) -> Result<(), FeatureError> {
-        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
+        let Some((reference, distorted)) = super::api::ladder_lumas(frames) else {
             return Ok(());
         };
         let ssim = if self.which.ssim {

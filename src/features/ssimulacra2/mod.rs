@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::{
-    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Needs, Options,
-    Section,
+use super::api::{
+    CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame, Instance, Needs, Section,
 };
+use super::options::Options;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::colour::YuvToRgb;
 use crate::video::frame::FeatureError;
@@ -132,7 +132,7 @@ impl CpuExtractor for Ssimulacra2Cpu {
         frames: &[HostFrame],
         outs: &mut [&mut [f64]],
     ) -> Result<(), FeatureError> {
-        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
+        let Some((reference, distorted)) = super::api::ladder_lumas(frames) else {
             return Ok(());
         };
         let chroma: Vec<_> = frames.iter().map(|f| f.chroma).collect();

@@ -12,10 +12,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::{
+use super::api::{
     gain_suffix, indexed, CpuExtractor, CudaExtractor, DevFrame, Feature, Geometry, HostFrame,
-    Instance, Options, Section,
+    Instance, Section,
 };
+use super::options::Options;
 use crate::cuda::{CudaError, DevPlane, GpuDevice};
 use crate::video::frame::FeatureError;
 
@@ -175,7 +176,7 @@ impl CpuExtractor for VifCpu {
         frames: &[HostFrame],
         outs: &mut [&mut [f64]],
     ) -> Result<(), FeatureError> {
-        let Some((reference, distorted)) = super::ladder_lumas(frames) else {
+        let Some((reference, distorted)) = super::api::ladder_lumas(frames) else {
             return Ok(());
         };
         let scores = self.vif.compute_ladder(reference, &distorted, &self.cfg)?;
