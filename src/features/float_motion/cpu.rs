@@ -12,7 +12,7 @@
 
 use super::super::float_vif::cpu::{filter_plane, to_float};
 use super::super::float_vif::prescale;
-use super::{FEATURE, MIN_SIZE};
+use super::params::{FEATURE, MIN_SIZE};
 use crate::video::frame::{FeatureError, LumaPlane};
 
 /// Float motion of one geometry: the float and blurred planes, allocated once.

@@ -17,6 +17,7 @@
 
 pub mod cpu;
 pub mod cuda;
+mod params;
 
 use std::sync::Arc;
 
@@ -29,12 +30,7 @@ use super::api::{
 use super::options::{fmt_g, suffix, Options, SuffixPart};
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
-
-/// The registry name (libvmaf's extractor name).
-pub const FEATURE: &str = "float_motion";
-
-/// Smallest plane the mirrored 5-tap blur is defined on.
-pub const MIN_SIZE: usize = 3;
+pub use params::{FEATURE, MIN_SIZE};
 
 /// libvmaf's 5-tap blur (`FILTER_5_s`), the decimal constants rounded to `double` then to
 /// `float` as C's initialiser does.

@@ -3,7 +3,7 @@
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/psnr.c, moment.c, picture_copy.c.
 
-use super::{square, PlaneSums};
+use super::params::{square, PlaneSums};
 use crate::video::frame::LumaPlane;
 
 /// Whether squares of `bpc`-bit samples can exceed `f32`'s 24 bits (16 bits per sample).

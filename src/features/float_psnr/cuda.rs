@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
 
-use super::PlaneSums;
+use super::params::PlaneSums;
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::plane::{check_size, DevPlane};

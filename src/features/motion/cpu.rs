@@ -4,7 +4,7 @@
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_motion.c
 //! (`motion_score_pipeline_8/16`, `extract`, `flush`) and integer_motion.h (the filter).
 
-use super::{MIN_HEIGHT, MIN_WIDTH, MOTION_MAX_VAL};
+use super::params::{MIN_HEIGHT, MIN_WIDTH, MOTION_MAX_VAL};
 use crate::video::frame::{FeatureError, LumaPlane};
 
 /// The 5-tap Gaussian blur of libvmaf's integer motion, Q16 (sums to 65536).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
-use super::MOTION_MAX_VAL;
+use super::params::MOTION_MAX_VAL;
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};

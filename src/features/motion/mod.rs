@@ -11,6 +11,7 @@
 
 pub mod cpu;
 pub mod cuda;
+mod params;
 
 use std::sync::Arc;
 
@@ -24,17 +25,10 @@ use super::options::{fmt_g, suffix, Options, SuffixPart};
 use crate::cuda::error::DriverResultExt;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
+pub use params::{MIN_HEIGHT, MIN_WIDTH, MOTION_MAX_VAL};
 
 /// Name reported in [`FeatureError`]s and the registry.
 const FEATURE: &str = "motion";
-
-/// Smallest plane the mirrored 5-tap filter is defined on.
-pub const MIN_WIDTH: usize = 3;
-/// Smallest plane the mirrored 5-tap filter is defined on.
-pub const MIN_HEIGHT: usize = 3;
-
-/// libvmaf's default clip for motion scores (`DEFAULT_MOTION_MAX_VAL`).
-pub const MOTION_MAX_VAL: f64 = 10000.0;
 
 /// The options of libvmaf 3.2.0's integer motion, its defaults by [`Default`]. Source:
 /// Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_motion.c (option table, `extract`,

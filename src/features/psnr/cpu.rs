@@ -3,7 +3,7 @@
 //!
 //! Source of the arithmetic: Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_psnr.c.
 
-use super::{libvmaf_chroma_size, psnr_from_sse};
+use super::params::{libvmaf_chroma_size, psnr_from_sse};
 use crate::video::frame::LumaPlane;
 
 /// Sum of squared differences of two planes of the same size, accumulated as libvmaf does:

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
 
-use super::{libvmaf_chroma_size, psnr_from_sse};
+use super::params::{libvmaf_chroma_size, psnr_from_sse};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::CudaError;
 use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};

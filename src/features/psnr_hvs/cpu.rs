@@ -5,7 +5,7 @@
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/third_party/xiph/psnr_hvs.c.
 
-use super::{blocks, fdct8, plane_score, Tables, STEP};
+use super::params::{blocks, fdct8, plane_score, Tables, STEP};
 use crate::video::frame::LumaPlane;
 
 /// `1 / 63 * 64` as libvmaf's `float` constant: the unbiased variance factor of 64 samples.

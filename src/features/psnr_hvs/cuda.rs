@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
 
-use super::{blocks, plane_score, Tables, FEATURE};
+use super::params::{blocks, plane_score, Tables, FEATURE};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::CudaError;
 use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};

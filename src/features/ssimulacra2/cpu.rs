@@ -17,7 +17,7 @@
 
 use ssimulacra2::{Blur, LinearRgb, Ssimulacra2Error, Xyb};
 
-use super::{FEATURE, MIN_HEIGHT, MIN_WIDTH};
+use super::params::{FEATURE, MIN_HEIGHT, MIN_WIDTH};
 use crate::video::colour::{Transfer, YuvToRgb};
 use crate::video::frame::{ChromaPair, FeatureError, LumaPlane};
 

@@ -35,7 +35,7 @@ use crate::cuda::plane::{ChromaDev, DevPlane};
 use crate::video::colour::{Transfer, YuvToRgb};
 use crate::video::frame::FeatureError;
 
-use super::FEATURE;
+use super::params::FEATURE;
 
 /// Most scales SSIMULACRA2 scores (1:1 to 1:32).
 pub const MAX_SCALES: usize = 6;

@@ -6,6 +6,7 @@
 
 pub mod cpu;
 pub mod cuda;
+mod params;
 
 use std::sync::Arc;
 
@@ -18,15 +19,7 @@ use super::options::Options;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::colour::YuvToRgb;
 use crate::video::frame::FeatureError;
-
-/// Name reported in [`FeatureError`]s.
-pub const FEATURE: &str = "ssimulacra2";
-
-/// Smallest frame width the metric accepts, in luma samples (the crate's limit).
-pub const MIN_WIDTH: usize = 8;
-
-/// Smallest frame height the metric accepts, in rows.
-pub const MIN_HEIGHT: usize = 8;
+pub use params::{FEATURE, MIN_HEIGHT, MIN_WIDTH};
 
 /// The registry entry of SSIMULACRA2.
 #[derive(Debug)]
