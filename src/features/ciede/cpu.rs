@@ -3,7 +3,7 @@
 //!
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/ciede.c.
 
-use super::{
+use super::params::{
     ciede2000, lab, lab_of_linear, linear_blue, linear_green, linear_red, score_from_sum,
     ChromaRead, Lab, FEATURE,
 };

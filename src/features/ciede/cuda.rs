@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
 
-use super::{score_from_sum, ChromaRead, Subsampling, FEATURE};
+use super::params::{score_from_sum, ChromaRead, Subsampling, FEATURE};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::CudaError;
 use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};

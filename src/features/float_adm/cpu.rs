@@ -8,10 +8,10 @@
 
 use super::super::adm::Region;
 use super::super::float_vif::cpu::to_float;
-use super::{
-    cos_1deg_sq, finish, pool, FloatAdmConfig, DB2_HI, DB2_LO, MIN_SIZE, ONE_BY_15, ONE_BY_30,
-    SCALES,
+use super::params::{
+    cos_1deg_sq, finish, pool, DB2_HI, DB2_LO, MIN_SIZE, ONE_BY_15, ONE_BY_30, SCALES,
 };
+use super::FloatAdmConfig;
 use crate::video::frame::{FeatureError, LumaPlane};
 
 /// Name used in [`FeatureError`]s.

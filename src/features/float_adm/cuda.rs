@@ -14,7 +14,8 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
 use super::super::adm::Region;
-use super::{cos_1deg_sq, finish, pool, FloatAdmConfig, MIN_SIZE, SCALES};
+use super::params::{cos_1deg_sq, finish, pool, MIN_SIZE, SCALES};
+use super::FloatAdmConfig;
 use crate::cuda::context::{launch, param};
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};

@@ -4,7 +4,7 @@
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/ansnr.c, ansnr_tools.c (`ansnr_filter2d_s`,
 //! `ansnr_mse_s`), picture_copy.c.
 
-use super::{dis_filter, mirror, ref_filter, FEATURE};
+use super::params::{dis_filter, mirror, ref_filter, FEATURE};
 use crate::features::float_psnr::FloatDepth;
 use crate::video::frame::{FeatureError, LumaPlane};
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
 
-use super::{FEATURE, MIN_SIZE};
+use super::params::{FEATURE, MIN_SIZE};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::CudaError;
 use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};

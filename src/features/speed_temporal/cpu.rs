@@ -4,7 +4,7 @@
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/speed.c (`extract` of
 //! `vmaf_fex_speed_temporal`, `subtract_image`, `speed_extract_score`).
 
-use super::{TemporalConfig, FEATURE};
+use super::params::{TemporalConfig, FEATURE};
 use crate::features::api::{CpuExtractor, HostFrame};
 use crate::features::speed::cpu::{Difference, Levels, Speed};
 use crate::features::speed::Dims;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaViewMut};
 
-use super::{TemporalConfig, FEATURE};
+use super::params::{TemporalConfig, FEATURE};
 use crate::cuda::error::DriverResultExt;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::features::api::{CudaExtractor, DevFrame};
