@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
+use super::params::{score_from_sums, FEATURE, NUM_SCALES};
 use super::params::{CambiConfig, Params, CONTRAST_WEIGHTS, MAX_DIFFS};
-use super::{score_from_sums, FEATURE, NUM_SCALES};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};

@@ -43,39 +43,10 @@ use super::api::{
 use super::options::Options;
 use crate::cuda::{CudaError, GpuDevice};
 use crate::video::frame::FeatureError;
+use params::FEATURE;
+pub use params::{score_from_sums, FIXED_ONE, NUM_SCALES, SCALE_WEIGHTS};
 
 pub use params::{CambiConfig, Eotf};
-
-/// The registry name (libvmaf's extractor name).
-const FEATURE: &str = "cambi";
-
-/// Number of scales.
-pub const NUM_SCALES: usize = 5;
-
-/// Weight of each scale's pooled c-value (libvmaf's `g_scale_weights`).
-pub const SCALE_WEIGHTS: [i32; NUM_SCALES] = [16, 8, 4, 2, 1];
-
-/// One c-value unit of the exact top-k sums: 2^-24.
-pub const FIXED_ONE: f32 = 16_777_216.0;
-
-/// The CAMBI score from each scale's top-k sum of c-values (`sums`, in units of 2^-24, see
-/// [`FIXED_ONE`]) and its element count (`topk`, >= 1): the mean per scale, weighted by
-/// [`SCALE_WEIGHTS`], over `window_pixels`, clipped to `max_val`. libvmaf sums the same floats
-/// in `double`, which is exact while a scale's sum stays below 2^29 (always with the v1
-/// options), so the scores are equal then. Shared by both halves.
-pub fn score_from_sums(
-    sums: &[u64; NUM_SCALES],
-    topk: &[usize; NUM_SCALES],
-    window_pixels: u32,
-    max_val: f64,
-) -> f64 {
-    let mut score = 0.0f64;
-    for s in 0..NUM_SCALES {
-        let mean = (sums[s] as f64 / f64::from(FIXED_ONE)) / topk[s].max(1) as f64;
-        score += mean * f64::from(SCALE_WEIGHTS[s]);
-    }
-    (score / f64::from(window_pixels)).min(max_val)
-}
 
 /// The registry entry of CAMBI.
 #[derive(Debug)]

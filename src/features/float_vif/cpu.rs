@@ -16,7 +16,8 @@
 //! convolution_avx.c and convolution_internal.h (the same sums, mirrored edges),
 //! libvmaf/src/feature/picture_copy.c (samples to floats).
 
-use super::{prescale, statistic, FloatVifConfig, Scales, StatParams, SCALES};
+use super::params::{statistic, FloatVifConfig, Scales, StatParams, SCALES};
+use super::prescale;
 use crate::video::frame::{FeatureError, LumaPlane};
 
 /// `1 / 2^(bpc - 8)`: libvmaf divides 10-, 12- and 16-bit samples by 4, 16 and 256

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
-use super::{FloatVifConfig, Scales, FEATURE, SCALES};
+use super::params::{FloatVifConfig, Scales, FEATURE, SCALES};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::CudaError;
 use crate::cuda::memory::{alloc_zeroed, DeviceAlloc};

@@ -13,7 +13,7 @@
 //! libvmaf/src/feature/common/convolution_avx.c (the same filter sums, mirrored edges).
 
 use super::linalg;
-use super::{
+use super::params::{
     antialias_filter, combine, local_mean_filter, Dims, Prescale, SpeedConfig, BLOCK, EIGEN_EPS, N,
     SCALES,
 };

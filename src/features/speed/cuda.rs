@@ -18,7 +18,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtrMut};
 
 use super::cpu::taps;
-use super::{
+use super::params::{
     antialias_filter, combine, local_mean_filter, plane_size, Dims, SpeedConfig, FEATURE, N,
 };
 use crate::cuda::context::{function, launch, param, GpuDevice};

@@ -9,7 +9,7 @@
 //! Source: Netflix/vmaf v3.2.0, libvmaf/src/feature/speed.c (`compute_eigenvalues`,
 //! `solve_linear_system`).
 
-use super::{EIGEN_EPS, EIGEN_MAX_ITERS, N};
+use super::params::{EIGEN_EPS, EIGEN_MAX_ITERS, N};
 
 /// `sqrt(x * x + y * y)` in `float`.
 fn hypot(x: f32, y: f32) -> f32 {

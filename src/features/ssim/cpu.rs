@@ -17,7 +17,7 @@
 //! ms_ssim.c and iqa/ (ssim_tools.c, convolve.c with `IQA_CONVOLVE_1D`, decimate.c,
 //! math_utils.c).
 
-use super::*;
+use super::params::*;
 use crate::video::frame::{FeatureError, LumaPlane};
 
 /// A float image, row-major, `w` x `h`, no padding.
@@ -378,15 +378,6 @@ fn to_float(p: &LumaPlane, out: &mut Image) {
             }
         }
     }
-}
-
-/// `float_ssim`'s automatic down-scaling factor: `max(1, round(min(w, h) / 256))` with
-/// IQA's rounding (halves away from zero).
-pub(super) fn auto_scale(w: usize, h: usize) -> usize {
-    let a = w.min(h) as f32 / 256.0;
-    let t = a.trunc();
-    let r = if f64::from(a - t) >= 0.5 { t + 1.0 } else { t };
-    (r as usize).max(1)
 }
 
 /// Output columns per block of the filters below: each block keeps its `f64` sums on the

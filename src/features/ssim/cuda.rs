@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
-use super::{
+use super::params::{
     box_tap, decimated, float_ssim_scale, ms_ssim_combine, ms_ssim_fits, ms_ssim_too_small,
     ssim_constants, GAUSS_LEN, MS_SSIM_SCALES,
 };

@@ -12,8 +12,8 @@
 //! histograms padded so that every window update has one length. `reference.rs` holds the
 //! direct forms the unit tests compare every scale's sum with.
 
+use super::params::{score_from_sums, FEATURE, FIXED_ONE, NUM_SCALES};
 use super::params::{CambiConfig, Params, CONTRAST_WEIGHTS, MASK_FILTER};
-use super::{score_from_sums, FEATURE, FIXED_ONE, NUM_SCALES};
 use crate::video::frame::{FeatureError, LumaPlane};
 
 #[cfg(test)]
