@@ -17,9 +17,9 @@ use cudarc::driver::{
     CudaFunction, CudaModule, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig,
 };
 
-use super::{
-    ceil_u32, cm_shifts, den_finish, finish_scores, AdmConfig, AdmScores, Csf, CsfMode, Region,
-    MIN_HEIGHT, MIN_WIDTH,
+use super::config::{AdmConfig, Csf, CsfMode};
+use super::params::{
+    ceil_u32, cm_shifts, den_finish, finish_scores, AdmScores, Region, MIN_HEIGHT, MIN_WIDTH,
 };
 use crate::cuda::context::{launch, param};
 use crate::cuda::error::{CudaError, DriverResultExt};

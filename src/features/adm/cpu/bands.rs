@@ -1,7 +1,8 @@
 //! ADM's per-band stages: decoupling into restored and additive parts, the denominator,
 //! the CSF weighting and contrast masking (`adm_decouple*`, `adm_csf*`, `adm_cm*`).
 
-use super::*;
+use super::super::params::{ceil_u32, cm_shifts, den_finish, Region};
+use super::consts::*;
 
 /// Shared inputs of [`decouple`].
 pub(super) struct DecoupleCtx {

@@ -1,7 +1,9 @@
 //! ADM's 2-D Daubechies-2 DWT (`adm_dwt2_8/16`, `adm_dwt2_s123`): scale 0 from the luma
 //! samples, scales 1..3 from the previous approximation band.
 
-use super::*;
+use super::bands::low_i32;
+use super::consts::*;
+use crate::video::frame::LumaPlane;
 
 /// Row access to a DWT input.
 pub(super) trait DwtSource {

@@ -32,24 +32,9 @@
 //! to 16 bits (saturating or not truncating instead), and they convert the scale-0 h-band CM
 //! accumulator to `f32` directly (identical below 2^53).
 
-use super::*;
+use super::config::{AdmConfig, Csf};
+use super::params::*;
 use crate::video::frame::{FeatureError, LumaPlane};
-
-/// Daubechies-2 analysis filters in Q15 (`dwt2_db2_coeffs_lo/hi`).
-const FILTER_LO: [i32; 4] = [15826, 27411, 7345, -4240];
-const FILTER_HI: [i32; 4] = [-4240, -7345, 27411, -15826];
-/// Sum of `FILTER_LO` (the high-pass filter sums to 0).
-const FILTER_LO_SUM: i32 = 46342;
-
-/// 1/15 in Q12 (scale 0) and Q32 (scales 1..3).
-const ONE_BY_15: i32 = 8738;
-const I4_ONE_BY_15: i64 = 286_331_153;
-/// 1/30 in Q17 (scale 0) and Q32 (scales 1..3).
-const FIX_ONE_BY_30: i32 = 4369;
-const I4_FIX_ONE_BY_30: i64 = 143_165_577;
-/// libvmaf stores `1u << 31` in an `int32_t` as the rounding term of the Q32 products, so it
-/// actually subtracts 2^31 before the shift.
-const I4_FLT_ROUND: i64 = i32::MIN as i64;
 
 /// Integer ADM extractor for one frame geometry; holds all scratch memory.
 ///
@@ -84,33 +69,6 @@ pub struct Adm {
     /// [`Adm::compute_ladder`]'s reference detail bands `[h, v, d]` of each scale (made on
     /// its first call).
     ref_scales: Vec<[Vec<i32>; 3]>,
-}
-
-#[inline(always)]
-fn wrap16(x: i32) -> i32 {
-    x as i16 as i32
-}
-
-/// Source index for a DWT tap at position `k` (`-1..=n+1`) of a line of `n` samples.
-#[inline]
-fn dwt_mirror(k: isize, n: usize) -> usize {
-    if k < 0 {
-        k.unsigned_abs()
-    } else if k as usize >= n {
-        (2 * n).saturating_sub(k as usize + 1)
-    } else {
-        k as usize
-    }
-}
-
-/// `(uint32_t)pow(2, shift - 1)` for the shifts libvmaf uses (0 for a zero shift).
-#[inline]
-fn round_add(shift: u32) -> u64 {
-    if shift == 0 {
-        0
-    } else {
-        1u64 << (shift - 1).min(63)
-    }
 }
 
 impl Adm {
@@ -442,13 +400,10 @@ impl Adm {
     }
 }
 
-/// Rows of decoupling, CSF and CM at a time: at 4K's scale 0 (1920-wide bands) a strip of
-/// decoupled bands and CSF output is 3 bands x 4 arrays x 16 rows of `i32`, 1.5 MB, mostly
-/// within L2 until the next stage reads it.
-const CM_STRIP: usize = 16;
-
 mod bands;
+mod consts;
 mod dwt;
 
 use bands::*;
+use consts::*;
 use dwt::*;
