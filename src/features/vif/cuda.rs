@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaStream, CudaViewMut, DevicePtr, DevicePtrMut};
 
-use super::{VifConfig, VifScores};
+use super::params::{VifConfig, VifScores};
 use crate::cuda::context::{function, launch, param, GpuDevice};
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::memory::{alloc_copy, alloc_zeroed, DeviceAlloc};

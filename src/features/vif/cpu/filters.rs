@@ -2,7 +2,9 @@
 //! statistic (means, second moments, per-pixel information terms) and of the subsampling
 //! between scales, in column blocks whose sums stay in registers.
 
-use super::*;
+use super::common::*;
+#[cfg(target_arch = "x86_64")]
+use super::simd::{self, Wide};
 
 /// Filter sums of one column block: the means of both planes and the second moments, the
 /// latter as sums over the low (`*_lo`) and high (`*_hi`) 16-bit halves of the products

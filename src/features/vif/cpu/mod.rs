@@ -12,24 +12,8 @@
 //! libvmaf) and the final per-scale numerator/denominator, which libvmaf stores as `float`;
 //! this module rounds them to `f32` at the same points so the scores are identical.
 
-use super::{VifConfig, VifScores, FEATURE, MIN_HEIGHT, MIN_WIDTH};
+use super::params::{VifConfig, VifScores, FEATURE, MIN_HEIGHT, MIN_WIDTH};
 use crate::video::frame::{FeatureError, LumaPlane};
-
-/// 1-D filter taps per scale (Q16, each sums to 65536), libvmaf `vif_filter1d_table`.
-const FILTER0: [u16; 17] = [
-    489, 935, 1640, 2640, 3896, 5274, 6547, 7455, 7784, 7455, 6547, 5274, 3896, 2640, 1640, 935,
-    489,
-];
-const FILTER1: [u16; 9] = [1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244];
-const FILTER2: [u16; 5] = [3571, 16004, 26386, 16004, 3571];
-const FILTER3: [u16; 3] = [10904, 43728, 10904];
-
-/// Left/right margin of the padded row buffers (largest half filter width).
-const PAD: usize = 8;
-/// Column block processed with accumulators kept in registers.
-const BLOCK: usize = 8;
-/// `sigma_nsq` of libvmaf: the noise variance 2.0 in Q16.
-const SIGMA_NSQ: i32 = 65536 << 1;
 
 /// Integer VIF extractor for one frame geometry; holds every scratch buffer so that
 /// [`Vif::compute`] does not allocate.
@@ -49,78 +33,6 @@ pub struct Vif {
     row: RowBuffers,
     /// The AVX2 horizontal pass's scratch, when the CPU has AVX2 and FMA.
     wide: Option<Wide>,
-}
-
-/// Row scratch shared by the statistic and the subsampling passes: vertically filtered
-/// means and second moments of one row.
-struct RowBuffers {
-    mu1: Vec<u16>,
-    mu2: Vec<u16>,
-    ref_sq: Vec<u32>,
-    dis_sq: Vec<u32>,
-    ref_dis: Vec<u32>,
-    /// A ladder's reference half of one output row of the statistic (no margins): the
-    /// horizontally filtered mean (the Q32 sum, modulo 2^32) and `sigma1_sq`.
-    ref_m1: Vec<u32>,
-    ref_s1: Vec<i32>,
-}
-
-/// Which quantities a pass of the statistic computes: [`BOTH`] planes' (a pair), the
-/// reference's only ([`REF`]: its mean and variance, into [`RowBuffers::ref_m1`] /
-/// [`RowBuffers::ref_s1`]) or the distorted plane's and the covariance ([`DIS`], reading the
-/// reference's from a [`REF`] pass of the same row). A [`REF`] pass and a [`DIS`] pass give
-/// each quantity the value a [`BOTH`] pass gives it: the same arithmetic on the same samples.
-const BOTH: u8 = 0;
-const REF: u8 = 1;
-const DIS: u8 = 2;
-
-impl RowBuffers {
-    /// Length of the shortest of the five rows.
-    fn shortest(&self) -> usize {
-        let means = self.mu1.len().min(self.mu2.len());
-        let moments = self
-            .ref_sq
-            .len()
-            .min(self.dis_sq.len())
-            .min(self.ref_dis.len());
-        means.min(moments)
-    }
-}
-
-/// One luma plane as the filters see it.
-#[derive(Clone, Copy)]
-struct Image<'a> {
-    data: &'a [u16],
-    stride: usize,
-    width: usize,
-    height: usize,
-}
-
-impl<'a> Image<'a> {
-    /// Row `y` mirrored into the image (`-1 -> 1`, `h -> h - 2`), exactly `width` long.
-    #[inline]
-    fn mirrored_row(&self, y: isize) -> &'a [u16] {
-        let last = self.height.saturating_sub(1) as isize;
-        let y = if y < 0 {
-            -y
-        } else if y > last {
-            2 * last - y
-        } else {
-            y
-        };
-        let y = y.clamp(0, last) as usize;
-        let start = y * self.stride;
-        self.data.get(start..start + self.width).unwrap_or(&[])
-    }
-}
-
-/// Fixed-point accumulators of one scale (libvmaf's `accum_*`).
-#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
-struct Accum {
-    num_log: i64,
-    den_log: i64,
-    num_non_log: i64,
-    den_non_log: i64,
 }
 
 impl Vif {
@@ -371,79 +283,6 @@ fn set_scale(scores: &mut VifScores, s: usize, num: f32, den: f32) {
     }
 }
 
-/// Rounding of the vertical pass of the statistic.
-#[derive(Clone, Copy)]
-enum VpShift {
-    /// 8-bit scale 0: means `(sum + 128) >> 8`, second moments unshifted (sums fit `u32`).
-    Narrow,
-    /// Everything else: second moments summed in 64 bits, then rounded and shifted
-    /// (`sq_shift <= 16`, `sq_round = 1 << (sq_shift - 1)`).
-    Wide {
-        mu_round: u32,
-        mu_shift: u32,
-        sq_round: u32,
-        sq_shift: u32,
-    },
-}
-
-impl VpShift {
-    const SCALED: Self = Self::Wide {
-        mu_round: 32768,
-        mu_shift: 16,
-        sq_round: 32768,
-        sq_shift: 16,
-    };
-
-    /// `(mu_round, mu_shift, sq_round, sq_shift)`; the `sq_*` pair is unused for `Narrow`.
-    fn params(self) -> (u32, u32, u32, u32) {
-        match self {
-            Self::Narrow => (128, 8, 0, 0),
-            Self::Wide {
-                mu_round,
-                mu_shift,
-                sq_round,
-                sq_shift,
-            } => (mu_round, mu_shift, sq_round, sq_shift),
-        }
-    }
-}
-
-/// Tap rows for output row `center`: mirrored rows `center - N / 2 ..= center + N / 2`.
-#[inline(always)]
-fn gather_rows<'a, const N: usize>(img: Image<'a>, center: usize) -> [&'a [u16]; N] {
-    let half = (N / 2) as isize;
-    core::array::from_fn(|k| img.mirrored_row(center as isize - half + k as isize))
-}
-
-/// Mirrors `half` samples around both ends of `buf[PAD..PAD + w]` (`-f -> f`,
-/// `w - 1 + f -> w - 1 - f`), libvmaf's `PADDING_SQ_DATA`.
-#[inline]
-fn mirror_pad<T: Copy>(buf: &mut [T], w: usize, half: usize) {
-    for f in 1..=half {
-        if let Some(&v) = buf.get(PAD + f) {
-            if let Some(d) = buf.get_mut(PAD - f) {
-                *d = v;
-            }
-        }
-        if let Some(&v) = buf.get(PAD + w - 1 - f) {
-            if let Some(d) = buf.get_mut(PAD + w - 1 + f) {
-                *d = v;
-            }
-        }
-    }
-}
-
-/// Fixed-size view `s[at..at + N]`.
-#[inline(always)]
-fn chunk<T, const N: usize>(s: &[T], at: usize) -> Option<&[T; N]> {
-    s.get(at..).and_then(|t| t.first_chunk::<N>())
-}
-
-#[inline(always)]
-fn chunk_mut<T, const N: usize>(s: &mut [T], at: usize) -> Option<&mut [T; N]> {
-    s.get_mut(at..).and_then(|t| t.first_chunk_mut::<N>())
-}
-
 /// Runs `$body` over the columns `$from..$w`: for blocks of [`BLOCK`] columns starting at
 /// `$j` with the const `$l` set to `BLOCK`, then for each remaining column with `$l` set
 /// to 1. (`$from`: the columns a SIMD kernel has done, 0 without one.)
@@ -462,16 +301,15 @@ macro_rules! blocked {
     }};
 }
 
+mod common;
 mod filters;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 
+use common::*;
 use filters::*;
 #[cfg(target_arch = "x86_64")]
 use simd::Wide;
-/// Stand-in for the x86-64 SIMD scratch elsewhere (never made).
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) enum Wide {}
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod simd_tests {

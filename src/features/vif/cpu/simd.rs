@@ -28,7 +28,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{Accum, RowBuffers, DIS, PAD, REF, SIGMA_NSQ};
+use super::common::{Accum, RowBuffers, DIS, PAD, REF, SIGMA_NSQ};
 
 /// Which kernel [`h_stat_row`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
