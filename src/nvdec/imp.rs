@@ -90,7 +90,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[glib::object_subclass]
 impl ObjectSubclass for VmafNvDec {
     const NAME: &'static str = "GstVmafNvDec";
-    type Type = super::VmafNvDec;
+    type Type = element::VmafNvDec;
     type ParentType = gst_video::VideoDecoder;
 }
 
@@ -739,5 +739,17 @@ impl FrameSink for Output<'_> {
                 Err(format!("downstream: {e:?}"))
             }
         }
+    }
+}
+
+/// The element's public type, declared beside its implementation so that `mod.rs`, which
+/// re-exports it, and this file do not import each other.
+pub mod element {
+    use gst::glib;
+
+    glib::wrapper! {
+        /// The `vmafnvdec` element (see the module docs).
+        pub struct VmafNvDec(ObjectSubclass<super::VmafNvDec>)
+            @extends gst_video::VideoDecoder, gst::Element, gst::Object;
     }
 }

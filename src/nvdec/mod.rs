@@ -11,7 +11,8 @@
 //!
 //! Layout: [`sys`] (the NVDEC API, loaded at run time), [`frames`] (which input frame each
 //! decoded picture belongs to: a pure function of the parser's callbacks), [`session`]
-//! (parser + decoder, GStreamer-free), `imp` (the `GstVideoDecoder` subclass).
+//! (parser + decoder, GStreamer-free), `imp` (the `GstVideoDecoder` subclass and its public
+//! type [`VmafNvDec`], re-exported here).
 
 use gst::glib;
 use gst::prelude::*;
@@ -21,11 +22,7 @@ mod imp;
 pub mod session;
 pub mod sys;
 
-glib::wrapper! {
-    /// The `vmafnvdec` element (see the module docs).
-    pub struct VmafNvDec(ObjectSubclass<imp::VmafNvDec>)
-        @extends gst_video::VideoDecoder, gst::Element, gst::Object;
-}
+pub use imp::element::VmafNvDec;
 
 /// Registers `vmafnvdec` (rank none: pipelines name it; `decodebin` picks it only when the
 /// application raises its rank, as the `vmafcompare` command does).
