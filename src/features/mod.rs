@@ -3,9 +3,11 @@
 //! libvmaf/src/feature/feature_extractor.c: one table of extractors, each with its options,
 //! `init` / `extract` / `flush` / `close`).
 //!
-//! A metric is three things side by side in `src/features/<name>/`:
+//! A metric is four things side by side in `src/features/<name>/`:
 //! - `mod.rs`: its definition, a [`Feature`] (name, options, libvmaf output names, what it
-//!   reads, the finish step across frames) and the constants and arithmetic both halves share;
+//!   reads, the finish step across frames), importing both halves;
+//! - `params.rs`: the name, options, constants and arithmetic the definition and both halves
+//!   share; the halves import it, never `mod.rs`;
 //! - `cpu.rs`: the CPU half, a [`CpuExtractor`] (the reference the GPU half is tested
 //!   against, bit for bit where the arithmetic is integer);
 //! - `cuda.rs`: the CUDA host half, a [`CudaExtractor`], driving its kernel in

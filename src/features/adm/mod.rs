@@ -2,7 +2,8 @@
 //! (`integer_adm2`, `integer_aim`, `integer_adm3`, `integer_adm_scale0..3`), bit-exact with
 //! Netflix/vmaf v3.2.0, libvmaf/src/feature/integer_adm.c.
 //!
-//! This file holds what both halves share: the scored regions and the floating-point finish.
+//! `params.rs` holds what this file and both halves share: the scored regions and the
+//! floating-point finish.
 //! `config.rs` holds the options (VMAF v0's and v1's: [`AdmConfig`]) and the CSF weights they
 //! select; `cpu/` is the CPU half ([`cpu::Adm`], the reference); `cuda.rs` the CUDA host half
 //! ([`cuda::AdmGpu`]) of `kernels/adm.cu`.

@@ -2,8 +2,8 @@
 //! default options: no dB conversion, no l/c/s outputs).
 //!
 //! Sources: Netflix/vmaf v3.2.0, libvmaf/src/feature/float_ssim.c, float_ms_ssim.c, ssim.c,
-//! ms_ssim.c and iqa/. This file holds the two registry entries and what both halves share
-//! (window, filters, constants, the combination of scales); `cpu.rs` is the CPU half
+//! ms_ssim.c and iqa/. This file holds the two registry entries, `params.rs` what it and both
+//! halves share (window, filters, constants, the combination of scales); `cpu.rs` is the CPU half
 //! ([`cpu::Ssim`]), `cuda.rs` the CUDA host half ([`cuda::SsimGpu`]) of `kernels/ssim.cu`.
 
 pub mod cpu;
