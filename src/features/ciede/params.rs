@@ -11,7 +11,7 @@ pub(super) const FEATURE: &str = "ciede";
 pub const OUTPUT: &str = "ciede2000";
 
 /// libvmaf's alignment of picture rows, in samples.
-pub(super) const ROW_ALIGN: usize = 32;
+const ROW_ALIGN: usize = 32;
 
 /// Checks that `bpc` is a depth libvmaf's float and colour extractors take (8, 10, 12, 16),
 /// as [`crate::features::float_psnr::FloatDepth::new`] does for the float ones.
@@ -133,7 +133,7 @@ pub(super) fn linear(c: f64) -> f64 {
 
 /// CIELAB's companding `f(t)`, rounded to `f32` as libvmaf's helper returns it.
 #[inline]
-pub(super) fn lab_f(t: f64) -> f32 {
+fn lab_f(t: f64) -> f32 {
     const KAPPA: f64 = 24389.0 / 27.0;
     const EPSILON: f64 = 216.0 / 24389.0;
     if t > EPSILON {
@@ -147,7 +147,7 @@ pub(super) fn lab_f(t: f64) -> f32 {
 /// range: `(Y' , Cb, Cr)` with `Y' = (y - 16 s) / (219 s)`, `C = (c - 128 s) / (224 s)`,
 /// `s = 2^(bpc - 8)`.
 #[inline]
-pub(super) fn normalise(y: f64, u: f64, v: f64, bpc: u32) -> (f64, f64, f64) {
+fn normalise(y: f64, u: f64, v: f64, bpc: u32) -> (f64, f64, f64) {
     let scale = f64::from(1u32 << (bpc.clamp(8, 16) - 8));
     (
         (y - 16.0 * scale) * (1.0 / (219.0 * scale)),
@@ -206,11 +206,11 @@ pub fn lab(y: f64, u: f64, v: f64, bpc: u32) -> Lab {
     )
 }
 
-pub(super) const PI: f64 = std::f64::consts::PI;
+const PI: f64 = std::f64::consts::PI;
 
 /// Hue angle in `[0, 2 pi)` of (`a`, `b`) (0 for the origin), in `f32`.
 #[inline]
-pub(super) fn hue(b: f32, a: f32) -> f32 {
+fn hue(b: f32, a: f32) -> f32 {
     if b == 0.0 && a == 0.0 {
         return 0.0;
     }

@@ -16,7 +16,7 @@ pub const MAX_TAPS: usize = 128;
 
 /// The kernel scales libvmaf accepts (`valid_kernelscales` in vif_tools.h, as `float`s); a
 /// value within 1e-3 of one of them is valid.
-pub(super) const KERNELSCALES: [f32; 21] = [
+const KERNELSCALES: [f32; 21] = [
     1.0,
     1.0 / 2.0,
     3.0 / 2.0,
@@ -42,7 +42,7 @@ pub(super) const KERNELSCALES: [f32; 21] = [
 
 /// Option names (libvmaf's, `float_vif.c`'s table) with their aliases in the output suffix,
 /// in alphabetical order of the names (the order of the suffix).
-pub(super) const OPTIONS: [(&str, &str); 9] = [
+const OPTIONS: [(&str, &str); 9] = [
     ("vif_enhn_gain_limit", "egl"),
     ("vif_kernelscale", "ks"),
     ("vif_prescale", "ps"),
@@ -55,7 +55,7 @@ pub(super) const OPTIONS: [(&str, &str); 9] = [
 ];
 
 /// The prescale methods libvmaf names (`vif_prescale_method`).
-pub(super) const PRESCALE_METHODS: [&str; 4] = ["nearest", "bilinear", "bicubic", "lanczos4"];
+const PRESCALE_METHODS: [&str; 4] = ["nearest", "bilinear", "bicubic", "lanczos4"];
 
 /// The options of a `float_vif` instance; [`Default`] gives libvmaf's defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -289,7 +289,7 @@ pub struct Scales {
 /// The coefficients of libvmaf's polynomial for `log2(1 + x)` on `[0, 1)` (`log2_poly_s`),
 /// highest power first; the decimal constants rounded to `double`, then to `float`, as C's
 /// initialiser does.
-pub(super) const LOG2_POLY: [f64; 9] = [
+const LOG2_POLY: [f64; 9] = [
     -0.012671635276421,
     0.064841182402670,
     -0.157048836463065,

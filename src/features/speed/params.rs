@@ -38,7 +38,7 @@ pub(super) const OPTIONS: [(&str, &str); 7] = [
 
 /// The kernel scales libvmaf accepts (`valid_kernelscales` in vif_tools.h, as `float`s);
 /// a value within 1e-3 of one of them is valid.
-pub(super) const KERNELSCALES: [f32; 21] = [
+const KERNELSCALES: [f32; 21] = [
     1.0,
     1.0 / 2.0,
     3.0 / 2.0,
@@ -266,7 +266,7 @@ pub fn filter_size(scale: u32, kernelscale: f64) -> usize {
 
 /// A normalised 1-D Gaussian of `size` taps and deviation `stdev`, in libvmaf's arithmetic
 /// (`get_1d_gaussian_kernel`: the pdf's exponent in `double`, taps and their sum in `float`).
-pub(super) fn gaussian(size: usize, stdev: f32) -> Vec<f32> {
+fn gaussian(size: usize, stdev: f32) -> Vec<f32> {
     let k = (size as i32 - 1) / 2;
     let sd = f64::from(stdev);
     let mut out: Vec<f32> = (0..size as i32)

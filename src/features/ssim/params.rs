@@ -23,9 +23,9 @@ pub(super) const LPF: [[f32; 5]; 5] = [
 pub const MS_SSIM_SCALES: usize = 5;
 
 /// Exponents of luminance, contrast and structure at each scale (Wang et al.).
-pub(super) const MS_ALPHA: [f32; 5] = [0.0, 0.0, 0.0, 0.0, 0.1333];
+const MS_ALPHA: [f32; 5] = [0.0, 0.0, 0.0, 0.0, 0.1333];
 
-pub(super) const MS_BETA: [f32; 5] = [0.0448, 0.2856, 0.3001, 0.2363, 0.1333];
+const MS_BETA: [f32; 5] = [0.0448, 0.2856, 0.3001, 0.2363, 0.1333];
 
 /// Smallest frame `float_ms_ssim` accepts: libvmaf refuses a frame when any of its five
 /// scales (the size halved, rounding down, four times) is narrower or lower than the
