@@ -1,10 +1,16 @@
-//! `vmafcompare` subclass: pads, caps, properties, `aggregate()`, messages, meta and the
-//! state changes that drive the engine's lifecycle.
+//! The `vmafcompare` subclass: its struct and per-stream [`State`] (the reference and its
+//! renditions), and the GStreamer vfuncs, each forwarding to the file that does the work.
+//!
+//! Files under `imp/` are of two kinds: those that own a type and never name the element
+//! (`util`, `caps`, `range`, `settings`, `prepared`, `rendition`, `live_state`, `order`), which
+//! this file imports; and those that add the element's behaviour in `impl VmafCompare` blocks
+//! (`pads`, `flow`, `push`, `mapping`, `scorer`, `outputs`, `setup`, `properties`, `monitor`),
+//! which import this file and are never imported by it, so no two files import each other.
 
 use std::collections::BTreeSet;
 use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Instant;
 
 use gst::glib;
@@ -29,59 +35,36 @@ use crate::engine::{
     model::DEFAULT_MODEL, Backend, ComponentInput, DeviceComponent, DeviceLuma, EngineError,
     FeatureSet, FrameChroma, FrameScores, FrameSet, HostComponent, HostLuma, LogFormat, LogWriter,
     LumaInput, LumaPlane, NamedModel, RenditionFrame, SampleLayout, ScorePlan, Scored, Scorer,
-    YuvToRgb,
 };
 use crate::engine::{CpuBackend, CudaBackend, Geometry};
 use crate::video::frame::Hold;
 use crate::vmafcompare::slots::Slots;
 
-/// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
+// Types (imported here).
 mod caps;
-mod flow;
-mod mapping;
-mod monitor;
+mod live_state;
 mod order;
-mod outputs;
-mod properties;
-mod push;
+mod prepared;
 mod range;
 mod rendition;
+mod settings;
+mod util;
+// Behaviour (`impl VmafCompare`; never imported here).
+mod flow;
+mod mapping;
+/// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
+mod monitor;
+mod outputs;
+mod pads;
+mod properties;
+mod push;
 mod scorer;
 mod setup;
 
 use caps::*;
-use mapping::*;
-use properties::*;
-use setup::*;
-
-static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
-    gst::DebugCategory::new(
-        "vmafcompare",
-        gst::DebugColorFlags::empty(),
-        Some("VMAF scoring of a distorted stream against its reference"),
-    )
-});
-
-/// Raw formats both sink pads accept: 4:2:0, 4:2:2, 4:4:4, planar and semi-planar, 8 to 12 bits.
-const FORMATS: &[gst_video::VideoFormat] = &[
-    gst_video::VideoFormat::I420,
-    gst_video::VideoFormat::Yv12,
-    gst_video::VideoFormat::Nv12,
-    gst_video::VideoFormat::Nv21,
-    gst_video::VideoFormat::Y42b,
-    gst_video::VideoFormat::Y444,
-    gst_video::VideoFormat::Nv16,
-    gst_video::VideoFormat::Nv24,
-    gst_video::VideoFormat::Gray8,
-    gst_video::VideoFormat::I42010le,
-    gst_video::VideoFormat::I42210le,
-    gst_video::VideoFormat::Y44410le,
-    gst_video::VideoFormat::P01010le,
-    gst_video::VideoFormat::I42012le,
-    gst_video::VideoFormat::I42212le,
-    gst_video::VideoFormat::Y44412le,
-    gst_video::VideoFormat::P012Le,
-];
+use prepared::*;
+use settings::*;
+use util::*;
 
 /// What goes with each rendition's frame through the scorer.
 #[derive(Clone)]
@@ -153,7 +136,7 @@ pub struct VmafCompare {
     settings: Mutex<Settings>,
     prepared: Mutex<Option<Prepared>>,
     state: Mutex<State>,
-    monitor: monitor::Monitor,
+    monitor: live_state::Monitor,
     /// Running-time order of each sink pad's frames (repeats and regressions counted).
     order: Mutex<order::TimestampOrder>,
     /// The `GstCudaContext` shared with CUDA neighbours (`gst.cuda.context`), from NULL->READY
@@ -162,33 +145,24 @@ pub struct VmafCompare {
     cuda_context: Mutex<Option<gst::Object>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+/// The element's public type (re-exported as `crate::vmafcompare::VmafCompare`), declared
+/// beside its implementation: a wrapper and its implementation always name each other.
+pub mod element {
+    use gst::glib;
 
-/// What changed during a stream, for the summary and the log: the values in order, joined by
-/// `+` (`system+dmabuf-readback`, `bicubic 1280x720->1920x1080+none`).
-fn joined<S: AsRef<str>>(values: impl IntoIterator<Item = S>) -> String {
-    let mut out = String::new();
-    for (i, v) in values.into_iter().enumerate() {
-        if i > 0 {
-            out.push('+');
-        }
-        out.push_str(v.as_ref());
+    glib::wrapper! {
+        /// Scores the `distorted` pad's video (or, with request pads `distorted_%u`, each
+        /// rendition of a ladder) against the `reference` pad's with VMAF.
+        pub struct VmafCompare(ObjectSubclass<super::VmafCompare>)
+            @extends gst_base::Aggregator, gst::Element, gst::Object,
+            @implements gst::ChildProxy;
     }
-    out
-}
-
-/// A GAP buffer carries no picture to score (the aggregator turns GAP events into empty
-/// buffers with this flag).
-fn is_gap(buffer: &gst::BufferRef) -> bool {
-    buffer.flags().contains(gst::BufferFlags::GAP)
 }
 
 #[glib::object_subclass]
 impl ObjectSubclass for VmafCompare {
     const NAME: &'static str = "GstVmafCompare";
-    type Type = super::VmafCompare;
+    type Type = element::VmafCompare;
     type ParentType = gst_base::Aggregator;
     type Interfaces = (gst::ChildProxy,);
 
@@ -210,7 +184,7 @@ impl ObjectSubclass for VmafCompare {
             settings: Mutex::new(Settings::default()),
             prepared: Mutex::new(None),
             state: Mutex::new(State::default()),
-            monitor: monitor::Monitor::default(),
+            monitor: live_state::Monitor::default(),
             order: Mutex::new(order::TimestampOrder::default()),
             cuda_context: Mutex::new(None),
         }

@@ -2,8 +2,29 @@
 //! together allow ([`FrameFormat`]: chroma, colour), the size checks at caps time, and the
 //! layout of the formats' samples and components.
 
-use super::*;
-use crate::engine::scale::range::StreamRange;
+use crate::engine::scale::range::{ColourRange, StreamRange};
+use crate::engine::{FeatureSet, YuvToRgb};
+
+/// Raw formats both sink pads accept: 4:2:0, 4:2:2, 4:4:4, planar and semi-planar, 8 to 12 bits.
+pub(super) const FORMATS: &[gst_video::VideoFormat] = &[
+    gst_video::VideoFormat::I420,
+    gst_video::VideoFormat::Yv12,
+    gst_video::VideoFormat::Nv12,
+    gst_video::VideoFormat::Nv21,
+    gst_video::VideoFormat::Y42b,
+    gst_video::VideoFormat::Y444,
+    gst_video::VideoFormat::Nv16,
+    gst_video::VideoFormat::Nv24,
+    gst_video::VideoFormat::Gray8,
+    gst_video::VideoFormat::I42010le,
+    gst_video::VideoFormat::I42210le,
+    gst_video::VideoFormat::Y44410le,
+    gst_video::VideoFormat::P01010le,
+    gst_video::VideoFormat::I42012le,
+    gst_video::VideoFormat::I42212le,
+    gst_video::VideoFormat::Y44412le,
+    gst_video::VideoFormat::P012Le,
+];
 
 /// Largest width and height accepted (16K video is 15360x8640): bounds the memory the
 /// extractors allocate for one geometry, so absurd caps are refused instead of exhausting it.
@@ -32,7 +53,7 @@ impl PadVideo {
         }
         let depth = info.format_info().depth()[0];
         let range = StreamRange {
-            range: range::caps_range(caps, &info),
+            range: caps_range(caps, &info),
             ..StreamRange::default()
         };
         Ok(Self { info, depth, range })
@@ -40,6 +61,26 @@ impl PadVideo {
 
     pub(super) fn size(&self) -> (u32, u32) {
         (self.info.width(), self.info.height())
+    }
+}
+
+/// A stream's range as the caps' colorimetry gives it: full for `GST_VIDEO_COLOR_RANGE_0_255`,
+/// limited otherwise (an unknown range is scored as limited, as FFmpeg scores `unknown`).
+///
+/// The `colorimetry` string is read as such first: decoders state only the range when the
+/// stream's VUI gives no matrix (`1:0:0:0` from an x264 `-color_range pc` file, as
+/// `avdec_h264` and `nvh264dec` put it), and `VideoInfo::from_caps` then replaces the whole
+/// colorimetry with its default, BT.601 limited range (GStreamer 1.22 video-info.c), which
+/// would score a full-range stream as limited.
+pub(super) fn caps_range(caps: &gst::CapsRef, info: &gst_video::VideoInfo) -> ColourRange {
+    let stated = caps
+        .structure(0)
+        .and_then(|s| s.get::<&str>("colorimetry").ok())
+        .and_then(|c| c.parse::<gst_video::VideoColorimetry>().ok())
+        .map(|c| c.range());
+    match stated.unwrap_or_else(|| info.colorimetry().range()) {
+        gst_video::VideoColorRange::Range0_255 => ColourRange::Full,
+        _ => ColourRange::Limited,
     }
 }
 
@@ -183,146 +224,5 @@ pub(super) fn yuv_to_rgb(info: &gst_video::VideoInfo) -> YuvToRgb {
             Transfer::Bt709
         },
         defaulted: !(known_matrix && known_range),
-    }
-}
-
-impl VmafCompare {
-    /// Checks `(w, h)` against the smallest frames VMAF's filters and the extra metrics
-    /// accept; the error names `what` (a pad, or the scoring size) and what to change.
-    pub(super) fn check_min_size(
-        &self,
-        what: &str,
-        (w, h): (u32, u32),
-    ) -> Result<(), gst::ErrorMessage> {
-        let (vmaf_min, extra_mins) = lock(&self.prepared)
-            .as_ref()
-            .map(Prepared::minimums)
-            .unwrap_or_default();
-        if (w as usize) < vmaf_min.0 || (h as usize) < vmaf_min.1 {
-            return Err(gst::error_msg!(
-                gst::CoreError::Negotiation,
-                (
-                    "{}: {}x{} is smaller than the {}x{} minimum that VMAF's filters need",
-                    what,
-                    w,
-                    h,
-                    vmaf_min.0,
-                    vmaf_min.1
-                ),
-                ["Score at a larger size (score-width / score-height, or a larger reference)."]
-            ));
-        }
-        if let Some((name, (mw, mh))) = extra_mins
-            .into_iter()
-            .find(|(_, (mw, mh))| (w as usize) < *mw || (h as usize) < *mh)
-        {
-            return Err(gst::error_msg!(
-                gst::CoreError::Negotiation,
-                (
-                    "{}: {}x{} is smaller than the {}x{} minimum of {}",
-                    what,
-                    w,
-                    h,
-                    mw,
-                    mh,
-                    name
-                ),
-                [
-                    "libvmaf refuses such frames too (MS-SSIM's five scales each halve the frame \
-                     and must still hold its 11x11 window). Remove {} from features.",
-                    name
-                ]
-            ));
-        }
-        Ok(())
-    }
-
-    pub(super) fn other_pad(&self, pad: &gst_base::AggregatorPad) -> &'static str {
-        if pad == &self.reference_pad {
-            "distorted"
-        } else {
-            "reference"
-        }
-    }
-
-    /// A caps event on a sink pad: check the format and that both pads agree on the size.
-    pub(super) fn handle_caps(&self, pad: &gst_base::AggregatorPad, caps: &gst::CapsRef) -> bool {
-        let mut video = match PadVideo::from_caps(caps) {
-            Ok(v) => v,
-            Err(e) => {
-                gst::element_imp_error!(
-                    self,
-                    gst::CoreError::Negotiation,
-                    ("{} pad: {}", pad.name(), e)
-                );
-                return false;
-            }
-        };
-        let (stream, codec) = range::stream_range(pad.upcast_ref(), &video);
-        gst::debug!(
-            CAT,
-            imp = self,
-            "{} pad: {} range, upstream {}, {}",
-            pad.name(),
-            stream.range,
-            codec.as_deref().unwrap_or("raw video"),
-            if stream.yuvj {
-                "yuvj to FFmpeg"
-            } else {
-                "not yuvj to FFmpeg"
-            }
-        );
-        video.range = stream;
-        let (w, h) = video.size();
-        // A stream that will be scaled may be smaller than the metrics' minimum: the scoring
-        // size is checked when the scorer is made (`ensure_scorer`). The reference is the
-        // scoring size unless score-width / score-height say otherwise.
-        let at_scoring_size = {
-            let s = lock(&self.settings);
-            s.scale_method == VmafScaleMethod::None
-                || (pad == &self.reference_pad && s.score_width == 0 && s.score_height == 0)
-        };
-        if at_scoring_size {
-            if let Err(e) = self.check_min_size(&format!("{} pad", pad.name()), (w, h)) {
-                self.post_error_message(e);
-                return false;
-            }
-        }
-        if w > MAX_DIMENSION || h > MAX_DIMENSION {
-            gst::element_imp_error!(
-                self,
-                gst::CoreError::Negotiation,
-                (
-                    "{} pad: {}x{} is larger than the {}x{} maximum",
-                    pad.name(),
-                    w,
-                    h,
-                    MAX_DIMENSION,
-                    MAX_DIMENSION
-                )
-            );
-            return false;
-        }
-        // Sizes are compared when frames are paired (`ensure_scorer`), not here: a pad may
-        // renegotiate before its first buffer (a source re-sending stale sticky caps on
-        // restart), and both pads may switch size mid-stream one after the other.
-        gst::debug!(
-            CAT,
-            imp = self,
-            "{} caps {} (other pad: {})",
-            pad.name(),
-            caps,
-            self.other_pad(pad)
-        );
-        if pad == &self.reference_pad {
-            lock(&self.state).reference = Some(video);
-            return true;
-        }
-        match self.rendition_caps(pad, &video) {
-            Ok(Some(frame)) => self.monitor_caps(frame),
-            Ok(None) => {}
-            Err(()) => return true,
-        }
-        true
     }
 }

@@ -5,7 +5,7 @@
 //! under `backend=auto` hands the sets in flight to the CPU, and the end of the stream
 //! completes everything.
 
-use super::monitor::Input;
+use super::live_state::Input;
 use super::*;
 
 /// Half the shorter of two frame durations: frames further apart than this do not pair

@@ -3,9 +3,8 @@
 //! ([`crate::engine::align`]), the sliding window and alerts ([`crate::engine::window`]), and
 //! the latency these add. `imp.rs` calls in here at a few delimited points.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use gst::glib;
@@ -20,6 +19,7 @@ mod align;
 mod inputs;
 mod scoring;
 
+use super::live_state::*;
 use crate::engine::align::{Aligner, Thumb};
 use crate::engine::window::{
     Alert, AlertChange, Window, WindowSpan, WindowStats, MAX_WINDOW_FRAMES,
@@ -27,60 +27,6 @@ use crate::engine::window::{
 use crate::vmafcompare::live::{Job, OnFull, Progress, ScoringQueue};
 use crate::vmafcompare::slots::{Due, Released};
 use crate::vmafcompare::{AlertMessage, FrameMessage, OffsetMessage, META_NAME};
-use align::*;
-pub(super) use inputs::Input;
-
-const DEFAULT_QUEUE_SIZE: u32 = 3;
-const MAX_QUEUE_SIZE: u32 = 256;
-const DEFAULT_ALIGN_MAX_OFFSET: u32 = 15;
-const MAX_ALIGN_MAX_OFFSET: u32 = 1000;
-const DEFAULT_ALIGN_DURATION: u64 = 1_000_000_000;
-const MAX_ALIGN_DURATION: u64 = 60_000_000_000;
-/// Most frames auto-alignment compares (and holds, per stream, with the search range).
-const MAX_ALIGN_FRAMES: u64 = 3000;
-const DEFAULT_WINDOW_SIZE: u32 = 25;
-const DEFAULT_ALERT_HYSTERESIS: f64 = 5.0;
-/// Largest `|distorted-delay|`: one hour, in ns.
-const MAX_DELAY: i64 = 3_600_000_000_000;
-/// Frame duration assumed when the caps carry no frame rate (25 fps).
-const FALLBACK_FRAME: gst::ClockTime = gst::ClockTime::from_mseconds(40);
-/// Output buffers a live element keeps at most when deadlines do not come (no clock).
-const MAX_SLOTS: usize = 64;
-/// Test-only: `<element name>=<ms>[,...]` makes that element's scoring thread sleep this
-/// long before each pair (a scorer too slow for a live pipeline, without a slow machine).
-pub(crate) const TEST_SLOW_ENV: &str = "VMAFCOMPARE_TEST_SCORE_DELAY";
-
-/// The properties of this module (values behind [`Monitor::settings`]).
-#[derive(Debug, Clone)]
-pub(super) struct MonitorSettings {
-    queue_size: u32,
-    on_full: OnFull,
-    distorted_delay: i64,
-    auto_align: bool,
-    align_max_offset: u32,
-    align_duration: u64,
-    window_size: u32,
-    window_duration: u64,
-    alert_threshold: f64,
-    alert_hysteresis: f64,
-}
-
-impl Default for MonitorSettings {
-    fn default() -> Self {
-        Self {
-            queue_size: DEFAULT_QUEUE_SIZE,
-            on_full: OnFull::Skip,
-            distorted_delay: 0,
-            auto_align: false,
-            align_max_offset: DEFAULT_ALIGN_MAX_OFFSET,
-            align_duration: DEFAULT_ALIGN_DURATION,
-            window_size: DEFAULT_WINDOW_SIZE,
-            window_duration: 0,
-            alert_threshold: 0.0,
-            alert_hysteresis: DEFAULT_ALERT_HYSTERESIS,
-        }
-    }
-}
 
 /// Parameter specs of the live-monitoring properties, appended to the element's.
 pub(super) fn properties() -> Vec<glib::ParamSpec> {
@@ -189,115 +135,6 @@ pub(super) fn properties() -> Vec<glib::ParamSpec> {
             .mutable_playing()
             .build(),
     ]
-}
-
-/// A buffer taken from a pad before it could be paired (auto-alignment).
-struct Held {
-    buffer: gst::Buffer,
-    running_time: Option<gst::ClockTime>,
-}
-
-/// One rendition's live state: its delay and alignment, the buffers alignment took from its
-/// pad, its window and alerts.
-#[derive(Default)]
-struct RenditionLive {
-    /// Its sink pad.
-    pad: Option<gst_base::AggregatorPad>,
-    /// Its name and label for messages (`None`: a pair's, whose messages name no pad).
-    names: Option<(String, String)>,
-    /// Effective delay of the rendition against the reference, ns.
-    delay: i64,
-    /// Collecting the first frames for auto-alignment.
-    aligner: Option<Aligner>,
-    /// Buffers collected by the aligner, to pair before the pad's own.
-    held: VecDeque<Held>,
-    window: Option<Window>,
-    alert: Option<Alert>,
-    /// A reference frame went by without this rendition's frame (a `stalled` alert was
-    /// posted); cleared at the next frame it has.
-    stalled: bool,
-    /// The last window statistics of its scores (a stalled alert carries them).
-    last_window: Option<WindowStats>,
-}
-
-/// Per-stream state, reset at READY->PAUSED.
-#[derive(Default)]
-struct Stream {
-    settings: MonitorSettings,
-    /// Frame duration (from the renditions' caps).
-    frame: Option<gst::ClockTime>,
-    /// Reference buffers collected by auto-alignment, to pair before the pad's own.
-    held_reference: VecDeque<Held>,
-    /// One per rendition slot.
-    renditions: Vec<RenditionLive>,
-    /// Decided at the first frame set: upstream is live (scoring thread in use).
-    live: Option<bool>,
-    /// Test hook: extra time per scored frame set on the scoring thread.
-    slow: Option<Duration>,
-}
-
-impl Stream {
-    fn aligning(&self) -> bool {
-        self.renditions.iter().any(|r| r.aligner.is_some())
-    }
-}
-
-/// Live-monitoring state of one element.
-#[derive(Default)]
-pub(super) struct Monitor {
-    settings: Mutex<MonitorSettings>,
-    stream: Mutex<Stream>,
-    queue: Mutex<Option<Arc<ScoringQueue>>>,
-    flushing: AtomicBool,
-}
-
-impl Monitor {
-    /// Sets one of this module's properties; `false` when `name` is not one of them.
-    pub(super) fn set_property(&self, name: &str, value: &glib::Value) -> bool {
-        let mut s = lock(&self.settings);
-        match name {
-            "queue-size" => s.queue_size = value.get().unwrap_or(DEFAULT_QUEUE_SIZE).max(1),
-            "on-full" => s.on_full = value.get().unwrap_or_default(),
-            "distorted-delay" => s.distorted_delay = value.get().unwrap_or(0),
-            "auto-align" => s.auto_align = value.get().unwrap_or(false),
-            "align-max-offset" => {
-                s.align_max_offset = value.get().unwrap_or(DEFAULT_ALIGN_MAX_OFFSET)
-            }
-            "align-duration" => {
-                s.align_duration = value.get().unwrap_or(DEFAULT_ALIGN_DURATION).max(1)
-            }
-            "window-size" => s.window_size = value.get().unwrap_or(DEFAULT_WINDOW_SIZE).max(1),
-            "window-duration" => s.window_duration = value.get().unwrap_or(0),
-            "alert-threshold" => s.alert_threshold = value.get().unwrap_or(0.0),
-            "alert-hysteresis" => {
-                s.alert_hysteresis = value.get().unwrap_or(DEFAULT_ALERT_HYSTERESIS)
-            }
-            _ => return false,
-        }
-        true
-    }
-
-    /// Value of one of this module's properties; `None` when `name` is not one of them.
-    pub(super) fn property(&self, name: &str) -> Option<glib::Value> {
-        let s = lock(&self.settings);
-        Some(match name {
-            "queue-size" => s.queue_size.to_value(),
-            "on-full" => s.on_full.to_value(),
-            "distorted-delay" => s.distorted_delay.to_value(),
-            "auto-align" => s.auto_align.to_value(),
-            "align-max-offset" => s.align_max_offset.to_value(),
-            "align-duration" => s.align_duration.to_value(),
-            "window-size" => s.window_size.to_value(),
-            "window-duration" => s.window_duration.to_value(),
-            "alert-threshold" => s.alert_threshold.to_value(),
-            "alert-hysteresis" => s.alert_hysteresis.to_value(),
-            _ => return None,
-        })
-    }
-
-    fn queue(&self) -> Option<Arc<ScoringQueue>> {
-        lock(&self.queue).clone()
-    }
 }
 
 /// `<name>=<ms>` entries of [`TEST_SLOW_ENV`] for the element called `name`.

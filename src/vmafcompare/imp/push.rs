@@ -3,6 +3,7 @@
 //! their chroma packed (CPU backend) or in the buffers' own layouts (CUDA backend), the
 //! paths taken recorded per pad, and one tag per rendition frame.
 
+use super::mapping::MappedLuma;
 use super::*;
 
 /// Packed chroma of the renditions of one set: slot, Cb/Cr, their size.

@@ -6,34 +6,14 @@
 use std::collections::BTreeSet;
 
 use gst::prelude::*;
-use gst::subclass::prelude::*;
 
-use super::{joined, PadVideo, VmafCompare, CAT};
+use super::caps::PadVideo;
+use super::util::joined;
 use crate::engine::scale::range::{negotiate, ColourRange, RangeDecision, StreamRange};
 use crate::engine::LogWriter;
 
 /// Pads walked upstream at most (decodebin's and parsebin's insides are a few elements).
 const MAX_HOPS: usize = 64;
-
-/// A stream's range as the caps' colorimetry gives it: full for `GST_VIDEO_COLOR_RANGE_0_255`,
-/// limited otherwise (an unknown range is scored as limited, as FFmpeg scores `unknown`).
-///
-/// The `colorimetry` string is read as such first: decoders state only the range when the
-/// stream's VUI gives no matrix (`1:0:0:0` from an x264 `-color_range pc` file, as
-/// `avdec_h264` and `nvh264dec` put it), and `VideoInfo::from_caps` then replaces the whole
-/// colorimetry with its default, BT.601 limited range (GStreamer 1.22 video-info.c), which
-/// would score a full-range stream as limited.
-pub(super) fn caps_range(caps: &gst::CapsRef, info: &gst_video::VideoInfo) -> ColourRange {
-    let stated = caps
-        .structure(0)
-        .and_then(|s| s.get::<&str>("colorimetry").ok())
-        .and_then(|c| c.parse::<gst_video::VideoColorimetry>().ok())
-        .map(|c| c.range());
-    match stated.unwrap_or_else(|| info.colorimetry().range()) {
-        gst_video::VideoColorRange::Range0_255 => ColourRange::Full,
-        _ => ColourRange::Limited,
-    }
-}
 
 /// The media type of the first caps upstream of `sink` that are not raw video (the encoded
 /// stream a decoder read: `video/x-h264`, `video/x-vp9`, `image/jpeg`, ...), walking peers,
@@ -216,29 +196,5 @@ impl RangeNotes {
         log.note("reference_range", r);
         log.note("distorted_range", d);
         log.note("range_conversion", c);
-    }
-}
-
-impl VmafCompare {
-    /// Records `d` in `notes` and posts one element warning per stream converted for the
-    /// first time (`pad`: the distorted pad's name).
-    pub(super) fn report_ranges(
-        &self,
-        notes: &mut RangeNotes,
-        d: &RangeDecision,
-        ranges: (ColourRange, ColourRange),
-        (pad, warn_reference): (&str, bool),
-    ) {
-        gst::info!(
-            CAT,
-            imp = self,
-            "{pad}: reference {} range, distorted {} range, conversion: {}",
-            ranges.0,
-            ranges.1,
-            d.describe()
-        );
-        for warning in notes.record(d, ranges, (pad, warn_reference)) {
-            gst::element_imp_warning!(self, gst::StreamError::Format, ("{}", warning));
-        }
     }
 }

@@ -3,8 +3,10 @@
 //! its backend (CUDA when the element holds a GPU, else the CPU), made again when a pad's size
 //! or range changes.
 
+use super::range::RangeNotes;
 use super::*;
 use crate::engine::scale::range::ColourRange;
+use crate::engine::scale::range::RangeDecision;
 
 impl VmafCompare {
     /// Makes (or remakes, after a pad's size or range changed) the scorer for the reference's
@@ -456,5 +458,29 @@ pub(super) fn scoring_geometry(
         chroma: frame.chroma.filter(|_| plan.chroma),
         colour: frame.colour,
         ..Geometry::luma(w as usize, h as usize, bpc)
+    }
+}
+
+impl VmafCompare {
+    /// Records `d` in `notes` and posts one element warning per stream converted for the
+    /// first time (`pad`: the distorted pad's name).
+    pub(super) fn report_ranges(
+        &self,
+        notes: &mut RangeNotes,
+        d: &RangeDecision,
+        ranges: (ColourRange, ColourRange),
+        (pad, warn_reference): (&str, bool),
+    ) {
+        gst::info!(
+            CAT,
+            imp = self,
+            "{pad}: reference {} range, distorted {} range, conversion: {}",
+            ranges.0,
+            ranges.1,
+            d.describe()
+        );
+        for warning in notes.record(d, ranges, (pad, warn_reference)) {
+            gst::element_imp_warning!(self, gst::StreamError::Format, ("{}", warning));
+        }
     }
 }

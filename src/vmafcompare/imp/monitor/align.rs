@@ -48,11 +48,6 @@ pub(super) fn thumb(
     .ok_or_else(|| "frame too small".to_owned())
 }
 
-/// Frames auto-alignment compares: `duration` of frames of `frame` each, 1..=MAX_ALIGN_FRAMES.
-pub(super) fn align_frames(duration: u64, frame: gst::ClockTime) -> usize {
-    (duration / frame.nseconds().max(1)).clamp(1, MAX_ALIGN_FRAMES) as usize
-}
-
 impl VmafCompare {
     /// Whether the first frames are still being collected for auto-alignment.
     pub(in crate::vmafcompare::imp) fn aligning(&self) -> bool {

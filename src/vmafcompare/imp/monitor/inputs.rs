@@ -4,13 +4,6 @@
 
 use super::*;
 
-/// One input of the element: the reference, or the rendition in slot `k`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::vmafcompare::imp) enum Input {
-    Reference,
-    Rendition(usize),
-}
-
 impl VmafCompare {
     /// The sink pad of `input` (`None`: no such rendition).
     fn input_pad(&self, input: Input) -> Option<gst_base::AggregatorPad> {
