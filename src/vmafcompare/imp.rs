@@ -1,13 +1,14 @@
-//! The `vmafcompare` subclass: its struct and per-stream [`State`] (the reference and its
-//! renditions), and the GStreamer vfuncs, each forwarding to the file that does the work.
+//! The `vmafcompare` subclass: its struct, which holds the stream's [`Session`] (the reference
+//! and its renditions), and the GStreamer vfuncs, each forwarding to the file that does the
+//! work.
 //!
 //! Files under `imp/` are of two kinds: those that own a type and never name the element
-//! (`util`, `caps`, `range`, `settings`, `prepared`, `rendition`, `live_state`, `order`), which
+//! (`util`, `caps`, `range`, `settings`, `prepared`, `rendition`, `session`, `live_state`,
+//! `order`), which
 //! this file imports; and those that add the element's behaviour in `impl VmafCompare` blocks
 //! (`pads`, `flow`, `push`, `mapping`, `scorer`, `outputs`, `setup`, `properties`, `monitor`),
 //! which import this file and are never imported by it, so no two files import each other.
 
-use std::collections::BTreeSet;
 use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -38,7 +39,6 @@ use crate::engine::{
 };
 use crate::engine::{CpuBackend, CudaBackend, Geometry};
 use crate::video::frame::Hold;
-use crate::vmafcompare::slots::Slots;
 
 // Types (imported here).
 mod caps;
@@ -47,6 +47,7 @@ mod order;
 mod prepared;
 mod range;
 mod rendition;
+mod session;
 mod settings;
 mod util;
 // Behaviour (`impl VmafCompare`; never imported here).
@@ -63,79 +64,16 @@ mod setup;
 
 use caps::*;
 use prepared::*;
+use session::{PairError, Session, Tag};
 use settings::*;
 use util::*;
-
-/// What goes with each rendition's frame through the scorer.
-#[derive(Clone)]
-struct Tag {
-    /// The output slot (frame set) it belongs to.
-    slot: u64,
-    /// The reference buffer and the rendition's, to be mapped and scored again on the CPU
-    /// should the GPU fail with the frame in flight (only while that may happen: a GPU
-    /// backend under `backend=auto`).
-    retry: Option<(gst::Buffer, gst::Buffer)>,
-    /// The rendition buffer's timestamps (its frame message's).
-    pts: Option<gst::ClockTime>,
-    running_time: Option<gst::ClockTime>,
-    duration: Option<gst::ClockTime>,
-}
-
-/// Why a frame set could not be pushed.
-enum PairError {
-    /// Mapping or reading a buffer failed.
-    Map(String),
-    /// The backend failed.
-    Engine(EngineError),
-}
-
-/// Per-stream state, created at READY->PAUSED and dropped at PAUSED->READY: the reference and
-/// the renditions scored against it (a pair: one), the scorer, and the output slots.
-#[derive(Default)]
-struct State {
-    reference: Option<PadVideo>,
-    /// One per rendition slot, in slot order.
-    renditions: Vec<rendition::Rendition>,
-    /// A ladder (request pads): the src pad carries the reference buffers, each with one meta
-    /// per rendition; messages, summaries and logs name the rendition. A pair: the src pad
-    /// carries the distorted buffers.
-    ladder: bool,
-    scorer: Option<Scorer<Tag>>,
-    /// `(width, height, bpc)` of the scored frames.
-    geometry: Option<(u32, u32, u32)>,
-    /// The reference's and the renditions' sizes the backend was made for.
-    sizes: Vec<(u32, u32)>,
-    /// The range conversions (reference's, each rendition's) the backend was made for: a
-    /// caps change of range alone makes it again, as a change of size does.
-    conversions: Vec<[Option<RangeConversion>; 2]>,
-    /// The scalers the backend was made with (a CPU backend taking over from a failed GPU
-    /// gets them too).
-    scaling: LadderScaling,
-    /// The frames' format the backend was made for.
-    frame: Option<FrameFormat>,
-    reference_scaled: BTreeSet<String>,
-    reference_paths: BTreeSet<InputPath>,
-    /// The reference's packed Cb/Cr (CPU backend).
-    reference_chroma: [Vec<u16>; 2],
-    /// The driver refused to import a DMABuf: read DMABufs back from now on.
-    dmabuf_refused: bool,
-    /// Output buffers waiting for their scores (not live; a live pipeline's wait in the
-    /// scoring queue).
-    out: Slots,
-    next_slot: u64,
-    started: Option<Instant>,
-    finished: bool,
-    /// The always `distorted` pad was unlinked at READY->PAUSED in a ladder and was ended: it
-    /// carries no rendition.
-    distorted_unused: bool,
-}
 
 pub struct VmafCompare {
     reference_pad: gst_base::AggregatorPad,
     distorted_pad: gst_base::AggregatorPad,
     settings: Mutex<Settings>,
     prepared: Mutex<Option<Prepared>>,
-    state: Mutex<State>,
+    state: Mutex<Session>,
     monitor: live_state::Monitor,
     /// Running-time order of each sink pad's frames (repeats and regressions counted).
     order: Mutex<order::TimestampOrder>,
@@ -183,7 +121,7 @@ impl ObjectSubclass for VmafCompare {
             distorted_pad: make("distorted"),
             settings: Mutex::new(Settings::default()),
             prepared: Mutex::new(None),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(Session::default()),
             monitor: live_state::Monitor::default(),
             order: Mutex::new(order::TimestampOrder::default()),
             cuda_context: Mutex::new(None),
@@ -397,10 +335,10 @@ impl AggregatorImpl for VmafCompare {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         self.refresh_cpu_pool()?;
         let (renditions, ladder) = self.start_renditions()?;
-        *lock(&self.state) = State {
+        *lock(&self.state) = Session {
             renditions,
             ladder,
-            ..State::default()
+            ..Session::default()
         };
         lock(&self.order).reset();
         self.monitor_start(self.live_pads());
@@ -410,7 +348,7 @@ impl AggregatorImpl for VmafCompare {
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         self.monitor_shutdown();
         let res = self.close_logs();
-        *lock(&self.state) = State::default();
+        *lock(&self.state) = Session::default();
         res
     }
 

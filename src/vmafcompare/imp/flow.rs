@@ -352,7 +352,7 @@ impl VmafCompare {
 
     /// Whether a failure of the scorer's backend is handed to the CPU: a GPU backend under
     /// `backend=auto`.
-    pub(super) fn can_fail_over(&self, state: &State) -> bool {
+    pub(super) fn can_fail_over(&self, state: &Session) -> bool {
         state
             .scorer
             .as_ref()
@@ -364,7 +364,7 @@ impl VmafCompare {
     /// plan it had; the sets that were in flight on the GPU are mapped and scored again there,
     /// so no frame is lost. Returns what completed, or `None` when no CPU backend could be
     /// made (the caller reports `e`).
-    fn fail_over(&self, state: &mut State, e: &EngineError) -> Option<Vec<(usize, Scored<Tag>)>> {
+    fn fail_over(&self, state: &mut Session, e: &EngineError) -> Option<Vec<(usize, Scored<Tag>)>> {
         let plan = state.scorer.as_ref()?.plan().clone();
         let (frame, (w, h, bpc)) = (state.frame.clone()?, state.geometry?);
         let n = state.renditions.len();

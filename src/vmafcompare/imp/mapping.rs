@@ -287,7 +287,7 @@ impl VmafCompare {
         bpc: u32,
         gpu: Option<&GpuDevice>,
         defers: bool,
-        state: &mut State,
+        state: &mut Session,
     ) -> Result<(MappedLuma<'a>, InputPath), String> {
         let finfo = video.info.format_info();
         let bytes = sample_bytes(&finfo);

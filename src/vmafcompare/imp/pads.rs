@@ -1,7 +1,7 @@
 //! The sink pads: which pads carry the renditions (a pair's `distorted` pad, a ladder's
 //! request pads), the renditions made from them at READY->PAUSED, and their caps events
 //! (format, size limits, colour range, frame duration). A pair is the ladder of one: what
-//! differs is data (`State::ladder`: which buffer leaves on the src pad, whether messages,
+//! differs is data (`Session::ladder`: which buffer leaves on the src pad, whether messages,
 //! summaries and logs name the rendition).
 
 use super::rendition::Rendition;

@@ -26,7 +26,7 @@ impl VmafCompare {
     /// completed.
     pub(super) fn push_set(
         &self,
-        state: &mut State,
+        state: &mut Session,
         (slot, reference, partners): (u64, &gst::Buffer, &[Option<gst::Buffer>]),
         gpu: Option<&GpuDevice>,
     ) -> Result<Vec<(usize, Scored<Tag>)>, PairError> {

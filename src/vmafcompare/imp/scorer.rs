@@ -14,7 +14,7 @@ impl VmafCompare {
     /// reference until they come). Returns the frames a backend switch completed.
     pub(super) fn ensure_scorer(
         &self,
-        state: &mut State,
+        state: &mut Session,
     ) -> Result<Vec<(usize, Scored<Tag>)>, gst::FlowError> {
         let Some(r) = state.reference.clone() else {
             gst::element_imp_error!(
