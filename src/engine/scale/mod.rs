@@ -588,10 +588,10 @@ impl StreamScaler {
 
 /// How each stream of a pair reaches the scoring size: `None` for a stream already at it.
 ///
-/// Both backends take one ([`crate::engine::CpuBackend::with_scaling`],
-/// [`crate::engine::CudaBackend::with_scaling`]) and scale before any feature reads the
-/// frames; a scaled stream's planes arrive at the scaler's source size, the others at the
-/// scoring size.
+/// The pair form of [`Scaling`] (one rendition), kept for callers that name the two streams
+/// ([`crate::engine::CpuBackend::with_scaling`] and [`crate::engine::CudaBackend::new_scaled`]
+/// take either, through `Into<Scaling>`). A scaled stream's planes arrive at the scaler's
+/// source size, the others at the scoring size.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InputScaling {
     /// The reference's scaler (only with a fixed scoring size other than its own).
@@ -622,31 +622,63 @@ impl InputScaling {
     }
 }
 
-/// How the streams of a ladder reach the scoring size: the reference's scaler (only with a
-/// fixed scoring size other than its own) and one per rendition (`None` for a rendition at
-/// the scoring size), in the order of the backend's rendition slots.
-#[derive(Debug, Clone, Default)]
-pub struct LadderScaling {
+impl From<InputScaling> for Scaling {
+    /// The scaling of one rendition: the pair's distorted stream is rendition 0.
+    fn from(s: InputScaling) -> Self {
+        Self {
+            reference: s.reference,
+            renditions: vec![s.distorted],
+        }
+    }
+}
+
+/// How the streams of a frame set reach the scoring size: the reference's scaler (only with
+/// a fixed scoring size other than its own) and one per rendition (`None` for a rendition at
+/// the scoring size), in the order of the backend's rendition slots. Its number of
+/// renditions is the number of slots a backend made with it scores (1: a pair).
+///
+/// Both backends take one ([`crate::engine::CpuBackend::with_scaling`],
+/// [`crate::engine::CudaBackend::new_scaled`]) and scale before any feature reads the frames;
+/// a scaled stream's planes arrive at the scaler's source size, the others at the scoring
+/// size.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scaling {
     /// The reference's scaler.
     pub reference: Option<Arc<StreamScaler>>,
     /// Each rendition's scaler; its length is the number of renditions the backend scores.
     pub renditions: Vec<Option<Arc<StreamScaler>>>,
 }
 
-impl LadderScaling {
+/// The former name of [`Scaling`] (a ladder's scaling: any number of renditions).
+pub type LadderScaling = Scaling;
+
+impl Scaling {
+    /// One rendition, no stream scaled (a pair at the scoring size).
+    pub fn unscaled_pair() -> Self {
+        InputScaling::default().into()
+    }
+
+    /// Whether no stream is scaled.
+    pub fn is_identity(&self) -> bool {
+        self.reference.is_none() && self.renditions.iter().all(Option::is_none)
+    }
+
+    /// Rendition `k`'s scaler (`None` for a rendition at the scoring size or outside the
+    /// set).
+    pub fn rendition(&self, k: usize) -> Option<&Arc<StreamScaler>> {
+        self.renditions.get(k).and_then(Option::as_ref)
+    }
+
     /// The luma size rendition `k` arrives at, given the scoring size.
     pub fn rendition_size(&self, k: usize, scoring: (usize, usize)) -> (usize, usize) {
-        match self.renditions.get(k) {
-            Some(Some(s)) => s.luma.src(),
-            _ => scoring,
-        }
+        self.rendition(k).map_or(scoring, |s| s.luma.src())
     }
 
     /// The pair scaling of rendition `k` (its scaler beside the reference's).
     pub fn pair(&self, k: usize) -> InputScaling {
         InputScaling {
             reference: self.reference.clone(),
-            distorted: self.renditions.get(k).cloned().flatten(),
+            distorted: self.rendition(k).cloned(),
         }
     }
 }
