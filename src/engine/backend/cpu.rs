@@ -1,41 +1,41 @@
 //! The CPU backend: libvmaf's integer feature extractors in plain Rust, bit-exact. It runs
 //! where no GPU is usable and is the oracle the GPU backend is tested against.
 //!
-//! Without a pool ([`CpuBackend::new`]) a frame is scored in the calling thread during
+//! Without a pool ([`CpuBackend::new`]) a frame set is scored in the calling thread during
 //! [`Backend::submit_set`]. With one ([`CpuBackend::with_pool`], the element's `threads`
-//! property) frames are copied and scored in parallel on the pool's threads, several in
-//! flight, and collected in submission order; each frame's motion reads the previous
+//! property) sets are copied and scored in parallel on the pool's threads, several in
+//! flight, and collected in submission order; each set's motion reads the previous
 //! submitted reference, so every value is the same as on one thread.
 //!
-//! A ladder backend ([`CpuBackend::for_ladder`], [`crate::engine::frame_set`]) scores one
-//! reference frame against several renditions per submission: the reference is converted
-//! (and scaled) once, motion is computed once and copied to every rendition, and every other
-//! instance runs [`CpuExtractor::extract_ladder`] over the renditions, sharing its
-//! reference-only work. On a pool one ladder frame is one job.
+//! One path scores any number of renditions ([`CpuBackend::scaled`],
+//! [`crate::engine::frame_set`]): the reference is converted (and scaled) once, motion is
+//! computed once and copied to every rendition, and every other instance runs over the
+//! renditions ([`CpuExtractor::extract_ladder`], sharing its reference-only work; a set of
+//! one rendition through [`CpuExtractor::extract`]). On a pool a set of one unscaled
+//! rendition (a pair) is split per feature instance, any other set is one job.
+//!
+//! [`CpuExtractor::extract_ladder`]: crate::features::CpuExtractor::extract_ladder
+//! [`CpuExtractor::extract`]: crate::features::CpuExtractor::extract
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::cpu_frame::{
-    device_refused, host_plane, keep_reference, packed_chroma, rendition_planes, scale_into,
-    Extractors, FramePlan, RenditionBuffers, Scaled,
+    keep_reference, stream_planes, Extractors, FramePlan, RenditionPlanes, SetBuffers, SetPlanes,
 };
-use super::cpu_parallel as parallel;
+use super::cpu_parallel::{self as parallel, RenditionInput, StreamInput};
 pub use crate::cpu::{threads_per_core, CpuPool, PoolError};
 use crate::engine::backend::api::Backend;
 use crate::engine::error::EngineError;
-use crate::engine::frame_set::{FrameSet, PairChroma, SetFeatures};
+use crate::engine::frame_set::{FrameChroma, FrameSet, SetFeatures};
 use crate::engine::model::Model;
 use crate::engine::plan::{PlanError, ScorePlan};
-use crate::engine::scale::cpu::Scratch;
-use crate::engine::scale::{InputScaling, LadderScaling};
+use crate::engine::scale::{InputScaling, Scaling};
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
 use crate::features::{vmaf_layout, Geometry, Layout, RawFeatures};
 use crate::video::colour::YuvToRgb;
-use crate::video::frame::{
-    ChromaInput, ChromaPair, ComponentInput, FeatureError, LumaInput, LumaPlane,
-};
+use crate::video::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
 
 /// Every instance of a [`Layout`] on the CPU for one geometry, through their CPU halves: on
 /// the calling thread, or on a [`CpuPool`] with several frames in flight
@@ -50,32 +50,67 @@ pub struct CpuBackend {
     prev_ref: Vec<u16>,
     prev2_ref: Vec<u16>,
     /// The previous distorted plane at the scoring size, kept when an instance reads it
-    /// (`speed_temporal`; valid with `kept >= 1`).
+    /// (`speed_temporal`, one rendition; valid with `kept >= 1`).
     prev_dis: Vec<u16>,
     /// References kept since the run started (capped at 2).
     kept: u8,
-    /// Packed copies of host rows in another layout (8-bit, P010, shifted depth).
-    scratch_ref: Vec<u16>,
-    scratch_dis: Vec<u16>,
-    done: VecDeque<RawFeatures>,
-    /// Frames in flight on a pool ([`CpuBackend::with_pool`]).
+    /// The submitting thread's planes: every stream's on the calling thread, on a pool the
+    /// streams scaled before the set is handed over.
+    buffers: SetBuffers,
+    /// Sets scored on the calling thread, not collected yet.
+    done: VecDeque<SetFeatures>,
+    /// Sets in flight on a pool ([`CpuBackend::with_pool`]).
     parallel: Option<parallel::Parallel>,
-    /// The streams scaled to the scoring size, and where their scaled planes go.
-    scaling: InputScaling,
-    scaled: Scaled,
-    /// A ladder backend's scalers ([`CpuBackend::for_ladder`]); `None` for a pair backend.
-    ladder: Option<Arc<LadderScaling>>,
-    /// Ladder frames scored on the calling thread, not collected yet.
-    done_ladder: VecDeque<SetFeatures>,
+    /// The streams scaled to the scoring size; its renditions are the backend's slots.
+    scaling: Scaling,
 }
 
 impl CpuBackend {
-    /// Sizes every instance's CPU half for frames of `geometry`.
+    /// Sizes every instance's CPU half for frame pairs of `geometry` (one rendition, no
+    /// stream scaled): [`CpuBackend::scaled`] with [`Scaling::unscaled_pair`].
     ///
     /// Errors: the first instance's geometry error ([`FeatureError::FrameTooSmall`] below its
     /// minimum, e.g. 33x33 for ADM, 176x176 for `float_ms_ssim`; [`FeatureError::WrongGeometry`]
     /// for a `bpc` outside `8..=16`).
     pub fn new(layout: &Arc<Layout>, geometry: Geometry) -> Result<Self, FeatureError> {
+        Self::scaled(layout, geometry, Scaling::unscaled_pair())
+    }
+
+    /// The backend for frame sets of `scaling.renditions.len()` rendition slots
+    /// ([`Backend::renditions`]; 1: a pair): each rendition scaled by its scaler (if any) to
+    /// `geometry`'s size, the reference by `scaling.reference` (if any), luma and, when a
+    /// metric reads chroma, the chroma planes (FFmpeg swscale's arithmetic,
+    /// [`crate::engine::scale`]); a scaled stream's planes are submitted at the scaler's
+    /// source size. On a pool ([`CpuBackend::with_pool`]) a rendition's scaling runs on the
+    /// worker that scores the set; a scaled reference's on the submitting thread, since the
+    /// next set's motion reads it (so does a pair's scaled rendition when the reference is
+    /// scaled or an instance reads the previous distorted frame).
+    ///
+    /// Chroma comes as [`FrameChroma::Packed`] planes at the streams' own chroma sizes, or
+    /// as buffer components (packed here, or by the worker with
+    /// [`Backend::reads_components`]). Without renditions it scores the reference only
+    /// (motion's history; [`crate::engine::Scorer`] refuses such a backend).
+    ///
+    /// Errors: as [`CpuBackend::new`]; [`FeatureError::Unsupported`] for more than one
+    /// rendition with a layout that has an instance reading the previous distorted frame
+    /// (`speed_temporal`: its history could not be shared by the renditions).
+    pub fn scaled(
+        layout: &Arc<Layout>,
+        geometry: Geometry,
+        scaling: impl Into<Scaling>,
+    ) -> Result<Self, FeatureError> {
+        let scaling = scaling.into();
+        if let (Some(i), true) = (
+            layout.previous_distorted_reader(),
+            scaling.renditions.len() > 1,
+        ) {
+            return Err(FeatureError::Unsupported {
+                feature: i.feature().name(),
+                reason: "reads the previous distorted frame, which a ladder does not keep: \
+                         not scored in a ladder"
+                    .to_owned(),
+            });
+        }
         layout.check(&geometry)?;
         let plan = FramePlan {
             geometry,
@@ -88,58 +123,29 @@ impl CpuBackend {
             prev2_ref: Vec::new(),
             prev_dis: Vec::new(),
             kept: 0,
-            scratch_ref: Vec::new(),
-            scratch_dis: Vec::new(),
+            buffers: SetBuffers::default(),
             done: VecDeque::with_capacity(2),
             parallel: None,
-            scaling: InputScaling::default(),
-            scaled: Scaled::default(),
-            ladder: None,
-            done_ladder: VecDeque::new(),
+            scaling,
         })
     }
 
-    /// A ladder backend ([`crate::engine::frame_set`]): one reference against
-    /// `scaling.renditions.len()` rendition slots ([`Backend::renditions`]), each rendition
-    /// scaled by its scaler (if any) to `geometry`'s size, the reference by
-    /// `scaling.reference` (if any); on a pool ([`CpuBackend::with_pool`]) ladder frames are
-    /// scored in parallel, one ladder frame per worker job, several in flight.
+    /// A ladder backend: [`CpuBackend::scaled`] (kept for its callers; any number of
+    /// renditions).
     ///
-    /// A set of one rendition (a pair) is scored as any other set;
-    /// [`CpuBackend::with_scaling`] does not apply to it. Chroma is taken as
-    /// [`FrameChroma::Packed`] planes at the streams' own chroma sizes. Without renditions
-    /// ([`Backend::renditions`] 0) it scores nothing ([`crate::engine::Scorer`] refuses
-    /// it).
-    ///
-    /// Errors: as [`CpuBackend::new`]; [`FeatureError::Unsupported`] for a layout with an
-    /// instance that reads the previous distorted frame (`speed_temporal`: its history could
-    /// not be shared by the renditions).
+    /// Errors: as [`CpuBackend::scaled`].
     pub fn for_ladder(
         layout: &Arc<Layout>,
         geometry: Geometry,
-        scaling: LadderScaling,
+        scaling: Scaling,
     ) -> Result<Self, FeatureError> {
-        if let Some(i) = layout.previous_distorted_reader() {
-            return Err(FeatureError::Unsupported {
-                feature: i.feature().name(),
-                reason: "reads the previous distorted frame, which a ladder does not keep: \
-                         not scored in a ladder"
-                    .to_owned(),
-            });
-        }
-        let mut backend = Self::new(layout, geometry)?;
-        backend.ladder = Some(Arc::new(scaling));
-        Ok(backend)
+        Self::scaled(layout, geometry, scaling)
     }
 
-    /// Scales the streams `scaling` names to the scoring size (the backend's geometry) before
-    /// any feature reads them: their planes are then submitted at the scaler's source size,
-    /// luma and, when a metric reads chroma, the chroma planes (FFmpeg swscale's arithmetic,
-    /// [`crate::engine::scale`]). On a pool, a scaled distorted stream is scaled by the
-    /// worker that scores the frame; a scaled reference (a fixed scoring size) on the
-    /// submitting thread, since the next frame's motion reads it.
+    /// Scales a pair's streams as `scaling` names them (one rendition; see
+    /// [`CpuBackend::scaled`], which takes any number).
     pub fn with_scaling(mut self, scaling: InputScaling) -> Self {
-        self.scaling = scaling;
+        self.scaling = scaling.into();
         self
     }
 
@@ -232,8 +238,8 @@ impl Backend for CpuBackend {
     }
 
     fn reads_components(&self) -> bool {
-        // On a pool, unscaled pairs: the workers convert chroma from the buffers' layouts.
-        self.parallel.is_some() && self.ladder.is_none() && self.scaling.is_identity()
+        // On a pool, an unscaled pair: the workers convert chroma from the buffers' layouts.
+        self.parallel.is_some() && self.scaling.renditions.len() == 1 && self.scaling.is_identity()
     }
 
     fn defers_host_rows(&self) -> bool {
@@ -247,406 +253,227 @@ impl Backend for CpuBackend {
     fn reset(&mut self) {
         self.kept = 0;
         self.done.clear();
-        self.done_ladder.clear();
         if let Some(p) = self.parallel.as_mut() {
             p.reset();
         }
     }
+
     fn renditions(&self) -> usize {
-        self.ladder
-            .as_ref()
-            .map_or(1, |l| l.renditions.len().max(1))
+        self.scaling.renditions.len().max(1)
     }
 
     fn submit_set(&mut self, set: FrameSet<'_>) -> Result<(), EngineError> {
-        if self.ladder.is_some() {
-            return self.ladder_submit(set);
+        let slots = self.scaling.renditions.len();
+        for r in &set.renditions {
+            if r.rendition >= slots {
+                return Err(EngineError::Backend {
+                    backend: "cpu",
+                    message: format!(
+                        "internal: rendition slot {} of a backend of {slots}",
+                        r.rendition
+                    ),
+                });
+            }
         }
-        let Some(pair) = set.into_pair() else {
+        if slots == 1 && set.renditions.len() != 1 {
             return Err(EngineError::Backend {
                 backend: "cpu",
                 message: "internal: a pair backend takes one rendition per frame set".into(),
             });
-        };
-        let (r, d, full) = (pair.reference, pair.distorted, pair.full);
-        match pair.chroma {
-            PairChroma::None => self.pair_frame(r, d, None, full),
-            PairChroma::Packed(c) => self.pair_frame(r, d, Some(c), full),
-            PairChroma::Components(c) => self.pair_components(r, d, Some(c), full),
-            PairChroma::Mismatched => Err(EngineError::Backend {
-                backend: "cpu",
-                message: "chroma on one side of the pair only, or in two forms".into(),
-            }),
         }
+        if let [r] = set.renditions.as_slice() {
+            // A pair's chroma is on both sides in one form, or on neither.
+            let same = match (&set.reference_chroma, &r.chroma) {
+                (None, None) => true,
+                (Some(FrameChroma::Packed(_)), Some(FrameChroma::Packed(_))) => true,
+                (Some(FrameChroma::Components(_)), Some(FrameChroma::Components(_))) => true,
+                _ => false,
+            };
+            if !same {
+                return Err(EngineError::Backend {
+                    backend: "cpu",
+                    message: "chroma on one side of the pair only, or in two forms".into(),
+                });
+            }
+        }
+        if self.parallel.is_some() {
+            return self.submit_pool(set);
+        }
+        let features = self.extract_here(set)?;
+        self.done.push_back(features);
+        Ok(())
     }
 
     fn collect_set(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
-        if self.ladder.is_some() {
-            return self.ladder_collect(wait);
-        }
-        Ok(self.pair_collect(wait)?.map(|raw| vec![(0, raw)]))
-    }
-}
-
-impl CpuBackend {
-    fn pair_frame(
-        &mut self,
-        reference: LumaInput<'_>,
-        distorted: LumaInput<'_>,
-        chroma: Option<ChromaPair<'_>>,
-        full: bool,
-    ) -> Result<(), EngineError> {
-        if !self.scaling.is_identity() {
-            return self.submit_scaled(reference, distorted, chroma, full);
-        }
-        self.submit_unscaled(reference, distorted, chroma, full)
-    }
-
-    fn pair_collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
         match self.parallel.as_mut() {
             Some(p) => p.collect(wait),
             None => Ok(self.done.pop_front()),
         }
     }
-
-    fn pair_components(
-        &mut self,
-        reference: LumaInput<'_>,
-        distorted: LumaInput<'_>,
-        chroma: Option<ChromaInput<'_>>,
-        full: bool,
-    ) -> Result<(), EngineError> {
-        if self.reads_components() {
-            if let Some(p) = self.parallel.as_mut() {
-                return p.submit_components(
-                    &self.plan,
-                    &reference,
-                    &distorted,
-                    chroma.as_ref(),
-                    full,
-                );
-            }
-        }
-        // Otherwise chroma is packed here, as the element packs it for submit_frame.
-        let Some(c) = chroma else {
-            return self.pair_frame(reference, distorted, None, full);
-        };
-        let mut packed: [[Vec<u16>; 2]; 2] = Default::default();
-        let mut sizes = [(0, 0); 2];
-        for (k, comps) in [&c.reference, &c.distorted].into_iter().enumerate() {
-            for (comp, out) in comps.iter().zip(packed[k].iter_mut()) {
-                let ComponentInput::Host(h) = comp else {
-                    return Err(device_refused());
-                };
-                h.to_packed(out);
-                sizes[k] = (h.width, h.height);
-            }
-        }
-        let bpc = self.plan.geometry.bpc;
-        fn plane(
-            v: &[u16],
-            (w, h): (usize, usize),
-            bpc: u32,
-        ) -> Result<LumaPlane<'_>, EngineError> {
-            LumaPlane::packed(v, w, h, bpc).ok_or_else(|| EngineError::Backend {
-                backend: "cpu",
-                message: "internal: a chroma plane smaller than its size".into(),
-            })
-        }
-        let pair = ChromaPair {
-            reference: [
-                plane(&packed[0][0], sizes[0], bpc)?,
-                plane(&packed[0][1], sizes[0], bpc)?,
-            ],
-            distorted: [
-                plane(&packed[1][0], sizes[1], bpc)?,
-                plane(&packed[1][1], sizes[1], bpc)?,
-            ],
-        };
-        self.pair_frame(reference, distorted, Some(pair), full)
-    }
-
-    fn ladder_submit(&mut self, frame: FrameSet<'_>) -> Result<(), EngineError> {
-        let Some(scaling) = self.ladder.clone() else {
-            return Err(EngineError::Backend {
-                backend: "cpu",
-                message: "internal: not a ladder backend".into(),
-            });
-        };
-        for r in &frame.renditions {
-            if r.rendition >= scaling.renditions.len() {
-                return Err(EngineError::Backend {
-                    backend: "cpu",
-                    message: format!(
-                        "internal: rendition slot {} of a ladder of {}",
-                        r.rendition,
-                        scaling.renditions.len()
-                    ),
-                });
-            }
-        }
-        if self.parallel.is_some() {
-            return self.submit_ladder_pool(frame, &scaling);
-        }
-        let features = self.extract_ladder_here(frame, &scaling)?;
-        self.done_ladder.push_back(features);
-        Ok(())
-    }
-
-    fn ladder_collect(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
-        match self.parallel.as_mut() {
-            Some(p) => p.collect_ladder(wait),
-            None => Ok(self.done_ladder.pop_front()),
-        }
-    }
 }
 
 impl CpuBackend {
-    /// The reference of a ladder frame and its chroma, converted (into `host`) and scaled by
-    /// the reference's scaler into `luma_r`, `c0`, `c1` (as they are without one).
-    #[allow(clippy::too_many_arguments)]
-    fn ladder_reference<'s>(
-        plan: &FramePlan,
-        scaling: &LadderScaling,
-        reference: &'s LumaInput<'_>,
-        chroma: Option<[LumaPlane<'s>; 2]>,
-        host: &'s mut Vec<u16>,
-        [luma_r, c0, c1]: [&'s mut Vec<u16>; 3],
-        scratch: &mut Scratch,
-    ) -> Result<(LumaPlane<'s>, Option<[LumaPlane<'s>; 2]>), EngineError> {
-        let rs = scaling.reference.as_deref();
-        let r = host_plane(plan, reference, host)?;
-        let r = scale_into(rs.map(|s| &s.luma), r, scratch, luma_r)?;
-        let rc = rs.and_then(|s| s.chroma.as_ref());
-        let chroma = match chroma {
-            Some([p0, p1]) => Some([
-                scale_into(rc, p0, scratch, c0)?,
-                scale_into(rc, p1, scratch, c1)?,
-            ]),
-            None => None,
-        };
-        Ok((r, chroma))
+    /// [`Backend::submit_set`] on the calling thread: every stream converted and scaled
+    /// into the backend's buffers (the reference once), then every instance.
+    fn extract_here(&mut self, set: FrameSet<'_>) -> Result<SetFeatures, EngineError> {
+        let mut buffers = std::mem::take(&mut self.buffers);
+        let result = (|| {
+            let plan = &self.plan;
+            let (ref_bufs, bufs, scratch) = buffers.split(set.renditions.len());
+            let (reference, reference_chroma) = stream_planes(
+                plan,
+                &set.reference,
+                set.reference_chroma,
+                self.scaling.reference.as_deref(),
+                ref_bufs,
+                scratch,
+            )?;
+            let mut renditions = Vec::with_capacity(set.renditions.len());
+            for (r, b) in set.renditions.iter().zip(bufs.iter_mut()) {
+                let scaler = self.scaling.rendition(r.rendition).map(|s| &**s);
+                let (luma, chroma) = stream_planes(plan, &r.luma, r.chroma, scaler, b, scratch)?;
+                renditions.push(RenditionPlanes {
+                    rendition: r.rendition,
+                    luma,
+                    chroma,
+                    full: r.full,
+                });
+            }
+            self.extract_planes(reference, reference_chroma, renditions)
+        })();
+        self.buffers = buffers;
+        result
     }
 
-    /// [`Backend::submit_set`] on the calling thread: the reference converted and scaled
-    /// once, each rendition into its buffers, then every instance.
-    fn extract_ladder_here(
+    /// One set's values from its planes at the scoring size, on the calling thread, against
+    /// the previous references this backend keeps (and the previous distorted plane, with
+    /// one rendition); then keeps this set's.
+    fn extract_planes(
         &mut self,
-        frame: FrameSet<'_>,
-        scaling: &LadderScaling,
+        reference: LumaPlane<'_>,
+        reference_chroma: Option<[LumaPlane<'_>; 2]>,
+        renditions: Vec<RenditionPlanes<'_>>,
     ) -> Result<SetFeatures, EngineError> {
         let plan = &self.plan;
         let ex = match &mut self.ex {
             Some(ex) => ex,
             None => self.ex.insert(Extractors::new(plan)?),
         };
-        let mut buffers = std::mem::take(&mut ex.ladder);
-        let mut scaled = std::mem::take(&mut self.scaled);
-        let mut host_ref = std::mem::take(&mut self.scratch_ref);
         let (w, h, bpc) = plan.geometry.triple();
-        let result = (|| {
-            let ref_chroma = packed_chroma(frame.reference_chroma)?;
-            let Scaled {
-                luma: [luma_r, _],
-                chroma: [[c0, c1], _],
-                scratch,
-            } = &mut scaled;
-            let (r, rc) = Self::ladder_reference(
-                plan,
-                scaling,
-                &frame.reference,
-                ref_chroma,
-                &mut host_ref,
-                [luma_r, c0, c1],
-                scratch,
-            )?;
-            if buffers.len() < frame.renditions.len() {
-                buffers.resize_with(frame.renditions.len(), RenditionBuffers::default);
-            }
-            let mut planes = Vec::with_capacity(frame.renditions.len());
-            for (f, b) in frame.renditions.iter().zip(buffers.iter_mut()) {
-                let s = scaling.renditions.get(f.rendition).cloned().flatten();
-                planes.push(rendition_planes(plan, f, s.as_deref(), b, scratch)?);
-            }
-            let prev = (self.kept >= 1)
+        let keeps_distorted = plan.keeps_distorted();
+        // Kept after the set (whose planes borrow the kept buffers) is gone.
+        let distorted = match renditions.as_slice() {
+            [r] if keeps_distorted => Some(r.luma),
+            _ => None,
+        };
+        let set = SetPlanes {
+            prev: (self.kept >= 1)
                 .then(|| LumaPlane::packed(&self.prev_ref, w, h, bpc))
-                .flatten();
-            let prev2 = (self.kept >= 2)
+                .flatten(),
+            prev2: (self.kept >= 2)
                 .then(|| LumaPlane::packed(&self.prev2_ref, w, h, bpc))
-                .flatten();
-            let features = ex.extract_ladder(
-                plan,
-                prev.as_ref(),
-                prev2.as_ref(),
-                &r,
-                rc.as_ref(),
-                &planes,
-                false,
-            )?;
-            // The previous reference becomes the one two back; this one the previous.
-            std::mem::swap(&mut self.prev_ref, &mut self.prev2_ref);
-            keep_reference(&mut self.prev_ref, &r, w, h);
-            self.kept = (self.kept + 1).min(2);
-            Ok(features)
-        })();
-        ex.ladder = buffers;
-        self.scaled = scaled;
-        self.scratch_ref = host_ref;
-        result
+                .flatten(),
+            prev_dis: (keeps_distorted && self.kept >= 1)
+                .then(|| LumaPlane::packed(&self.prev_dis, w, h, bpc))
+                .flatten(),
+            reference,
+            reference_chroma,
+            renditions,
+        };
+        let features = ex.extract_set(plan, &set, false)?;
+        drop(set);
+        // The previous reference becomes the one two back; this one the previous.
+        std::mem::swap(&mut self.prev_ref, &mut self.prev2_ref);
+        keep_reference(&mut self.prev_ref, &reference, w, h);
+        if let Some(d) = distorted {
+            keep_reference(&mut self.prev_dis, &d, w, h);
+        }
+        self.kept = (self.kept + 1).min(2);
+        Ok(features)
     }
 
-    /// [`Backend::submit_set`] on a pool: the reference converted (and scaled, since the
-    /// next frame's motion reads it) here, the renditions copied and scaled by the worker.
-    fn submit_ladder_pool(
-        &mut self,
-        frame: FrameSet<'_>,
-        scaling: &Arc<LadderScaling>,
-    ) -> Result<(), EngineError> {
+    /// [`Backend::submit_set`] on a pool: the reference converted and scaled here when it
+    /// is scaled (the next set's motion reads it), so is a pair's scaled rendition then or
+    /// when an instance reads the previous distorted frame; every other rendition is copied
+    /// and scaled by the worker.
+    fn submit_pool(&mut self, set: FrameSet<'_>) -> Result<(), EngineError> {
         let Some(p) = self.parallel.as_mut() else {
             return Err(EngineError::Backend {
                 backend: "cpu",
                 message: "internal: no pool".into(),
             });
         };
-        let ref_chroma = packed_chroma(frame.reference_chroma)?;
-        let mut renditions = Vec::with_capacity(frame.renditions.len());
-        for r in &frame.renditions {
-            renditions.push((r.rendition, &r.luma, packed_chroma(r.chroma)?, r.full));
-        }
-        if scaling.reference.is_none() {
-            return p.submit_ladder(
-                &self.plan,
-                &frame.reference,
-                ref_chroma,
-                &renditions,
-                scaling,
-            );
-        }
-        let mut scaled = std::mem::take(&mut self.scaled);
-        let mut host_ref = std::mem::take(&mut self.scratch_ref);
-        let Scaled {
-            luma: [luma_r, _],
-            chroma: [[c0, c1], _],
-            scratch,
-        } = &mut scaled;
-        let result = Self::ladder_reference(
-            &self.plan,
-            scaling,
-            &frame.reference,
-            ref_chroma,
-            &mut host_ref,
-            [luma_r, c0, c1],
-            scratch,
-        )
-        .and_then(|(r, rc)| {
-            p.submit_ladder(&self.plan, &LumaInput::Packed(r), rc, &renditions, scaling)
-        });
-        self.scaled = scaled;
-        self.scratch_ref = host_ref;
-        result
-    }
-}
-
-impl CpuBackend {
-    /// [`Backend::submit_set`] of planes at the scoring size.
-    fn submit_unscaled(
-        &mut self,
-        reference: LumaInput<'_>,
-        distorted: LumaInput<'_>,
-        chroma: Option<ChromaPair<'_>>,
-        full: bool,
-    ) -> Result<(), EngineError> {
-        if let Some(p) = self.parallel.as_mut() {
-            return p.submit(&self.plan, &reference, &distorted, chroma.as_ref(), full);
-        }
-        let raw = {
-            let mut scratch_ref = std::mem::take(&mut self.scratch_ref);
-            let mut scratch_dis = std::mem::take(&mut self.scratch_dis);
-            let r = host_plane(&self.plan, &reference, &mut scratch_ref);
-            let d = host_plane(&self.plan, &distorted, &mut scratch_dis);
-            let raw = match (r, d) {
-                (Ok(r), Ok(d)) => self.extract_frame(&r, &d, chroma.as_ref(), full),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-            };
-            self.scratch_ref = scratch_ref;
-            self.scratch_dis = scratch_dis;
-            raw?
-        };
-        self.done.push_back(raw);
-        Ok(())
-    }
-
-    /// [`Backend::submit_set`] with the streams of [`CpuBackend::with_scaling`] scaled to
-    /// the scoring size first (luma, and chroma when given).
-    fn submit_scaled(
-        &mut self,
-        reference: LumaInput<'_>,
-        distorted: LumaInput<'_>,
-        chroma: Option<ChromaPair<'_>>,
-        full: bool,
-    ) -> Result<(), EngineError> {
-        // On a pool, a rendition is scaled by the worker that scores it (frames in parallel);
-        // a scaled reference is scaled here, since the next frame's motion reads it.
-        // So is a scaled distorted stream whose previous frame an instance reads.
-        let keeps_distorted = self.plan.keeps_distorted();
-        if let (Some(p), None, Some(d), false) = (
-            self.parallel.as_mut(),
-            self.scaling.reference.as_ref(),
-            self.scaling.distorted.as_ref(),
-            keeps_distorted,
-        ) {
-            return p.submit_scaled(
-                &self.plan,
-                &reference,
-                &distorted,
-                chroma.as_ref(),
-                full,
-                Some(d),
-            );
-        }
-        let mut scaled = std::mem::take(&mut self.scaled);
-        let mut scratch_ref = std::mem::take(&mut self.scratch_ref);
-        let mut scratch_dis = std::mem::take(&mut self.scratch_dis);
+        let plan = &self.plan;
+        let scaling = &self.scaling;
+        let scale_here = scaling.renditions.len() == 1
+            && (scaling.reference.is_some() || plan.keeps_distorted());
+        let mut buffers = std::mem::take(&mut self.buffers);
         let result = (|| {
-            let Scaled {
-                luma: [luma_r, luma_d],
-                chroma: [chroma_r, chroma_d],
-                scratch,
-            } = &mut scaled;
-            let r = host_plane(&self.plan, &reference, &mut scratch_ref)?;
-            let d = host_plane(&self.plan, &distorted, &mut scratch_dis)?;
-            let (rs, ds) = (
-                self.scaling.reference.as_ref(),
-                self.scaling.distorted.as_ref(),
-            );
-            let r = scale_into(rs.map(|s| &s.luma), r, scratch, luma_r)?;
-            let d = scale_into(ds.map(|s| &s.luma), d, scratch, luma_d)?;
-            let chroma = match chroma {
-                Some(c) => {
-                    let (rc, dc) = (
-                        rs.and_then(|s| s.chroma.as_ref()),
-                        ds.and_then(|s| s.chroma.as_ref()),
-                    );
-                    let [r0, r1] = chroma_r;
-                    let [d0, d1] = chroma_d;
-                    Some(ChromaPair {
-                        reference: [
-                            scale_into(rc, c.reference[0], scratch, r0)?,
-                            scale_into(rc, c.reference[1], scratch, r1)?,
-                        ],
-                        distorted: [
-                            scale_into(dc, c.distorted[0], scratch, d0)?,
-                            scale_into(dc, c.distorted[1], scratch, d1)?,
-                        ],
-                    })
+            let (ref_bufs, bufs, scratch) = buffers.split(set.renditions.len());
+            // Planes scaled here, handed over as packed planes.
+            let mut here = Vec::new();
+            let reference = match scaling.reference.as_deref() {
+                Some(s) => {
+                    let (l, c) = stream_planes(
+                        plan,
+                        &set.reference,
+                        set.reference_chroma,
+                        Some(s),
+                        ref_bufs,
+                        scratch,
+                    )?;
+                    Some((LumaInput::Packed(l), c.map(FrameChroma::Packed)))
                 }
                 None => None,
             };
-            self.submit_unscaled(LumaInput::Packed(r), LumaInput::Packed(d), chroma, full)
+            for (r, b) in set.renditions.iter().zip(bufs.iter_mut()) {
+                let s = scaling.rendition(r.rendition).filter(|_| scale_here);
+                here.push(match s {
+                    Some(s) => {
+                        let (l, c) = stream_planes(plan, &r.luma, r.chroma, Some(s), b, scratch)?;
+                        Some((LumaInput::Packed(l), c.map(FrameChroma::Packed)))
+                    }
+                    None => None,
+                });
+            }
+            let reference = match &reference {
+                Some((l, c)) => StreamInput {
+                    luma: l,
+                    chroma: *c,
+                },
+                None => StreamInput {
+                    luma: &set.reference,
+                    chroma: set.reference_chroma,
+                },
+            };
+            let renditions: Vec<RenditionInput> = set
+                .renditions
+                .iter()
+                .zip(&here)
+                .map(|(r, h)| match h {
+                    Some((l, c)) => RenditionInput {
+                        rendition: r.rendition,
+                        stream: StreamInput {
+                            luma: l,
+                            chroma: *c,
+                        },
+                        full: r.full,
+                        scale: None,
+                    },
+                    None => RenditionInput {
+                        rendition: r.rendition,
+                        stream: StreamInput {
+                            luma: &r.luma,
+                            chroma: r.chroma,
+                        },
+                        full: r.full,
+                        scale: scaling.rendition(r.rendition).cloned(),
+                    },
+                })
+                .collect();
+            p.submit_set(plan, reference, &renditions)
         })();
-        self.scaled = scaled;
-        self.scratch_ref = scratch_ref;
-        self.scratch_dis = scratch_dis;
+        self.buffers = buffers;
         result
     }
 }
@@ -654,6 +481,9 @@ impl CpuBackend {
 impl CpuBackend {
     /// Computes one frame pair's features at once, on the calling thread (the motion history
     /// is this method's own, apart from frames submitted through [`Backend`] to a pool).
+    /// The planes are at the scoring size (not scaled).
+    ///
+    /// Errors: [`EngineError::Feature`] for planes of another geometry, an extractor's error.
     pub fn extract(
         &mut self,
         reference: &LumaPlane,
@@ -677,43 +507,21 @@ impl CpuBackend {
         chroma: Option<&ChromaPair>,
         full: bool,
     ) -> Result<RawFeatures, EngineError> {
-        let plan = &self.plan;
-        let ex = match &mut self.ex {
-            Some(ex) => ex,
-            None => self.ex.insert(Extractors::new(plan)?),
-        };
-        let (w, h, bpc) = plan.geometry.triple();
-        let prev = (self.kept >= 1)
-            .then(|| LumaPlane::packed(&self.prev_ref, w, h, bpc))
-            .flatten();
-        let prev2 = (self.kept >= 2)
-            .then(|| LumaPlane::packed(&self.prev2_ref, w, h, bpc))
-            .flatten();
-        let keeps_distorted = plan.keeps_distorted();
-        let prev_dis = (keeps_distorted && self.kept >= 1)
-            .then(|| LumaPlane::packed(&self.prev_dis, w, h, bpc))
-            .flatten();
-        let raw = ex.extract(
-            plan,
-            prev.as_ref(),
-            prev2.as_ref(),
-            prev_dis.as_ref(),
-            reference,
-            distorted,
-            chroma,
+        let rendition = RenditionPlanes {
+            rendition: 0,
+            luma: *distorted,
+            chroma: chroma.map(|c| c.distorted),
             full,
-            false,
-        )?;
-        // The previous reference becomes the one two back; this one the previous.
-        std::mem::swap(&mut self.prev_ref, &mut self.prev2_ref);
-        self.prev_ref.resize(w * h, 0);
-        for y in 0..h {
-            self.prev_ref[y * w..(y + 1) * w].copy_from_slice(&reference.row(y)[..w]);
-        }
-        if keeps_distorted {
-            keep_reference(&mut self.prev_dis, distorted, w, h);
-        }
-        self.kept = (self.kept + 1).min(2);
-        Ok(raw)
+        };
+        let features =
+            self.extract_planes(*reference, chroma.map(|c| c.reference), vec![rendition])?;
+        features
+            .into_iter()
+            .next()
+            .map(|(_, raw)| raw)
+            .ok_or_else(|| EngineError::Backend {
+                backend: "cpu",
+                message: "internal: a pair without its values".into(),
+            })
     }
 }

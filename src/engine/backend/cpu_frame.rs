@@ -1,6 +1,6 @@
-//! What every frame of a CPU backend is scored with, on the calling thread or a pool worker:
-//! the frame plan, every instance's CPU half with its scratch, and the planes brought to the
-//! scoring size.
+//! What every frame set of a CPU backend is scored with, on the calling thread or a pool
+//! worker: the frame plan, every instance's CPU half with its scratch, the planes brought to
+//! the scoring size, and the one extraction over a set's renditions.
 
 use std::sync::Arc;
 
@@ -9,9 +9,9 @@ use rayon::prelude::*;
 use crate::engine::error::EngineError;
 use crate::engine::frame_set::{FrameChroma, SetFeatures};
 use crate::engine::scale::cpu::{scale_plane, Scratch};
-use crate::engine::scale::PlaneScaler;
-use crate::features::{CpuExtractor, Geometry, HostFrame, Layout, RawFeatures};
-use crate::video::frame::{ChromaPair, FeatureError, LumaInput, LumaPlane};
+use crate::engine::scale::{PlaneScaler, StreamScaler};
+use crate::features::{CpuExtractor, Geometry, HostFrame, Layout, Needs, RawFeatures};
+use crate::video::frame::{ChromaPair, ComponentInput, FeatureError, LumaInput, LumaPlane};
 
 /// What every frame of one backend is scored with: the geometry and the layout's instances.
 #[derive(Debug, Clone)]
@@ -29,34 +29,161 @@ impl FramePlan {
 }
 
 /// Every instance's CPU half (scratch sized for one geometry): one set per thread scoring a
-/// frame.
+/// frame set.
 pub(crate) struct Extractors {
     list: Vec<Box<dyn CpuExtractor>>,
-    /// A worker's scaled distorted planes (luma, Cb, Cr) and the scaler's scratch, when the
-    /// distorted stream is scaled on the pool ([`CpuBackend::with_scaling`]).
-    pub(crate) scaled: Scaled,
-    /// A ladder's renditions' planes, one set per rendition of a ladder frame (by position
-    /// in the frame), grown on first use.
-    pub(crate) ladder: Vec<RenditionBuffers>,
+    /// A pool worker's planes of the renditions it scales (by position in the set) and the
+    /// scaler's scratch.
+    pub(crate) buffers: SetBuffers,
 }
 
-/// One rendition's planes in a ladder frame: host rows converted, then scaled luma and
-/// chroma.
+/// One stream's planes: host rows converted, chroma components packed, then the luma and
+/// chroma scaled to the scoring size. Each is used only when needed and reused set after set.
 #[derive(Default)]
-pub(crate) struct RenditionBuffers {
+pub(crate) struct StreamBuffers {
     pub(crate) host: Vec<u16>,
     pub(crate) luma: Vec<u16>,
+    pub(crate) chroma_in: [Vec<u16>; 2],
     pub(crate) chroma: [Vec<u16>; 2],
 }
 
-/// One rendition's planes at the scoring size, as [`Extractors::extract_ladder`] reads them.
-pub(crate) struct LadderPlanes<'a> {
+/// The planes of a frame set's streams (the reference's, each rendition's by position in
+/// the set, grown on first use) and the scaler's scratch.
+#[derive(Default)]
+pub(crate) struct SetBuffers {
+    pub(crate) reference: StreamBuffers,
+    pub(crate) renditions: Vec<StreamBuffers>,
+    pub(crate) scratch: Scratch,
+}
+
+impl SetBuffers {
+    /// The rendition buffers grown to `n`, beside the reference's and the scratch.
+    pub(crate) fn split(
+        &mut self,
+        n: usize,
+    ) -> (&mut StreamBuffers, &mut [StreamBuffers], &mut Scratch) {
+        if self.renditions.len() < n {
+            self.renditions.resize_with(n, StreamBuffers::default);
+        }
+        (&mut self.reference, &mut self.renditions, &mut self.scratch)
+    }
+}
+
+/// One rendition's planes at the scoring size, as [`Extractors::extract_set`] reads them.
+pub(crate) struct RenditionPlanes<'a> {
     /// The rendition's slot.
     pub(crate) rendition: usize,
     pub(crate) luma: LumaPlane<'a>,
     /// Its Cb and Cr (only used with the reference's).
     pub(crate) chroma: Option<[LumaPlane<'a>; 2]>,
     pub(crate) full: bool,
+}
+
+/// A frame set's planes at the scoring size: the earlier reference frames motion reads, the
+/// previous distorted frame (`speed_temporal`, a backend of one rendition only), the
+/// reference and its chroma, and the renditions.
+pub(crate) struct SetPlanes<'a> {
+    pub(crate) prev: Option<LumaPlane<'a>>,
+    pub(crate) prev2: Option<LumaPlane<'a>>,
+    pub(crate) prev_dis: Option<LumaPlane<'a>>,
+    pub(crate) reference: LumaPlane<'a>,
+    pub(crate) reference_chroma: Option<[LumaPlane<'a>; 2]>,
+    pub(crate) renditions: Vec<RenditionPlanes<'a>>,
+}
+
+impl<'a> SetPlanes<'a> {
+    /// Checks every luma plane against the plan's geometry.
+    pub(crate) fn check(&self, plan: &FramePlan) -> Result<(), FeatureError> {
+        let geometry = plan.geometry.triple();
+        FeatureError::check_plane("vmaf", geometry, &self.reference)?;
+        for r in &self.renditions {
+            FeatureError::check_plane("vmaf", geometry, &r.luma)?;
+        }
+        Ok(())
+    }
+
+    /// Each rendition's chroma beside the reference's (`None` unless both have chroma).
+    pub(crate) fn chroma(&self) -> Vec<Option<ChromaPair<'a>>> {
+        self.renditions
+            .iter()
+            .map(|r| match (self.reference_chroma, r.chroma) {
+                (Some(reference), Some(distorted)) => Some(ChromaPair {
+                    reference,
+                    distorted,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Each rendition's frame as the extractors read it, with its chroma from `chroma`
+    /// ([`SetPlanes::chroma`]).
+    pub(crate) fn frames<'f>(
+        &'f self,
+        chroma: &'f [Option<ChromaPair<'a>>],
+    ) -> Vec<HostFrame<'f, 'a>> {
+        self.renditions
+            .iter()
+            .zip(chroma)
+            .map(|(r, c)| HostFrame {
+                reference: &self.reference,
+                distorted: &r.luma,
+                previous: self.prev.as_ref(),
+                previous2: self.prev2.as_ref(),
+                previous_distorted: self.prev_dis.as_ref(),
+                chroma: c.as_ref(),
+            })
+            .collect()
+    }
+
+    /// Whether an instance with `needs` runs on this set: one that reads the previous
+    /// frame on every set, the others when a rendition computes its full features.
+    pub(crate) fn runs(&self, needs: Needs) -> bool {
+        needs.previous || self.renditions.iter().any(|r| r.full)
+    }
+}
+
+/// One instance's values over a set's `frames` (each rendition's, in the set's order,
+/// `full` its flags) into `outs` (one slice per rendition): a reference-only instance
+/// (motion) once, on the first frame, its values copied to every rendition; another on the
+/// renditions that are `full` (or all, when it reads the previous frame), a set of one
+/// rendition through [`CpuExtractor::extract`] (the pair), more through
+/// [`CpuExtractor::extract_ladder`] (the reference's work shared). Every caller checks
+/// [`SetPlanes::runs`] first.
+///
+/// Errors: the extractor's.
+pub(crate) fn extract_instance(
+    ex: &mut dyn CpuExtractor,
+    needs: Needs,
+    frames: &[HostFrame],
+    full: &[bool],
+    outs: &mut [&mut [f64]],
+) -> Result<(), FeatureError> {
+    if needs.reference_only {
+        // Reads the reference frames only: once, copied to every rendition.
+        let (Some((first, rest)), Some(f)) = (outs.split_first_mut(), frames.first()) else {
+            return Ok(());
+        };
+        ex.extract(f, first)?;
+        for o in rest {
+            o.copy_from_slice(first);
+        }
+        return Ok(());
+    }
+    if let ([f], [out]) = (frames, &mut *outs) {
+        return ex.extract(f, out);
+    }
+    let (sel, mut sel_outs): (Vec<HostFrame>, Vec<&mut [f64]>) = frames
+        .iter()
+        .zip(outs.iter_mut())
+        .zip(full)
+        .filter(|(_, &full)| full || needs.previous)
+        .map(|((f, o), _)| (*f, &mut **o))
+        .unzip();
+    if sel.is_empty() {
+        return Ok(());
+    }
+    ex.extract_ladder(&sel, &mut sel_outs)
 }
 
 impl Extractors {
@@ -69,63 +196,33 @@ impl Extractors {
             .collect::<Result<_, _>>()?;
         Ok(Self {
             list,
-            scaled: Scaled::default(),
-            ladder: Vec::new(),
+            buffers: SetBuffers::default(),
         })
     }
 
-    /// One ladder frame's values, one [`RawFeatures`] per rendition of `renditions` (in its
-    /// order, with its slot): the reference-only instances (motion) computed once against
-    /// `prev` / `prev2` and copied into every rendition; the other instances that read the
-    /// previous frame on every rendition; the rest on the renditions that are `full` (0 on
-    /// the others), through [`CpuExtractor::extract_ladder`]. A rendition's chroma is read
-    /// only with the reference's. `split` as in [`Extractors::extract`]: the instances then
-    /// run in parallel.
+    /// One frame set's values, one [`RawFeatures`] per rendition of `set` (in its order,
+    /// with its slot), each instance through [`extract_instance`] when
+    /// [`SetPlanes::runs`] (0 otherwise, and on the renditions it skips). With `split` (on a
+    /// pool thread only: rayon runs in the current thread's pool) the instances run in
+    /// parallel; they share nothing, so the values do not depend on it.
     ///
     /// Errors: planes of another geometry, an extractor's error.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn extract_ladder(
+    pub(crate) fn extract_set(
         &mut self,
         plan: &FramePlan,
-        prev: Option<&LumaPlane>,
-        prev2: Option<&LumaPlane>,
-        reference: &LumaPlane,
-        reference_chroma: Option<&[LumaPlane; 2]>,
-        renditions: &[LadderPlanes],
+        set: &SetPlanes,
         split: bool,
     ) -> Result<SetFeatures, EngineError> {
-        let geometry = plan.geometry.triple();
-        FeatureError::check_plane("vmaf", geometry, reference)?;
-        for r in renditions {
-            FeatureError::check_plane("vmaf", geometry, &r.luma)?;
-        }
+        set.check(plan)?;
         let layout = &plan.layout;
+        let renditions = &set.renditions;
         let mut raws: Vec<RawFeatures> = renditions
             .iter()
             .map(|_| RawFeatures::new(layout))
             .collect();
-        let chroma: Vec<Option<ChromaPair>> = renditions
-            .iter()
-            .map(|r| match (reference_chroma, r.chroma) {
-                (Some(rc), Some(dc)) => Some(ChromaPair {
-                    reference: *rc,
-                    distorted: dc,
-                }),
-                _ => None,
-            })
-            .collect();
-        let frames: Vec<HostFrame> = renditions
-            .iter()
-            .zip(&chroma)
-            .map(|(r, c)| HostFrame {
-                reference,
-                distorted: &r.luma,
-                previous: prev,
-                previous2: prev2,
-                previous_distorted: None,
-                chroma: c.as_ref(),
-            })
-            .collect();
+        let chroma = set.chroma();
+        let frames = set.frames(&chroma);
+        let full: Vec<bool> = renditions.iter().map(|r| r.full).collect();
         // Per instance: each rendition's slice of its values.
         let n = layout.instances().len();
         let mut outs: Vec<Vec<&mut [f64]>> = (0..n)
@@ -139,45 +236,17 @@ impl Extractors {
                 slot.push(out);
             }
         }
-        let frames = &frames;
+        let (frames, full) = (&frames, &full);
         let jobs: Vec<_> = self
             .list
             .iter_mut()
             .zip(layout.instances())
             .zip(outs)
-            .filter(|_| !renditions.is_empty())
+            .filter(|((_, inst), _)| !renditions.is_empty() && set.runs(inst.needs()))
             .map(|((ex, inst), outs)| (ex, inst.needs(), outs))
             .collect();
-        let run = |(ex, needs, mut outs): (
-            &mut Box<dyn CpuExtractor>,
-            crate::features::Needs,
-            Vec<&mut [f64]>,
-        )|
-         -> Result<(), FeatureError> {
-            if needs.reference_only {
-                // Reads the reference frames only: once, copied to every rendition.
-                let Some((first, rest)) = outs.split_first_mut() else {
-                    return Ok(());
-                };
-                if let Some(f) = frames.first() {
-                    ex.extract(f, first)?;
-                }
-                for o in rest {
-                    o.copy_from_slice(first);
-                }
-                return Ok(());
-            }
-            let (sel, mut sel_outs): (Vec<HostFrame>, Vec<&mut [f64]>) = frames
-                .iter()
-                .zip(outs)
-                .zip(renditions)
-                .filter(|(_, r)| r.full || needs.previous)
-                .map(|((f, o), _)| (*f, o))
-                .unzip();
-            if sel.is_empty() {
-                return Ok(());
-            }
-            ex.extract_ladder(&sel, &mut sel_outs)
+        let run = |(ex, needs, mut outs): (&mut Box<dyn CpuExtractor>, Needs, Vec<&mut [f64]>)| {
+            extract_instance(ex.as_mut(), needs, frames, full, &mut outs)
         };
         if split {
             jobs.into_par_iter().try_for_each(run)?;
@@ -186,65 +255,6 @@ impl Extractors {
         }
         Ok(renditions.iter().map(|r| r.rendition).zip(raws).collect())
     }
-
-    /// One frame pair's values: the instances that read the previous frame on every frame
-    /// (0 without `prev`), the others when `full`. With `split` (on a pool thread only: rayon
-    /// runs in the current thread's pool) the instances run in parallel; they share nothing,
-    /// so the values do not depend on it.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn extract(
-        &mut self,
-        plan: &FramePlan,
-        prev: Option<&LumaPlane>,
-        prev2: Option<&LumaPlane>,
-        prev_dis: Option<&LumaPlane>,
-        reference: &LumaPlane,
-        distorted: &LumaPlane,
-        chroma: Option<&ChromaPair>,
-        full: bool,
-        split: bool,
-    ) -> Result<RawFeatures, EngineError> {
-        let geometry = plan.geometry.triple();
-        FeatureError::check_plane("vmaf", geometry, reference)?;
-        FeatureError::check_plane("vmaf", geometry, distorted)?;
-        let frame = HostFrame {
-            reference,
-            distorted,
-            previous: prev,
-            previous2: prev2,
-            previous_distorted: prev_dis,
-            chroma,
-        };
-        let mut raw = RawFeatures::new(&plan.layout);
-        let layout = &plan.layout;
-        // Each instance's own slice of the values.
-        let mut jobs: Vec<(&mut Box<dyn CpuExtractor>, &mut [f64])> =
-            Vec::with_capacity(self.list.len());
-        let mut rest = raw.values_mut();
-        for (i, (ex, inst)) in self.list.iter_mut().zip(layout.instances()).enumerate() {
-            let (out, tail) = std::mem::take(&mut rest).split_at_mut(layout.span(i).len());
-            rest = tail;
-            if full || inst.needs().previous {
-                jobs.push((ex, out));
-            }
-        }
-        let run = |(ex, out): (&mut Box<dyn CpuExtractor>, &mut [f64])| ex.extract(&frame, out);
-        if split {
-            jobs.into_par_iter().try_for_each(run)?;
-        } else {
-            jobs.into_iter().try_for_each(run)?;
-        }
-        Ok(raw)
-    }
-}
-
-/// Scaled planes (reference / distorted luma, then their Cb and Cr) and the scaler's
-/// scratch, reused frame after frame.
-#[derive(Default)]
-pub(crate) struct Scaled {
-    pub(crate) luma: [Vec<u16>; 2],
-    pub(crate) chroma: [[Vec<u16>; 2]; 2],
-    pub(crate) scratch: Scratch,
 }
 
 /// `plane` through `scaler` into `out`, as a plane of the scaler's output size; `plane` as it
@@ -279,50 +289,61 @@ pub(crate) fn device_refused() -> EngineError {
     }
 }
 
-/// The packed planes of a ladder frame's chroma; the CPU backend does not unpack buffer
-/// components.
-pub(super) fn packed_chroma<'a>(
-    c: Option<FrameChroma<'a>>,
-) -> Result<Option<[LumaPlane<'a>; 2]>, EngineError> {
-    match c {
-        None => Ok(None),
-        Some(FrameChroma::Packed(p)) => Ok(Some(p)),
-        Some(FrameChroma::Components(_)) => Err(EngineError::Backend {
-            backend: "cpu",
-            message: "the CPU backend takes packed chroma planes, not buffer components".into(),
-        }),
-    }
-}
-
-/// One rendition's luma (and chroma) converted into `b` and scaled by `scaler` (if any) to
-/// the scoring size.
-pub(crate) fn rendition_planes<'b>(
+/// One stream's luma and chroma at the scoring size: host rows converted into `b.host`,
+/// chroma components packed into `b.chroma_in`, then each plane scaled by `scaler` (if any)
+/// into `b.luma` / `b.chroma`; packed planes without a scaler as they are.
+///
+/// Errors: a device plane, planes of another size than the scaler's (or the geometry's).
+pub(crate) fn stream_planes<'b>(
     plan: &FramePlan,
-    f: &'b crate::engine::frame_set::RenditionFrame<'_>,
-    scaler: Option<&crate::engine::scale::StreamScaler>,
-    b: &'b mut RenditionBuffers,
+    luma: &'b LumaInput<'_>,
+    chroma: Option<FrameChroma<'b>>,
+    scaler: Option<&StreamScaler>,
+    b: &'b mut StreamBuffers,
     scratch: &mut Scratch,
-) -> Result<LadderPlanes<'b>, EngineError> {
-    let RenditionBuffers {
+) -> Result<(LumaPlane<'b>, Option<[LumaPlane<'b>; 2]>), EngineError> {
+    let StreamBuffers {
         host,
-        luma,
+        luma: scaled,
+        chroma_in: [i0, i1],
         chroma: [c0, c1],
     } = b;
-    let l = host_plane(plan, &f.luma, host)?;
-    let l = scale_into(scaler.map(|s| &s.luma), l, scratch, luma)?;
+    let l = host_plane(plan, luma, host)?;
+    let l = scale_into(scaler.map(|s| &s.luma), l, scratch, scaled)?;
     let cs = scaler.and_then(|s| s.chroma.as_ref());
-    let chroma = match packed_chroma(f.chroma)? {
-        Some([p0, p1]) => Some([
+    let chroma = match chroma {
+        None => None,
+        Some(FrameChroma::Packed([p0, p1])) => Some([
             scale_into(cs, p0, scratch, c0)?,
             scale_into(cs, p1, scratch, c1)?,
         ]),
-        None => None,
+        Some(FrameChroma::Components([k0, k1])) => {
+            let p0 = packed_component(plan, &k0, i0)?;
+            let p1 = packed_component(plan, &k1, i1)?;
+            Some([
+                scale_into(cs, p0, scratch, c0)?,
+                scale_into(cs, p1, scratch, c1)?,
+            ])
+        }
     };
-    Ok(LadderPlanes {
-        rendition: f.rendition,
-        luma: l,
-        chroma,
-        full: f.full,
+    Ok((l, chroma))
+}
+
+/// A chroma component in its buffer's layout packed into `out`, at the geometry's depth.
+fn packed_component<'o>(
+    plan: &FramePlan,
+    c: &ComponentInput<'_>,
+    out: &'o mut Vec<u16>,
+) -> Result<LumaPlane<'o>, EngineError> {
+    let ComponentInput::Host(h) = c else {
+        return Err(device_refused());
+    };
+    h.to_packed(out);
+    LumaPlane::packed(out, h.width, h.height, plan.geometry.bpc).ok_or_else(|| {
+        EngineError::Backend {
+            backend: "cpu",
+            message: "internal: a chroma plane smaller than its size".into(),
+        }
     })
 }
 

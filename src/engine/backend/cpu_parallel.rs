@@ -1,35 +1,33 @@
-//! Frames in flight on a [`CpuPool`]: each submitted pair is copied into buffers of its own
-//! and scored on the pool; results wait in submission order. An unscaled pair is one job
-//! that converts its host rows and then one job per feature instance, each with an extractor
-//! of that instance ([`Parallel::fan_out`], as libvmaf 3.2.0 queues a frame's features); a
-//! pair whose distorted stream is scaled, and a ladder frame, is one job with its own
-//! [`Extractors`].
+//! Frame sets in flight on a [`CpuPool`]: each submitted set is copied into buffers of its
+//! own and scored on the pool; results wait in submission order. A set of one unscaled
+//! rendition (a pair) is one job that converts its host rows and then one job per feature
+//! instance, each with an extractor of that instance ([`Parallel::fan_out`], as libvmaf
+//! 3.2.0 queues a frame's features); any other set (a rendition the worker scales, several
+//! renditions) is one job with its own [`Extractors`] ([`Extractors::extract_set`]). Both
+//! run the instances through [`extract_instance`].
 //!
 //! Motion reads another frame (the previous reference), `speed_temporal` the previous
-//! reference and distorted frames. The job of frame i holds frame i-1's buffers (an `Arc`
-//! shared with that frame's job), so the order in which workers finish changes nothing.
-//!
-//! A ladder backend's job is one ladder frame: the reference (converted, and scaled, by the
-//! submitting thread) and a copy of each rendition's planes, which the worker scales and
-//! scores ([`Extractors::extract_ladder`]).
+//! reference and distorted frames. The job of set i holds set i-1's buffers (an `Arc`
+//! shared with that set's job), so the order in which workers finish changes nothing.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::cpu_frame::{scale_into, Extractors, FramePlan, LadderPlanes, RenditionBuffers, Scaled};
+use super::cpu_frame::{
+    extract_instance, scale_into, Extractors, FramePlan, RenditionPlanes, SetPlanes,
+};
 use super::cpu_owned::{lock, FreeList, Owned};
 use crate::cpu::CpuPool;
 use crate::engine::error::EngineError;
-use crate::engine::frame::{Chroma, ChromaInput, ChromaPair, FeatureError, LumaInput, LumaPlane};
-use crate::engine::frame_set::SetFeatures;
-use crate::engine::scale::{LadderScaling, StreamScaler};
+use crate::engine::frame::{LumaInput, LumaPlane};
+use crate::engine::frame_set::{FrameChroma, SetFeatures};
+use crate::engine::scale::StreamScaler;
+use crate::features::CpuExtractor;
 use crate::features::RawFeatures;
-use crate::features::{CpuExtractor, HostFrame};
 
-/// One frame's result slot (`T`: a pair's [`RawFeatures`] or a ladder frame's
-/// [`SetFeatures`]): filled by its job, read by [`Parallel::collect`].
+/// One set's result slot: filled by its job, read by [`Parallel::collect`].
 struct Flight<T> {
     result: Mutex<Option<Result<T, EngineError>>>,
     done: Condvar,
@@ -64,115 +62,129 @@ impl<T> Flight<T> {
     }
 }
 
-/// Everything one job owns.
+/// One rendition of a job: its planes at its own size (`scale`, run by the worker, brings
+/// them to the scoring size).
+struct RenditionJob {
+    rendition: usize,
+    luma: Arc<Owned>,
+    chroma: Option<[Owned; 2]>,
+    scale: Option<Arc<StreamScaler>>,
+    full: bool,
+}
+
+/// Everything one set's job owns.
 struct Job {
     plan: Arc<FramePlan>,
     reference: Arc<Owned>,
+    reference_chroma: Option<[Owned; 2]>,
     prev: Option<Arc<Owned>>,
     prev2: Option<Arc<Owned>>,
-    /// The previous frame's distorted plane (at the scoring size), when an instance reads it.
+    /// The previous set's distorted plane (at the scoring size), when an instance reads it.
     prev_dis: Option<Arc<Owned>>,
-    distorted: Arc<Owned>,
-    chroma: Option<Chroma<Owned>>,
-    /// The distorted stream's scaler to the scoring size, run by the worker.
-    scale: Option<Arc<StreamScaler>>,
-    full: bool,
+    renditions: Vec<RenditionJob>,
     /// Extractors not in use, shared by the jobs.
     idle: Arc<Mutex<Vec<Extractors>>>,
 }
 
+/// Views of a pair of owned chroma planes.
+fn view2(c: &Option<[Owned; 2]>) -> Result<Option<[LumaPlane<'_>; 2]>, EngineError> {
+    Ok(match c {
+        Some([p0, p1]) => Some([p0.view()?, p1.view()?]),
+        None => None,
+    })
+}
+
 impl Job {
-    fn run(&self, split: bool) -> Result<RawFeatures, EngineError> {
+    /// Scores the whole set with extractors from `idle` (made when none is free).
+    fn run(&self, split: bool) -> Result<SetFeatures, EngineError> {
         let popped = lock(&self.idle).pop();
         let mut ex = match popped {
             Some(ex) => ex,
             None => Extractors::new(&self.plan)?,
         };
-        let mut scaled = std::mem::take(&mut ex.scaled);
-        let raw = self.run_with(&mut ex, &mut scaled, split);
-        ex.scaled = scaled;
+        let mut buffers = std::mem::take(&mut ex.buffers);
+        let (_, bufs, scratch) = buffers.split(self.renditions.len());
+        let result = (|| {
+            let mut planes = Vec::with_capacity(self.renditions.len());
+            for (r, b) in self.renditions.iter().zip(bufs.iter_mut()) {
+                let [c0, c1] = &mut b.chroma;
+                let s = r.scale.as_deref();
+                let luma = scale_into(s.map(|s| &s.luma), r.luma.view()?, scratch, &mut b.luma)?;
+                let cs = s.and_then(|s| s.chroma.as_ref());
+                let chroma = match view2(&r.chroma)? {
+                    Some([p0, p1]) => Some([
+                        scale_into(cs, p0, scratch, c0)?,
+                        scale_into(cs, p1, scratch, c1)?,
+                    ]),
+                    None => None,
+                };
+                planes.push(RenditionPlanes {
+                    rendition: r.rendition,
+                    luma,
+                    chroma,
+                    full: r.full,
+                });
+            }
+            let set = self.planes(planes)?;
+            ex.extract_set(&self.plan, &set, split)
+        })();
+        ex.buffers = buffers;
         lock(&self.idle).push(ex);
-        raw
+        result
     }
 
-    /// Scores the pair with `ex`, the distorted planes scaled into `scaled` first when the
-    /// job has a scaler.
-    fn run_with(
-        &self,
-        ex: &mut Extractors,
-        scaled: &mut Scaled,
-        split: bool,
-    ) -> Result<RawFeatures, EngineError> {
-        let Scaled {
-            luma: [_, luma_d],
-            chroma: [_, [c0, c1]],
-            scratch,
-        } = scaled;
-        let luma_s = self.scale.as_deref().map(|s| &s.luma);
-        let chroma_s = self.scale.as_deref().and_then(|s| s.chroma.as_ref());
-        let r = self.reference.view()?;
-        let d = scale_into(luma_s, self.distorted.view()?, scratch, luma_d)?;
-        let [prev, prev2, prev_dis] = self.previous()?;
-        let chroma = match &self.chroma {
-            Some(c) => Some(ChromaPair {
-                reference: [c.reference[0].view()?, c.reference[1].view()?],
-                distorted: [
-                    scale_into(chroma_s, c.distorted[0].view()?, scratch, c0)?,
-                    scale_into(chroma_s, c.distorted[1].view()?, scratch, c1)?,
-                ],
-            }),
-            None => None,
-        };
-        ex.extract(
-            &self.plan,
-            prev.as_ref(),
-            prev2.as_ref(),
-            prev_dis.as_ref(),
-            &r,
-            &d,
-            chroma.as_ref(),
-            self.full,
-            split,
-        )
-    }
-
-    /// The earlier planes the job holds: the previous reference, the one before it, the
-    /// previous distorted plane (each `None` when not held).
-    fn previous(&self) -> Result<[Option<LumaPlane<'_>>; 3], EngineError> {
+    /// The set's planes with `renditions` (at the scoring size) and the job's reference and
+    /// earlier planes.
+    fn planes<'a>(
+        &'a self,
+        renditions: Vec<RenditionPlanes<'a>>,
+    ) -> Result<SetPlanes<'a>, EngineError> {
         fn view(p: &Option<Arc<Owned>>) -> Result<Option<LumaPlane<'_>>, EngineError> {
             p.as_ref().map(|p| p.view()).transpose()
         }
-        Ok([view(&self.prev)?, view(&self.prev2)?, view(&self.prev_dis)?])
+        Ok(SetPlanes {
+            prev: view(&self.prev)?,
+            prev2: view(&self.prev2)?,
+            prev_dis: view(&self.prev_dis)?,
+            reference: self.reference.view()?,
+            reference_chroma: view2(&self.reference_chroma)?,
+            renditions,
+        })
     }
 
-    /// Converts every plane of the pair that is still host rows ([`Owned::view`]).
+    /// The renditions' planes as they are (a set no worker scales: [`Parallel::fan_out`]).
+    fn unscaled(&self) -> Result<Vec<RenditionPlanes<'_>>, EngineError> {
+        self.renditions
+            .iter()
+            .map(|r| {
+                if r.scale.is_some() {
+                    return Err(EngineError::Backend {
+                        backend: "cpu",
+                        message: "internal: a scaled rendition fanned out".into(),
+                    });
+                }
+                Ok(RenditionPlanes {
+                    rendition: r.rendition,
+                    luma: r.luma.view()?,
+                    chroma: view2(&r.chroma)?,
+                    full: r.full,
+                })
+            })
+            .collect()
+    }
+
+    /// Converts every plane of the set that is still host rows ([`Owned::view`]).
     fn convert(&self) -> Result<(), EngineError> {
-        let planes = [
-            Some(&self.reference),
-            Some(&self.distorted),
-            self.prev.as_ref(),
-        ]
-        .into_iter()
-        .chain([self.prev2.as_ref(), self.prev_dis.as_ref()])
-        .flatten();
-        for p in planes {
-            p.view()?;
-        }
-        if let Some(c) = &self.chroma {
-            for p in c.reference.iter().chain(&c.distorted) {
-                p.view()?;
-            }
-        }
-        Ok(())
+        self.planes(self.unscaled()?).map(|_| ())
     }
 
-    /// Instance `i`'s values of the pair (an unscaled pair: [`Parallel::fan_out`]), with an
-    /// extractor of that instance from `idle` (made when none is free, given back after).
+    /// Instance `i`'s values of each rendition (an unscaled set: [`Parallel::fan_out`]), with
+    /// an extractor of that instance from `idle` (made when none is free, given back after).
     fn run_instance(
         &self,
         i: usize,
         idle: &Mutex<Vec<Box<dyn CpuExtractor>>>,
-    ) -> Result<Vec<f64>, EngineError> {
+    ) -> Result<Vec<Vec<f64>>, EngineError> {
         let plan = &self.plan;
         let (Some(inst), span) = (plan.layout.instances().get(i), plan.layout.span(i)) else {
             return Err(EngineError::Backend {
@@ -185,47 +197,32 @@ impl Job {
             Some(ex) => ex,
             None => inst.cpu(&plan.geometry)?,
         };
-        let geometry = plan.geometry.triple();
-        let r = self.reference.view()?;
-        let d = self.distorted.view()?;
-        FeatureError::check_plane("vmaf", geometry, &r)?;
-        FeatureError::check_plane("vmaf", geometry, &d)?;
-        let [prev, prev2, prev_dis] = self.previous()?;
-        let chroma = match &self.chroma {
-            Some(c) => Some(ChromaPair {
-                reference: [c.reference[0].view()?, c.reference[1].view()?],
-                distorted: [c.distorted[0].view()?, c.distorted[1].view()?],
-            }),
-            None => None,
-        };
-        let frame = HostFrame {
-            reference: &r,
-            distorted: &d,
-            previous: prev.as_ref(),
-            previous2: prev2.as_ref(),
-            previous_distorted: prev_dis.as_ref(),
-            chroma: chroma.as_ref(),
-        };
-        let mut out = vec![0.0; span.len()];
-        let result = ex.extract(&frame, &mut out);
+        let set = self.planes(self.unscaled()?)?;
+        set.check(plan)?;
+        let chroma = set.chroma();
+        let frames = set.frames(&chroma);
+        let full: Vec<bool> = set.renditions.iter().map(|r| r.full).collect();
+        let mut values = vec![vec![0.0; span.len()]; set.renditions.len()];
+        let mut outs: Vec<&mut [f64]> = values.iter_mut().map(Vec::as_mut_slice).collect();
+        let result = extract_instance(ex.as_mut(), inst.needs(), &frames, &full, &mut outs);
         lock(idle).push(ex);
         result?;
-        Ok(out)
+        Ok(values)
     }
 }
 
-/// One pair's instances in flight as jobs of their own ([`Parallel::fan_out`]): the job
+/// One set's instances in flight as jobs of their own ([`Parallel::fan_out`]): the job
 /// (dropped with the last instance, so that its planes go back to the free list before the
 /// values are seen), the values written so far, the first error, how many instances have not
 /// finished, and where the values go.
 struct FanOut {
     job: Mutex<Option<Arc<Job>>>,
-    raw: Mutex<Option<RawFeatures>>,
+    raw: Mutex<Option<SetFeatures>>,
     error: Mutex<Option<EngineError>>,
     remaining: AtomicUsize,
     idle: InstanceIdle,
-    flight: Arc<Flight<RawFeatures>>,
-    /// The backend's count of unfinished jobs (this pair counts one).
+    flight: Arc<Flight<SetFeatures>>,
+    /// The backend's count of unfinished jobs (this set counts one).
     active: Arc<AtomicUsize>,
 }
 
@@ -252,11 +249,12 @@ impl FanOut {
     fn instance_done(&self, done: Option<InstanceValues>) {
         match done {
             Some((span, Ok(values))) => {
-                if let Some(out) = lock(&self.raw)
-                    .as_mut()
-                    .and_then(|raw| raw.values_mut().get_mut(span))
-                {
-                    out.copy_from_slice(&values);
+                if let Some(raws) = lock(&self.raw).as_mut() {
+                    for ((_, raw), values) in raws.iter_mut().zip(&values) {
+                        if let Some(out) = raw.values_mut().get_mut(span.clone()) {
+                            out.copy_from_slice(values);
+                        }
+                    }
                 }
             }
             Some((_, Err(e))) => {
@@ -276,7 +274,7 @@ impl FanOut {
             (None, Some(raw)) => Ok(raw),
             (None, None) => Err(EngineError::Backend {
                 backend: "cpu",
-                message: "internal: a pair's values were taken twice".into(),
+                message: "internal: a set's values were taken twice".into(),
             }),
         });
     }
@@ -292,106 +290,28 @@ fn caught<T>(f: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineErro
     })
 }
 
-/// One instance's span of a pair's values and what it computed for them.
-type InstanceValues = (std::ops::Range<usize>, Result<Vec<f64>, EngineError>);
+/// One instance's span of a set's values and what it computed for each rendition.
+type InstanceValues = (std::ops::Range<usize>, Result<Vec<Vec<f64>>, EngineError>);
 
 /// Idle extractors of each instance of a layout, shared by the fanned-out jobs.
 type InstanceIdle = Arc<[Mutex<Vec<Box<dyn CpuExtractor>>>]>;
 
-/// One rendition of a ladder job: its planes at its own size, its scaler.
-struct RenditionJob {
-    rendition: usize,
-    luma: Owned,
-    chroma: Option<[Owned; 2]>,
-    scale: Option<Arc<StreamScaler>>,
-    full: bool,
+/// A stream's input as [`Parallel::submit_set`] takes it: its luma and chroma (packed
+/// planes copied; host rows and buffer components converted by the first worker that reads
+/// them when their mapping is held).
+pub(crate) struct StreamInput<'a, 'b> {
+    pub(crate) luma: &'b LumaInput<'a>,
+    pub(crate) chroma: Option<FrameChroma<'a>>,
 }
 
-/// Everything one ladder frame's job owns.
-struct LadderJob {
-    plan: Arc<FramePlan>,
-    reference: Arc<Owned>,
-    reference_chroma: Option<[Owned; 2]>,
-    prev: Option<Arc<Owned>>,
-    prev2: Option<Arc<Owned>>,
-    renditions: Vec<RenditionJob>,
-    idle: Arc<Mutex<Vec<Extractors>>>,
+/// A rendition's input: its slot, planes, whether it computes its full features, and the
+/// scaler the worker runs (its planes then at the scaler's source size).
+pub(crate) struct RenditionInput<'a, 'b> {
+    pub(crate) rendition: usize,
+    pub(crate) stream: StreamInput<'a, 'b>,
+    pub(crate) full: bool,
+    pub(crate) scale: Option<Arc<StreamScaler>>,
 }
-
-impl LadderJob {
-    fn run(&self, split: bool) -> Result<SetFeatures, EngineError> {
-        let popped = lock(&self.idle).pop();
-        let mut ex = match popped {
-            Some(ex) => ex,
-            None => Extractors::new(&self.plan)?,
-        };
-        let mut buffers = std::mem::take(&mut ex.ladder);
-        let mut scaled = std::mem::take(&mut ex.scaled);
-        let result = self.run_with(&mut ex, &mut buffers, &mut scaled.scratch, split);
-        ex.ladder = buffers;
-        ex.scaled = scaled;
-        lock(&self.idle).push(ex);
-        result
-    }
-
-    /// Scales each rendition into `buffers` (grown to the frame's renditions), then scores
-    /// the ladder frame with `ex`.
-    fn run_with(
-        &self,
-        ex: &mut Extractors,
-        buffers: &mut Vec<RenditionBuffers>,
-        scratch: &mut crate::engine::scale::cpu::Scratch,
-        split: bool,
-    ) -> Result<SetFeatures, EngineError> {
-        if buffers.len() < self.renditions.len() {
-            buffers.resize_with(self.renditions.len(), RenditionBuffers::default);
-        }
-        let mut planes = Vec::with_capacity(self.renditions.len());
-        for (r, b) in self.renditions.iter().zip(buffers.iter_mut()) {
-            let RenditionBuffers {
-                luma,
-                chroma: [c0, c1],
-                ..
-            } = b;
-            let s = r.scale.as_deref();
-            let l = scale_into(s.map(|s| &s.luma), r.luma.view()?, scratch, luma)?;
-            let cs = s.and_then(|s| s.chroma.as_ref());
-            let chroma = match &r.chroma {
-                Some([p0, p1]) => Some([
-                    scale_into(cs, p0.view()?, scratch, c0)?,
-                    scale_into(cs, p1.view()?, scratch, c1)?,
-                ]),
-                None => None,
-            };
-            planes.push(LadderPlanes {
-                rendition: r.rendition,
-                luma: l,
-                chroma,
-                full: r.full,
-            });
-        }
-        let reference = self.reference.view()?;
-        let reference_chroma = match &self.reference_chroma {
-            Some([p0, p1]) => Some([p0.view()?, p1.view()?]),
-            None => None,
-        };
-        let prev = self.prev.as_ref().map(|p| p.view()).transpose()?;
-        let prev2 = self.prev2.as_ref().map(|p| p.view()).transpose()?;
-        ex.extract_ladder(
-            &self.plan,
-            prev.as_ref(),
-            prev2.as_ref(),
-            &reference,
-            reference_chroma.as_ref(),
-            &planes,
-            split,
-        )
-    }
-}
-
-/// A rendition's planes as [`Parallel::submit_ladder`] takes them: slot, luma, chroma, full.
-pub(crate) type RenditionInput<'a, 'b> =
-    (usize, &'b LumaInput<'a>, Option<[LumaPlane<'a>; 2]>, bool);
 
 /// The frames in flight of one [`super::CpuBackend`] on a pool.
 pub(crate) struct Parallel {
@@ -403,9 +323,7 @@ pub(crate) struct Parallel {
     /// the first such pair.
     instance_idle: Option<InstanceIdle>,
     free: FreeList,
-    flights: VecDeque<Arc<Flight<RawFeatures>>>,
-    /// A ladder backend's frames in flight.
-    ladder_flights: VecDeque<Arc<Flight<SetFeatures>>>,
+    flights: VecDeque<Arc<Flight<SetFeatures>>>,
     /// The last submitted reference (the next frame's motion reads it) and the one before it
     /// (the five-frame motion).
     prev: Option<Arc<Owned>>,
@@ -454,7 +372,6 @@ impl Parallel {
             instance_idle: None,
             free: Arc::default(),
             flights: VecDeque::new(),
-            ladder_flights: VecDeque::new(),
             prev: None,
             prev2: None,
             prev_dis: None,
@@ -491,127 +408,71 @@ impl Parallel {
         free.keep = free.keep.max(keep);
     }
 
-    /// Copies the pair and starts scoring it on the pool.
+    /// Copies one frame set (the reference at the scoring size, each rendition at its
+    /// scaler's source size, checked here) and starts scoring it on the pool.
     ///
     /// Errors: [`EngineError::Feature`] for planes of another geometry, a device plane.
-    pub(crate) fn submit(
+    pub(crate) fn submit_set(
         &mut self,
         plan: &Arc<FramePlan>,
-        reference: &LumaInput<'_>,
-        distorted: &LumaInput<'_>,
-        chroma: Option<&ChromaPair<'_>>,
-        full: bool,
+        reference: StreamInput<'_, '_>,
+        renditions: &[RenditionInput<'_, '_>],
     ) -> Result<(), EngineError> {
-        self.submit_scaled(plan, reference, distorted, chroma, full, None)
-    }
-
-    /// [`Parallel::submit`] of a pair whose distorted stream the worker scales with `scale`
-    /// (its planes at the scaler's source size).
-    ///
-    /// Errors: as [`Parallel::submit`].
-    pub(crate) fn submit_scaled(
-        &mut self,
-        plan: &Arc<FramePlan>,
-        reference: &LumaInput<'_>,
-        distorted: &LumaInput<'_>,
-        chroma: Option<&ChromaPair<'_>>,
-        full: bool,
-        scale: Option<&Arc<StreamScaler>>,
-    ) -> Result<(), EngineError> {
-        self.keep_free(if chroma.is_some() { 6 } else { 2 });
-        let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
-        let distorted = Arc::new(Owned::luma(
-            plan,
-            distorted,
-            &self.free,
-            scale.map(|s| s.luma.src()),
-        )?);
-        let chroma = chroma.map(|c| Chroma {
-            reference: c.reference.each_ref().map(|p| Owned::copy(p, &self.free)),
-            distorted: c.distorted.each_ref().map(|p| Owned::copy(p, &self.free)),
-        });
-        self.start(plan, reference, distorted, chroma, full, scale)
-    }
-
-    /// [`Parallel::submit`] with the chroma components in their buffers' own layouts (host
-    /// rows; converted by the worker when their mapping is held).
-    ///
-    /// Errors: as [`Parallel::submit`].
-    pub(crate) fn submit_components(
-        &mut self,
-        plan: &Arc<FramePlan>,
-        reference: &LumaInput<'_>,
-        distorted: &LumaInput<'_>,
-        chroma: Option<&ChromaInput<'_>>,
-        full: bool,
-    ) -> Result<(), EngineError> {
-        self.keep_free(if chroma.is_some() { 6 } else { 2 });
-        let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
-        let distorted = Arc::new(Owned::luma(plan, distorted, &self.free, None)?);
+        let per_set = (1 + renditions.len()) * if reference.chroma.is_some() { 3 } else { 1 };
+        self.keep_free(per_set);
         let bpc = plan.geometry.bpc;
-        let chroma = match chroma {
-            Some(c) => {
-                let [r0, r1] = &c.reference;
-                let [d0, d1] = &c.distorted;
-                let free = &self.free;
-                Some(Chroma {
-                    reference: [
-                        Owned::component(r0, bpc, free)?,
-                        Owned::component(r1, bpc, free)?,
-                    ],
-                    distorted: [
-                        Owned::component(d0, bpc, free)?,
-                        Owned::component(d1, bpc, free)?,
-                    ],
-                })
-            }
-            None => None,
+        let chroma = |c: Option<FrameChroma<'_>>, free: &FreeList| match c {
+            None => Ok(None),
+            Some(FrameChroma::Packed(p)) => Ok(Some(p.each_ref().map(|p| Owned::copy(p, free)))),
+            Some(FrameChroma::Components([c0, c1])) => Ok::<_, EngineError>(Some([
+                Owned::component(&c0, bpc, free)?,
+                Owned::component(&c1, bpc, free)?,
+            ])),
         };
-        self.start(plan, reference, distorted, chroma, full, None)
-    }
-
-    /// Starts the job of one pair whose planes are owned.
-    fn start(
-        &mut self,
-        plan: &Arc<FramePlan>,
-        reference: Arc<Owned>,
-        distorted: Arc<Owned>,
-        chroma: Option<Chroma<Owned>>,
-        full: bool,
-        scale: Option<&Arc<StreamScaler>>,
-    ) -> Result<(), EngineError> {
-        let prev = self.prev.replace(reference.clone());
+        let reference_luma = Arc::new(Owned::luma(plan, reference.luma, &self.free, None)?);
+        let reference_chroma = chroma(reference.chroma, &self.free)?;
+        let mut jobs = Vec::with_capacity(renditions.len());
+        for r in renditions {
+            let size = r.scale.as_ref().map(|s| s.luma.src());
+            jobs.push(RenditionJob {
+                rendition: r.rendition,
+                luma: Arc::new(Owned::luma(plan, r.stream.luma, &self.free, size)?),
+                chroma: chroma(r.stream.chroma, &self.free)?,
+                scale: r.scale.clone(),
+                full: r.full,
+            });
+        }
+        let prev = self.prev.replace(reference_luma.clone());
         // The backend scales a distorted stream itself when an instance reads its previous
-        // frame, so the kept plane is at the scoring size.
-        let prev_dis = if plan.keeps_distorted() && scale.is_none() {
-            self.prev_dis.replace(distorted.clone())
-        } else {
-            None
+        // frame (a backend of one rendition), so the kept plane is at the scoring size.
+        let prev_dis = match jobs.as_slice() {
+            [r] if plan.keeps_distorted() && r.scale.is_none() => {
+                self.prev_dis.replace(r.luma.clone())
+            }
+            _ => None,
         };
         let job = Job {
             plan: plan.clone(),
             prev2: std::mem::replace(&mut self.prev2, prev.clone()),
             prev,
             prev_dis,
-            reference,
-            distorted,
-            chroma,
-            scale: scale.cloned(),
-            full,
+            reference: reference_luma,
+            reference_chroma,
+            renditions: jobs,
             idle: self.idle.clone(),
         };
-        let flight = if job.scale.is_none() {
-            self.fan_out(job)
-        } else {
-            self.spawn(job, Job::run)
+        // One unscaled rendition (a pair): its instances fanned out; else one job.
+        let flight = match job.renditions.as_slice() {
+            [r] if r.scale.is_none() => self.fan_out(job),
+            _ => self.spawn(job, Job::run),
         };
         self.flights.push_back(flight);
         Ok(())
     }
 
-    /// Runs each instance of an unscaled pair's `job` that scores this frame as a pool job
-    /// of its own, and returns where the pair's values will be (the last instance to finish
-    /// puts them there, after the planes went back to the free list).
+    /// Runs each instance of an unscaled set's `job` that scores this set as a pool job of
+    /// its own, and returns where the set's values will be (the last instance to finish puts
+    /// them there, after the planes went back to the free list).
     ///
     /// A whole pair per worker kept each worker on one frame through every feature, so that
     /// a frame's planes came from memory once per feature, and at the start and end of a run
@@ -620,8 +481,8 @@ impl Parallel {
     /// (so that no instance waits for another's conversion), then queues the other
     /// instances and runs the last one itself: a frame's instances run at about the same
     /// time, sharing its planes in the cache, and no job waits for another.
-    fn fan_out(&mut self, job: Job) -> Arc<Flight<RawFeatures>> {
-        let flight: Arc<Flight<RawFeatures>> = Arc::new(Flight::default());
+    fn fan_out(&mut self, job: Job) -> Arc<Flight<SetFeatures>> {
+        let flight: Arc<Flight<SetFeatures>> = Arc::new(Flight::default());
         let layout = &job.plan.layout;
         let n = layout.instances().len();
         let idle = match &self.instance_idle {
@@ -632,14 +493,19 @@ impl Parallel {
                 idle
             }
         };
+        let any_full = job.renditions.iter().any(|r| r.full);
         let wanted: Vec<usize> = layout
             .instances()
             .iter()
             .enumerate()
-            .filter(|(_, inst)| job.full || inst.needs().previous)
+            .filter(|(_, inst)| any_full || inst.needs().previous)
             .map(|(i, _)| i)
             .collect();
-        let raw = RawFeatures::new(layout);
+        let raw: SetFeatures = job
+            .renditions
+            .iter()
+            .map(|r| (r.rendition, RawFeatures::new(layout)))
+            .collect();
         if wanted.is_empty() {
             drop(job);
             flight.finish(Ok(raw));
@@ -683,71 +549,9 @@ impl Parallel {
         flight
     }
 
-    /// Copies one ladder frame (the reference at the scoring size, each rendition at its
-    /// scaler's source size, checked here) and starts scoring it on the pool.
-    ///
-    /// Errors: [`EngineError::Feature`] for planes of another geometry, a device plane.
-    pub(crate) fn submit_ladder(
-        &mut self,
-        plan: &Arc<FramePlan>,
-        reference: &LumaInput<'_>,
-        reference_chroma: Option<[LumaPlane<'_>; 2]>,
-        renditions: &[RenditionInput<'_, '_>],
-        scaling: &LadderScaling,
-    ) -> Result<(), EngineError> {
-        let per_frame = (1 + renditions.len()) * if reference_chroma.is_some() { 3 } else { 1 };
-        self.keep_free(per_frame);
-        let reference = Arc::new(Owned::luma(plan, reference, &self.free, None)?);
-        let reference_chroma =
-            reference_chroma.map(|c| c.each_ref().map(|p| Owned::copy(p, &self.free)));
-        let mut jobs = Vec::with_capacity(renditions.len());
-        for (k, luma, chroma, full) in renditions {
-            let scale = scaling.renditions.get(*k).cloned().flatten();
-            let size = scale.as_ref().map(|s| s.luma.src());
-            jobs.push(RenditionJob {
-                rendition: *k,
-                luma: Owned::luma(plan, luma, &self.free, size)?,
-                chroma: chroma.map(|c| c.each_ref().map(|p| Owned::copy(p, &self.free))),
-                scale,
-                full: *full,
-            });
-        }
-        let prev = self.prev.replace(reference.clone());
-        let job = LadderJob {
-            plan: plan.clone(),
-            prev2: std::mem::replace(&mut self.prev2, prev.clone()),
-            prev,
-            reference,
-            reference_chroma,
-            renditions: jobs,
-            idle: self.idle.clone(),
-        };
-        let flight = self.spawn(job, LadderJob::run);
-        self.ladder_flights.push_back(flight);
-        Ok(())
-    }
-
-    /// The oldest ladder frame's values, as [`Parallel::collect`].
-    pub(crate) fn collect_ladder(
-        &mut self,
-        wait: bool,
-    ) -> Result<Option<SetFeatures>, EngineError> {
-        let Some(front) = self.ladder_flights.front() else {
-            return Ok(None);
-        };
-        let wait = wait && !self.pool.is_worker();
-        match front.take(wait) {
-            Some(result) => {
-                self.ladder_flights.pop_front();
-                result.map(Some)
-            }
-            None => Ok(None),
-        }
-    }
-
-    /// The oldest frame's features: `None` when it is not finished and `wait` is false, or
+    /// The oldest set's features: `None` when it is not finished and `wait` is false, or
     /// when nothing is in flight.
-    pub(crate) fn collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
+    pub(crate) fn collect(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
         let Some(front) = self.flights.front() else {
             return Ok(None);
         };
@@ -766,7 +570,6 @@ impl Parallel {
     /// reference.
     pub(crate) fn reset(&mut self) {
         self.flights.clear();
-        self.ladder_flights.clear();
         self.prev = None;
         self.prev2 = None;
         self.prev_dis = None;
