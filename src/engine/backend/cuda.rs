@@ -20,17 +20,17 @@ use crate::cuda::fault::Counted;
 use crate::cuda::plane::DevPlane;
 use crate::engine::backend::api::Backend;
 use crate::engine::error::EngineError;
-use crate::engine::frame_set::{FrameSet, PairChroma, SetFeatures};
-use crate::engine::scale::{InputScaling, LadderScaling};
+use crate::engine::frame_set::{FrameChroma, FrameSet, PairChroma, SetFeatures};
+use crate::engine::scale::Scaling;
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
 use crate::features::{vmaf_layout, DevFrame, Geometry, Layout, RawFeatures};
 use crate::video::frame::{ChromaInput, FeatureError, LumaInput};
 
 use super::cuda_place::{
-    engine_err, place_in, sample_bytes, scale_chroma, scale_luma_in, GpuScaler, Staging,
+    engine_err, internal, place_in, sample_bytes, scale_chroma, scale_luma_in, GpuScaler, Staging,
 };
-use super::cuda_slots::{Hold, OnCompute, Side, Slot, SLOTS};
+use super::cuda_slots::{Hold, Occupant, OnCompute, Side, Slot, SLOTS};
 
 /// The GPU feature backend for one geometry: every instance of a [`Layout`] through its CUDA
 /// half, bit-identical to [`super::CpuBackend`] where the arithmetic is integer.
@@ -66,10 +66,8 @@ pub struct CudaBackend {
     pub(super) in_flight: usize,
     /// Frames submitted since creation or reset (motion needs a previous one).
     pub(super) submitted: u64,
-    /// Finished frames taken out of their slot early (a submit with every slot busy).
-    pub(super) ready: VecDeque<RawFeatures>,
-    /// The same for a ladder backend's frames.
-    pub(super) ready_ladder: VecDeque<SetFeatures>,
+    /// Finished sets taken out of their slot early (a submit with every slot busy).
+    pub(super) ready: VecDeque<SetFeatures>,
     /// Rendition slots of a ladder backend; 0 for a pair backend.
     pub(super) ladder: usize,
     /// A ladder's instances share their reference-only work across the renditions
@@ -108,75 +106,66 @@ impl CudaBackend {
         layout: &Arc<Layout>,
         geometry: Geometry,
     ) -> Result<Self, CudaError> {
-        Self::new_scaled(dev, layout, geometry, InputScaling::default())
+        Self::new_scaled(dev, layout, geometry, Scaling::unscaled_pair())
     }
 
-    /// [`CudaBackend::new`] for streams that `scaling` scales to the scoring size
-    /// (`geometry`) first: their planes are submitted at the scaler's source size, placed
-    /// (read in place, uploaded or peer-copied) at that size and scaled by two kernels on the
-    /// upload stream into a plane of the slot (FFmpeg swscale's arithmetic, bit for bit the
-    /// CPU backend's: [`crate::engine::scale`]); chroma too when a metric reads it. The
-    /// scalers' tables and planes are allocated here with the rest.
+    /// The backend for frame sets of `scaling.renditions.len()` rendition slots (1: a pair),
+    /// each stream scaled by its scaler (if any) to the scoring size (`geometry`) first:
+    /// its planes are submitted at the scaler's source size, placed (read in place, uploaded
+    /// or peer-copied) at that size and scaled by two kernels on the upload stream into a
+    /// plane of the slot (FFmpeg swscale's arithmetic, bit for bit the CPU backend's:
+    /// [`crate::engine::scale`]); chroma too when a metric reads it. Every buffer, the
+    /// scalers' tables and planes included, is allocated here.
     ///
-    /// Errors: as [`CudaBackend::new`], and [`CudaError::Geometry`] for a scaler of another
-    /// output size than `geometry`'s.
+    /// One rendition runs the pair kernels on the compute stream. More make a ladder: per
+    /// set the reference is placed (and scaled) once, its chroma unpacked once, the
+    /// reference-only instances (motion) enqueued once, and every other instance given the
+    /// renditions with full features in one
+    /// [`crate::features::CudaExtractor::enqueue_ladder`] call, each instance on a lane of
+    /// its own; each slot holds every rendition's staging, planes and result words.
+    ///
+    /// Errors: as [`CudaBackend::new`]; [`CudaError::Geometry`] for a scaler of another
+    /// output size than `geometry`'s; [`CudaError::Driver`] for no rendition, or more than
+    /// one with a layout that has an instance reading earlier frames of the distorted stream
+    /// (its history could not be shared by the renditions).
     pub fn new_scaled(
         dev: &GpuDevice,
         layout: &Arc<Layout>,
         geometry: Geometry,
-        scaling: InputScaling,
+        scaling: impl Into<Scaling>,
     ) -> Result<Self, CudaError> {
-        Self::build(
-            dev,
-            layout,
-            geometry,
-            scaling.reference.as_ref(),
-            std::slice::from_ref(&scaling.distorted),
-            false,
-        )
-    }
-
-    /// A ladder backend ([`crate::engine::frame_set`]): one reference against
-    /// `scaling.renditions.len()` rendition slots, each rendition placed at its own size and
-    /// scaled by its scaler (if any) to `geometry`'s size; every buffer allocated here.
-    ///
-    /// Per ladder frame the reference is placed (and scaled) once, its chroma unpacked once,
-    /// the reference-only instances (motion) enqueued once, and every other instance given
-    /// the renditions with full features in one [`crate::features::CudaExtractor::enqueue_ladder`]
-    /// call. Each slot holds every rendition's staging, planes and result words.
-    ///
-    /// Errors: as [`CudaBackend::new_scaled`]; [`CudaError::Driver`] for a ladder of no
-    /// rendition, or a layout with an instance that reads earlier frames of the distorted
-    /// stream (its history could not be shared by the renditions).
-    pub fn new_ladder(
-        dev: &GpuDevice,
-        layout: &Arc<Layout>,
-        geometry: Geometry,
-        scaling: LadderScaling,
-    ) -> Result<Self, CudaError> {
+        let scaling = scaling.into();
         let refuse = |code: &str| CudaError::Driver {
-            call: "CudaBackend::new_ladder",
+            call: "CudaBackend::new_scaled",
             code: code.to_owned(),
         };
         if scaling.renditions.is_empty() {
             return Err(refuse("a ladder of no rendition"));
         }
-        if layout.instances().iter().any(|i| {
-            let n = i.needs();
-            n.previous && !n.reference_only
-        }) {
+        if scaling.renditions.len() > 1
+            && layout.instances().iter().any(|i| {
+                let n = i.needs();
+                n.previous && !n.reference_only
+            })
+        {
             return Err(refuse(
                 "an instance reads earlier distorted frames: not scored in a ladder",
             ));
         }
-        Self::build(
-            dev,
-            layout,
-            geometry,
-            scaling.reference.as_ref(),
-            &scaling.renditions,
-            true,
-        )
+        Self::build(dev, layout, geometry, &scaling)
+    }
+
+    /// A ladder backend: [`CudaBackend::new_scaled`] (kept for its callers; any number of
+    /// renditions, one scored with the pair kernels).
+    ///
+    /// Errors: as [`CudaBackend::new_scaled`].
+    pub fn new_ladder(
+        dev: &GpuDevice,
+        layout: &Arc<Layout>,
+        geometry: Geometry,
+        scaling: Scaling,
+    ) -> Result<Self, CudaError> {
+        Self::new_scaled(dev, layout, geometry, scaling)
     }
 
     /// A ladder whose instances other than the reference-only ones enqueue each rendition's
@@ -316,8 +305,9 @@ impl CudaBackend {
         Ok(index)
     }
 
-    /// Enqueues one frame into slot `s`.
-    pub(super) fn enqueue(
+    /// Enqueues one pair into slot `s`: both planes placed and scaled on the upload stream,
+    /// the chroma of both unpacked at once, the instances on the compute stream.
+    pub(super) fn enqueue_pair(
         &mut self,
         s: usize,
         reference: LumaInput<'_>,
@@ -454,6 +444,13 @@ impl CudaBackend {
             slot.index = index;
             slot.full = full;
             slot.has_motion = has_motion;
+            // Within the capacity made with the slot: no allocation.
+            slot.occupants.clear();
+            slot.occupants.push(Occupant {
+                rendition: 0,
+                full,
+                has_chroma: slot.has_chroma,
+            });
         }
         Ok(())
     }
@@ -482,41 +479,57 @@ impl CudaBackend {
         }
     }
 
-    /// Takes the oldest frame's features out of its slot, waiting for it if `wait`.
-    pub(super) fn finish_oldest(&mut self, wait: bool) -> Result<Option<RawFeatures>, CudaError> {
+    /// The oldest set's features, each submitted rendition's from its words (a ladder's
+    /// reference-only instances' from the first rendition's), waiting for it if `wait`.
+    pub(super) fn finish_oldest(&mut self, wait: bool) -> Result<Option<SetFeatures>, CudaError> {
         if self.in_flight == 0 || !self.oldest_done(wait)? {
             return Ok(None);
         }
+        let (ladder, n) = (self.ladder > 0, self.ladder.max(1));
         let slot = &self.slots[self.head];
         let words = slot
             .host_out
             .as_slice()
             .during("cuEventSynchronize(results)")?;
-        let mut raw = RawFeatures::new(&self.layout);
-        for c in &self.on_compute {
-            let runs = if c.previous {
-                slot.has_motion
-            } else {
-                slot.full
-            };
-            if runs {
-                let n = c.ex.result_words();
-                let w = words.get(c.at..c.at + n).unwrap_or(&[]);
-                c.ex.read(w, slot.has_chroma, raw.of_mut(c.inst));
+        let mut features = Vec::with_capacity(slot.occupants.len());
+        for o in &slot.occupants {
+            let mut raw = RawFeatures::new(&self.layout);
+            for c in &self.on_compute {
+                let w = c.ex.result_words();
+                // A pair's instances that read the previous frame ran on every frame after
+                // the first, the others on full ones; a ladder's reference-only instances
+                // ran once per set (into the first rendition's words).
+                let (runs, chunk, chroma) = if ladder && c.reference_only {
+                    (!c.previous || slot.has_motion, 0, false)
+                } else if c.previous {
+                    (slot.has_motion, o.rendition, o.has_chroma)
+                } else {
+                    (o.full, o.rendition, o.has_chroma)
+                };
+                if runs {
+                    let at = c.at * n + chunk * w;
+                    let words = words.get(at..at + w).unwrap_or(&[]);
+                    c.ex.read(words, chroma, raw.of_mut(c.inst));
+                }
             }
-        }
-        if slot.full {
-            for (side, out) in self.sides.iter().zip(&slot.sides) {
-                let words = out
-                    .host_out
-                    .as_slice()
-                    .during("cuEventSynchronize(extra results)")?;
-                side.ex.read(words, slot.has_chroma, raw.of_mut(side.inst));
+            if o.full {
+                // A pair's side streams (no rendition) or this rendition's.
+                for (side, out) in self.sides.iter().zip(&slot.sides) {
+                    if side.rendition.is_some_and(|k| k != o.rendition) {
+                        continue;
+                    }
+                    let words = out
+                        .host_out
+                        .as_slice()
+                        .during("cuEventSynchronize(extra results)")?;
+                    side.ex.read(words, o.has_chroma, raw.of_mut(side.inst));
+                }
             }
+            features.push((o.rendition, raw));
         }
         let index = slot.index;
         self.release_oldest(index);
-        Ok(Some(raw))
+        Ok(Some(features))
     }
 
     pub(super) fn sync_all(&self) -> Result<(), CudaError> {
@@ -567,76 +580,111 @@ impl Backend for CudaBackend {
         self.in_flight = 0;
         self.submitted = 0;
         self.ready.clear();
-        self.ready_ladder.clear();
         self.holds.clear();
     }
 
     fn submit_set(&mut self, set: FrameSet<'_>) -> Result<(), EngineError> {
-        if self.ladder > 0 {
-            return self.ladder_submit(set);
-        }
-        let Some(pair) = set.into_pair() else {
-            return Err(EngineError::Backend {
-                backend: "cuda",
-                message: "internal: a pair backend takes one rendition per frame set".into(),
-            });
-        };
-        let (r, d, full) = (pair.reference, pair.distorted, pair.full);
-        match pair.chroma {
-            PairChroma::None => self.pair_components(r, d, None, full),
-            PairChroma::Components(c) => self.pair_components(r, d, Some(c), full),
-            PairChroma::Packed(_) | PairChroma::Mismatched => Err(EngineError::Backend {
-                backend: "cuda",
-                message: "the CUDA backend takes chroma as the buffers' components on both \
-                          sides of the pair (FrameChroma::Components)"
-                    .into(),
-            }),
-        }
-    }
-
-    fn collect_set(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
-        if self.ladder > 0 {
-            return self.ladder_collect(wait);
-        }
-        Ok(self.pair_collect(wait)?.map(|raw| vec![(0, raw)]))
-    }
-}
-
-impl CudaBackend {
-    pub(super) fn pair_components(
-        &mut self,
-        reference: LumaInput<'_>,
-        distorted: LumaInput<'_>,
-        chroma: Option<ChromaInput<'_>>,
-        full: bool,
-    ) -> Result<(), EngineError> {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
         }
-        self.check(&reference, 0)?;
-        self.check(&distorted, 1)?;
+        self.check_set(&set)?;
         if self.in_flight == SLOTS {
             // Every slot busy (a caller that does not collect): finish the oldest.
-            if let Some(raw) = self.finish_oldest(true).map_err(engine_err)? {
-                self.ready.push_back(raw);
+            if let Some(f) = self.finish_oldest(true).map_err(engine_err)? {
+                self.ready.push_back(f);
             }
         }
         let s = (self.head + self.in_flight) % SLOTS;
-        self.enqueue(s, reference, distorted, chroma, full)
-            .map_err(engine_err)?;
+        self.enqueue(s, set).map_err(engine_err)?;
         self.in_flight += 1;
         self.submitted += 1;
         Ok(())
     }
 
-    pub(super) fn pair_collect(&mut self, wait: bool) -> Result<Option<RawFeatures>, EngineError> {
+    fn collect_set(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
         if let Some(e) = self.deferred.take() {
             return Err(engine_err(e));
         }
-        if let Some(raw) = self.ready.pop_front() {
-            return Ok(Some(raw));
+        if let Some(f) = self.ready.pop_front() {
+            return Ok(Some(f));
         }
         self.finish_oldest(wait).map_err(engine_err)
+    }
+}
+
+impl CudaBackend {
+    /// Checks a set before anything is enqueued: each plane's size against its stream's,
+    /// chroma as buffer components, rendition slots inside the backend's and each once; a
+    /// pair backend's set holds one rendition, with chroma on both sides or neither.
+    fn check_set(&self, set: &FrameSet<'_>) -> Result<(), EngineError> {
+        let refuse = |message: &str| EngineError::Backend {
+            backend: "cuda",
+            message: message.to_owned(),
+        };
+        if self.ladder == 0 {
+            let [r] = set.renditions.as_slice() else {
+                return Err(refuse(
+                    "internal: a pair backend takes one rendition per frame set",
+                ));
+            };
+            let components = |c: &Option<FrameChroma>| match c {
+                None => Some(false),
+                Some(FrameChroma::Components(_)) => Some(true),
+                Some(FrameChroma::Packed(_)) => None,
+            };
+            let (rc, dc) = (components(&set.reference_chroma), components(&r.chroma));
+            if rc.is_none() || rc != dc {
+                return Err(refuse(
+                    "the CUDA backend takes chroma as the buffers' components on both \
+                     sides of the pair (FrameChroma::Components)",
+                ));
+            }
+        }
+        self.check(&set.reference, 0)?;
+        let packed = |c: &Option<FrameChroma>| matches!(c, Some(FrameChroma::Packed(_)));
+        if packed(&set.reference_chroma) || set.renditions.iter().any(|r| packed(&r.chroma)) {
+            return Err(refuse(
+                "the CUDA backend takes chroma as the buffers' components \
+                 (FrameChroma::Components), not packed planes",
+            ));
+        }
+        let mut seen = 0u64;
+        for r in &set.renditions {
+            let k = r.rendition;
+            if k >= self.renditions() || (k < 64 && seen & (1 << k) != 0) {
+                return Err(refuse(
+                    "internal: rendition slot outside the backend's or repeated",
+                ));
+            }
+            if k < 64 {
+                seen |= 1 << k;
+            }
+            self.check(&r.luma, 1 + k)?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues one set into slot `s` (checked by [`CudaBackend::check_set`]): a pair
+    /// backend's through the pair kernels on the compute stream
+    /// ([`CudaBackend::enqueue_pair`]), a ladder's through the lanes
+    /// ([`CudaBackend::enqueue_ladder`]). Both start with [`CudaBackend::start_frame`] and
+    /// record the set's renditions in the slot's occupants, which
+    /// [`CudaBackend::finish_oldest`] reads back.
+    pub(super) fn enqueue(&mut self, s: usize, set: FrameSet<'_>) -> Result<(), CudaError> {
+        if self.ladder > 0 {
+            return self.enqueue_ladder(s, set);
+        }
+        let Some(pair) = set.into_pair() else {
+            return Err(internal("a pair backend's set of another size"));
+        };
+        let chroma = match pair.chroma {
+            PairChroma::None => None,
+            PairChroma::Components(c) => Some(c),
+            PairChroma::Packed(_) | PairChroma::Mismatched => {
+                return Err(internal("a pair's chroma not as components"))
+            }
+        };
+        self.enqueue_pair(s, pair.reference, pair.distorted, chroma, pair.full)
     }
 }
 

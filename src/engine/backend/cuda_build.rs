@@ -8,7 +8,7 @@ use crate::cuda::context::GpuDevice;
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::fault::{Counted, Handle};
 use crate::engine::scale::cuda::CudaPlaneScaler;
-use crate::engine::scale::StreamScaler;
+use crate::engine::scale::{Scaling, StreamScaler};
 use crate::features::{Geometry, Layout};
 
 use super::cuda::CudaBackend;
@@ -16,17 +16,18 @@ use super::cuda_place::{sample_bytes, GpuScaler};
 use super::cuda_slots::{OnCompute, Side, Slot, StreamSpec, SLOTS};
 
 impl CudaBackend {
-    /// The pair's and the ladder's constructor: `reference`'s and each of `distorted`'s
-    /// scaler (`None` for a stream at the scoring size); `ladder`: a ladder backend of
-    /// `distorted.len()` renditions, else a pair (`distorted.len()` 1).
+    /// The backend of [`CudaBackend::new_scaled`] (checked there): the reference's and
+    /// each rendition's scaler (`None` for a stream at the scoring size); more than one
+    /// rendition makes a ladder backend (lanes, a side stream per instance and rendition,
+    /// the instances' ladder scratch), one a pair's.
     pub(super) fn build(
         dev: &GpuDevice,
         layout: &Arc<Layout>,
         geometry: Geometry,
-        reference: Option<&Arc<StreamScaler>>,
-        distorted: &[Option<Arc<StreamScaler>>],
-        ladder: bool,
+        scaling: &Scaling,
     ) -> Result<Self, CudaError> {
+        let (reference, distorted) = (scaling.reference.as_ref(), scaling.renditions.as_slice());
+        let ladder = distorted.len() > 1;
         layout.check(&geometry)?;
         let (width, height, bpc) = geometry.triple();
         dev.context().bind_to_thread().during("cuCtxSetCurrent")?;
@@ -160,7 +161,6 @@ impl CudaBackend {
             in_flight: 0,
             submitted: 0,
             ready: VecDeque::with_capacity(SLOTS),
-            ready_ladder: VecDeque::with_capacity(SLOTS),
             ladder: if ladder { distorted.len() } else { 0 },
             share_reference: true,
             holds: VecDeque::with_capacity((1 + distorted.len()) * SLOTS + 2),

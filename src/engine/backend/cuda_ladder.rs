@@ -6,19 +6,17 @@ use cudarc::driver::CudaViewMut;
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::plane::{ChromaDev, DevPlane};
 use crate::cuda::staging::run_beside;
-use crate::engine::error::EngineError;
-use crate::engine::frame_set::{FrameChroma, FrameSet, SetFeatures};
-use crate::features::{DevFrame, RawFeatures};
+use crate::engine::frame_set::{FrameChroma, FrameSet};
+use crate::features::DevFrame;
 
 use super::cuda::CudaBackend;
 use super::cuda_place::{
-    engine_err, internal, place_in, scale_chroma, scale_luma_in, Placed, PlacedRendition,
-    RenditionParts,
+    internal, place_in, scale_chroma, scale_luma_in, Placed, PlacedRendition, RenditionParts,
 };
 use super::cuda_slots::{with_views, LaunchJob, Occupant, SLOTS};
 
 impl CudaBackend {
-    /// Enqueues one ladder frame into slot `s` (checked by [`Backend::submit_set`]):
+    /// Enqueues one ladder frame into slot `s` (checked by [`CudaBackend::check_set`]):
     /// the reference placed and scaled once, its chroma unpacked once; each rendition with
     /// full features placed into its own planes, scaled, its chroma unpacked; the
     /// reference-only instances once, every other instance once over those renditions.
@@ -311,110 +309,5 @@ impl CudaBackend {
         slot.full = !frames.is_empty();
         slot.has_motion = has_motion;
         Ok(())
-    }
-
-    /// The oldest ladder frame's features, each submitted rendition's from its words (the
-    /// reference-only instances' from the first rendition's), waiting for it if `wait`.
-    pub(super) fn finish_oldest_ladder(
-        &mut self,
-        wait: bool,
-    ) -> Result<Option<SetFeatures>, CudaError> {
-        if self.in_flight == 0 || !self.oldest_done(wait)? {
-            return Ok(None);
-        }
-        let n = self.ladder;
-        let slot = &self.slots[self.head];
-        let words = slot
-            .host_out
-            .as_slice()
-            .during("cuEventSynchronize(results)")?;
-        let mut features = Vec::with_capacity(slot.occupants.len());
-        for o in &slot.occupants {
-            let mut raw = RawFeatures::new(&self.layout);
-            for c in &self.on_compute {
-                let w = c.ex.result_words();
-                let (runs, chunk, chroma) = if c.reference_only {
-                    (!c.previous || slot.has_motion, 0, false)
-                } else {
-                    (o.full, o.rendition, o.has_chroma)
-                };
-                if runs {
-                    let at = c.at * n + chunk * w;
-                    let words = words.get(at..at + w).unwrap_or(&[]);
-                    c.ex.read(words, chroma, raw.of_mut(c.inst));
-                }
-            }
-            if o.full {
-                for (side, out) in self.sides.iter().zip(&slot.sides) {
-                    if side.rendition != Some(o.rendition) {
-                        continue;
-                    }
-                    let words = out
-                        .host_out
-                        .as_slice()
-                        .during("cuEventSynchronize(extra results)")?;
-                    side.ex.read(words, o.has_chroma, raw.of_mut(side.inst));
-                }
-            }
-            features.push((o.rendition, raw));
-        }
-        let index = slot.index;
-        self.release_oldest(index);
-        Ok(Some(features))
-    }
-
-    pub(super) fn ladder_submit(&mut self, frame: FrameSet<'_>) -> Result<(), EngineError> {
-        if let Some(e) = self.deferred.take() {
-            return Err(engine_err(e));
-        }
-        let refuse = |message: &str| EngineError::Backend {
-            backend: "cuda",
-            message: message.to_owned(),
-        };
-        self.check(&frame.reference, 0)?;
-        let packed = |c: &Option<FrameChroma>| matches!(c, Some(FrameChroma::Packed(_)));
-        if packed(&frame.reference_chroma) || frame.renditions.iter().any(|r| packed(&r.chroma)) {
-            return Err(refuse(
-                "the CUDA backend takes chroma as the buffers' components \
-                 (FrameChroma::Components), not packed planes",
-            ));
-        }
-        let mut seen = 0u64;
-        for r in &frame.renditions {
-            let k = r.rendition;
-            if k >= self.ladder || (k < 64 && seen & (1 << k) != 0) {
-                return Err(refuse(
-                    "internal: rendition slot outside the ladder or repeated",
-                ));
-            }
-            if k < 64 {
-                seen |= 1 << k;
-            }
-            self.check(&r.luma, 1 + k)?;
-        }
-        if self.in_flight == SLOTS {
-            // Every slot busy (a caller that does not collect): finish the oldest.
-            if let Some(f) = self.finish_oldest_ladder(true).map_err(engine_err)? {
-                self.ready_ladder.push_back(f);
-            }
-        }
-        let s = (self.head + self.in_flight) % SLOTS;
-        self.enqueue_ladder(s, frame).map_err(engine_err)?;
-        self.in_flight += 1;
-        self.submitted += 1;
-        Ok(())
-    }
-
-    pub(super) fn ladder_collect(
-        &mut self,
-        wait: bool,
-    ) -> Result<Option<SetFeatures>, EngineError> {
-        if let Some(e) = self.deferred.take() {
-            return Err(engine_err(e));
-        }
-        if let Some(f) = self.ready_ladder.pop_front() {
-            return Ok(Some(f));
-        }
-        self.finish_oldest_ladder(wait).map_err(engine_err)
     }
 }
