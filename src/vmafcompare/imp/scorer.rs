@@ -331,11 +331,9 @@ impl VmafCompare {
         };
         if let Some(dev) = gpu {
             let geometry = scoring_geometry(plan, (w, h, bpc), frame);
-            let made = if n == 1 {
-                CudaBackend::new_scaled(dev, plan.layout(), geometry, scaling.pair(0))
-            } else {
-                CudaBackend::new_ladder(dev, plan.layout(), geometry, scaling.clone())
-            };
+            // One scaler per rendition: the backend's slots (1: the pair kernels).
+            debug_assert_eq!(scaling.renditions.len(), n);
+            let made = CudaBackend::new_scaled(dev, plan.layout(), geometry, scaling.clone());
             if let Some(b) = self.gpu_backend(made)? {
                 gst::info!(CAT, imp = self, "scoring {what} on the GPU");
                 return Ok(b);
@@ -367,11 +365,9 @@ impl VmafCompare {
         let pool = lock(&self.prepared)
             .as_ref()
             .and_then(|p| p.cpu_pool.clone());
-        let b = if n == 1 {
-            CpuBackend::new(plan.layout(), geometry)?.with_scaling(scaling.pair(0))
-        } else {
-            CpuBackend::for_ladder(plan.layout(), geometry, scaling)?
-        };
+        // One scaler per rendition: the backend's slots (1: a pair, the per-feature fan-out).
+        debug_assert_eq!(scaling.renditions.len(), n);
+        let b = CpuBackend::scaled(plan.layout(), geometry, scaling)?;
         Ok(match pool {
             Some(pool) => Box::new(b.with_pool(pool)),
             None => Box::new(b),
