@@ -29,9 +29,7 @@ use crate::cuda::context::PeerAccess;
 use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
 use crate::cuda::{pick, DeviceClaim, GpuDevice};
 use crate::engine::scale::range::RangeConversion;
-use crate::engine::scale::{
-    InputScaling, LadderScaling, ScaleError, ScaleMethod, Siting, StreamScaler,
-};
+use crate::engine::scale::{InputScaling, ScaleError, ScaleMethod, Scaling, Siting, StreamScaler};
 use crate::engine::{
     model::DEFAULT_MODEL, Backend, ComponentInput, DeviceComponent, DeviceLuma, EngineError,
     FeatureSet, FrameChroma, FrameScores, FrameSet, HostComponent, HostLuma, LogFormat, LogWriter,

@@ -98,6 +98,7 @@ impl VmafCompare {
             return Ok(gst::FlowSuccess::Ok);
         };
         let reference_gap = is_gap(&reference);
+        let ladder = self.is_ladder();
         let mut taken: Vec<Option<gst::Buffer>> = vec![None; n];
         let mut alerts = Vec::new();
         for &k in &active {
@@ -129,11 +130,11 @@ impl VmafCompare {
                 None if reference_gap => {}
                 None => {
                     self.count_unpaired(k, true);
-                    if missing[k] {
-                        let (index, delay) = {
-                            let state = lock(&self.state);
-                            (state.renditions[k].frames_in, self.rendition_delay(k))
-                        };
+                    // A ladder's rendition that has not ended but has no frame here stalled
+                    // (a pair's missing frames are its unpaired count, as before).
+                    if missing[k] && ladder {
+                        let index = lock(&self.state).renditions[k].frames_in;
+                        let delay = self.rendition_delay(k);
                         let at = rrt.map(|t| {
                             clock_time_of((i128::from(t.nseconds()) + i128::from(delay)).max(0))
                         });
@@ -369,7 +370,7 @@ impl VmafCompare {
         let (frame, (w, h, bpc)) = (state.frame.clone()?, state.geometry?);
         let n = state.renditions.len();
         let cpu = self
-            .cpu_backend_for(&plan, (w, h, bpc), &frame, state.scaling.clone(), n)
+            .cpu_backend_for(&plan, (w, h, bpc), &frame, state.scaling.clone())
             .ok()?;
         let (mut done, lost) = state.scorer.as_mut()?.fail_over(cpu);
         let frames: usize = lost.iter().map(Vec::len).sum();

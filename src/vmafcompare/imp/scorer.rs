@@ -121,7 +121,7 @@ impl VmafCompare {
                 text
             }
         };
-        let mut scaling = LadderScaling::default();
+        let mut scaling = Scaling::default();
         let mut frame0 = None;
         for ((x, v), rd) in state.renditions.iter().zip(&videos).zip(&decisions) {
             let mut frame = FrameFormat::of(&r, v, (w as usize, h as usize));
@@ -136,7 +136,9 @@ impl VmafCompare {
                 );
                 return Err(gst::FlowError::NotNegotiated);
             }
-            if plan.chroma && frame.chroma.is_none() {
+            // A metric that reads chroma needs it at one subsampling (the luma-only ones, such
+            // as float_ssim, score streams of any).
+            if plan.layout().reads_chroma() && frame.chroma.is_none() {
                 gst::element_imp_error!(
                     self,
                     gst::CoreError::Negotiation,
@@ -204,15 +206,8 @@ impl VmafCompare {
                 log.note("distorted_scaling", joined(&x.scaled));
             }
         }
-        let n = state.renditions.len();
-        let backend = self.make_backend(
-            gpu.as_deref(),
-            &plan,
-            (w, h, bpc),
-            &frame,
-            scaling.clone(),
-            n,
-        )?;
+        let backend =
+            self.make_backend(gpu.as_deref(), &plan, (w, h, bpc), &frame, scaling.clone())?;
         state.geometry = Some((w, h, bpc));
         state.sizes = sizes;
         state.conversions = conversions;
@@ -303,19 +298,20 @@ impl VmafCompare {
         }
     }
 
-    /// The backend for `n` renditions at one geometry: the GPU when the element holds one
-    /// (with `backend=auto`, a GPU failure falls back to the CPU with a warning), else the CPU
-    /// (on the element's pool). One rendition keeps the backends' pair strategy (the CPU's
-    /// per-feature fan-out, the CUDA pair kernels).
+    /// The backend for the renditions of `scaling` (one scaler slot each) at one geometry:
+    /// the GPU when the element holds one (with `backend=auto`, a GPU failure falls back to
+    /// the CPU with a warning), else the CPU (on the element's pool). One rendition keeps the
+    /// backends' pair strategy (the CPU's per-feature fan-out, the CUDA pair kernels), a
+    /// choice the backends make.
     pub(super) fn make_backend(
         &self,
         gpu: Option<&GpuDevice>,
         plan: &ScorePlan,
         (w, h, bpc): (u32, u32, u32),
         frame: &FrameFormat,
-        scaling: LadderScaling,
-        n: usize,
+        scaling: Scaling,
     ) -> Result<Box<dyn Backend>, gst::FlowError> {
+        let n = scaling.renditions.len();
         if plan.layout().has("ssimulacra2") {
             gst::info!(
                 CAT,
@@ -331,15 +327,13 @@ impl VmafCompare {
         };
         if let Some(dev) = gpu {
             let geometry = scoring_geometry(plan, (w, h, bpc), frame);
-            // One scaler per rendition: the backend's slots (1: the pair kernels).
-            debug_assert_eq!(scaling.renditions.len(), n);
             let made = CudaBackend::new_scaled(dev, plan.layout(), geometry, scaling.clone());
             if let Some(b) = self.gpu_backend(made)? {
                 gst::info!(CAT, imp = self, "scoring {what} on the GPU");
                 return Ok(b);
             }
         }
-        match self.cpu_backend_for(plan, (w, h, bpc), frame, scaling, n) {
+        match self.cpu_backend_for(plan, (w, h, bpc), frame, scaling) {
             Ok(b) => {
                 gst::info!(CAT, imp = self, "scoring {what} on the CPU");
                 Ok(b)
@@ -351,22 +345,19 @@ impl VmafCompare {
         }
     }
 
-    /// The CPU backend for `n` renditions computing everything `plan` asks for, on the
-    /// element's pool when it has one.
+    /// The CPU backend for the renditions of `scaling` computing everything `plan` asks for,
+    /// on the element's pool when it has one.
     pub(super) fn cpu_backend_for(
         &self,
         plan: &ScorePlan,
         (w, h, bpc): (u32, u32, u32),
         frame: &FrameFormat,
-        scaling: LadderScaling,
-        n: usize,
+        scaling: Scaling,
     ) -> Result<Box<dyn Backend>, crate::engine::FeatureError> {
         let geometry = scoring_geometry(plan, (w, h, bpc), frame);
         let pool = lock(&self.prepared)
             .as_ref()
             .and_then(|p| p.cpu_pool.clone());
-        // One scaler per rendition: the backend's slots (1: a pair, the per-feature fan-out).
-        debug_assert_eq!(scaling.renditions.len(), n);
         let b = CpuBackend::scaled(plan.layout(), geometry, scaling)?;
         Ok(match pool {
             Some(pool) => Box::new(b.with_pool(pool)),

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::caps::{FrameFormat, PadVideo};
 use super::rendition::Rendition;
 use crate::engine::scale::range::RangeConversion;
-use crate::engine::scale::LadderScaling;
+use crate::engine::scale::Scaling;
 use crate::engine::{EngineError, Scorer};
 use crate::vmafcompare::slots::Slots;
 use crate::vmafcompare::InputPath;
@@ -57,7 +57,7 @@ pub(super) struct Session {
     pub(super) conversions: Vec<[Option<RangeConversion>; 2]>,
     /// The scalers the backend was made with (a CPU backend taking over from a failed GPU
     /// gets them too).
-    pub(super) scaling: LadderScaling,
+    pub(super) scaling: Scaling,
     /// The frames' format the backend was made for.
     pub(super) frame: Option<FrameFormat>,
     pub(super) reference_scaled: BTreeSet<String>,

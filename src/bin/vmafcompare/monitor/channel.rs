@@ -326,7 +326,11 @@ fn handle_element(shared: &Shared, b: &mut Branch, s: &gst::StructureRef) -> boo
         return true;
     }
     if let Ok(alert) = AlertMessage::try_from(s) {
-        b.below = alert.below;
+        // The window's alerts (`reason=vmaf`, or none from an older element); a ladder's
+        // `reason=stalled` alerts are about its input, which `input_up` follows.
+        if s.get::<&str>("reason").map_or(true, |r| r == "vmaf") {
+            b.below = alert.below;
+        }
         return false;
     }
     if let Ok(offset) = OffsetMessage::try_from(s) {
