@@ -324,8 +324,13 @@ impl VmafCompare {
         let mut failed_over = Vec::new();
         let result = match self.push_set(&mut state, set, gpu.as_deref()) {
             Err(PairError::Engine(e)) if self.can_fail_over(&state) => {
-                match self.fail_over(&mut state, &e) {
-                    Some(done) => {
+                match self.fail_over(&mut state, &e, slot) {
+                    // This set was handed back with the others in flight: scored again there.
+                    Some((done, true)) => {
+                        failed_over = done;
+                        Ok(Vec::new())
+                    }
+                    Some((done, false)) => {
                         failed_over = done;
                         self.push_set(&mut state, set, None)
                     }
@@ -361,11 +366,18 @@ impl VmafCompare {
             && lock(&self.settings).backend == VmafBackend::Auto
     }
 
-    /// The GPU failed mid-stream (`e`): the stream goes on on the CPU, with the scalers and
-    /// plan it had; the sets that were in flight on the GPU are mapped and scored again there,
-    /// so no frame is lost. Returns what completed, or `None` when no CPU backend could be
-    /// made (the caller reports `e`).
-    fn fail_over(&self, state: &mut Session, e: &EngineError) -> Option<Vec<(usize, Scored<Tag>)>> {
+    /// The GPU failed mid-stream (`e`, while frame set `current` was pushed): the stream goes
+    /// on on the CPU, with the scalers and plan it had; the sets that were in flight on the GPU
+    /// are mapped and scored again there, so no frame is lost. Returns what completed and
+    /// whether `current` was among the sets in flight (the backend had taken it before it
+    /// failed), or `None` when no CPU backend could be made (the caller reports `e`).
+    #[allow(clippy::type_complexity)]
+    fn fail_over(
+        &self,
+        state: &mut Session,
+        e: &EngineError,
+        current: u64,
+    ) -> Option<(Vec<(usize, Scored<Tag>)>, bool)> {
         let plan = state.scorer.as_ref()?.plan().clone();
         let (frame, (w, h, bpc)) = (state.frame.clone()?, state.geometry?);
         let n = state.renditions.len();
@@ -374,6 +386,7 @@ impl VmafCompare {
             .ok()?;
         let (mut done, lost) = state.scorer.as_mut()?.fail_over(cpu);
         let frames: usize = lost.iter().map(Vec::len).sum();
+        let handed_back = lost.iter().flatten().any(|f| f.tag.slot == current);
         gst::element_imp_warning!(
             self,
             gst::ResourceError::Failed,
@@ -407,7 +420,7 @@ impl VmafCompare {
                 }
             }
         }
-        Some(done)
+        Some((done, handed_back))
     }
 
     /// Both inputs are done: complete every frame, push every buffer, post each rendition's
