@@ -17,7 +17,7 @@
 
 pub mod cpu;
 pub mod cuda;
-mod params;
+pub(crate) mod params;
 pub mod prescale;
 
 use std::sync::Arc;

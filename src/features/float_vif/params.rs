@@ -40,6 +40,19 @@ const KERNELSCALES: [f32; 21] = [
     1.111111,
 ];
 
+/// Whether option `name`'s `value` is one of libvmaf's kernel scales ([`KERNELSCALES`]; VIF
+/// and the speed metrics share the table).
+///
+/// Errors: a text naming the option and its value.
+pub(crate) fn check_kernelscale(name: &str, value: f64) -> Result<(), String> {
+    if KERNELSCALES.iter().any(|k| (value as f32 - k).abs() < 1e-3) {
+        return Ok(());
+    }
+    Err(format!(
+        "option '{name}' = {value} is not one of libvmaf's kernel scales"
+    ))
+}
+
 /// Option names (libvmaf's, `float_vif.c`'s table) with their aliases in the output suffix,
 /// in alphabetical order of the names (the order of the suffix).
 const OPTIONS: [(&str, &str); 9] = [
@@ -115,14 +128,7 @@ impl FloatVifConfig {
         o.only(&names)?;
         let d = Self::default();
         let kernelscale = o.number("vif_kernelscale", d.kernelscale, 0.1..=4.0)?;
-        if !KERNELSCALES
-            .iter()
-            .any(|k| (kernelscale as f32 - k).abs() < 1e-3)
-        {
-            return Err(format!(
-                "option 'vif_kernelscale' = {kernelscale} is not one of libvmaf's kernel scales"
-            ));
-        }
+        check_kernelscale("vif_kernelscale", kernelscale)?;
         let prescale = o.number("vif_prescale", d.prescale, 0.1..=4.0)?;
         let prescale_method = match o.0.get("vif_prescale_method") {
             None => d.prescale_method.clone(),

@@ -2,6 +2,7 @@
 //! block and scale constants, the options (SpeedConfig, Prescale), the plane sizes and filters and
 //! the arithmetic that combines the scores.
 
+use crate::features::float_vif::params::check_kernelscale;
 use crate::features::options::{fmt_g, OptionValue, Options};
 
 /// The registry name (libvmaf's extractor name).
@@ -34,32 +35,6 @@ pub(super) const OPTIONS: [(&str, &str); 7] = [
     ("speed_prescale_method", "psm"),
     ("speed_sigma_nn", "snn"),
     ("speed_weight_var_mode", "wvm"),
-];
-
-/// The kernel scales libvmaf accepts (`valid_kernelscales` in vif_tools.h, as `float`s);
-/// a value within 1e-3 of one of them is valid.
-const KERNELSCALES: [f32; 21] = [
-    1.0,
-    1.0 / 2.0,
-    3.0 / 2.0,
-    2.0,
-    2.0 / 3.0,
-    24.0 / 10.0,
-    360.0 / 97.0,
-    4.0 / 3.0,
-    3.5 / 3.0,
-    3.75 / 3.0,
-    4.25 / 3.0,
-    5.0 / 3.0,
-    3.0,
-    1.0 / 2.25,
-    1.4746,
-    1.54,
-    1.6,
-    1.06667,
-    0.711111,
-    0.740740,
-    1.111111,
 ];
 
 /// How the plane is rescaled by `speed_prescale` (libvmaf's `speed_prescale_method`;
@@ -125,14 +100,7 @@ impl SpeedConfig {
     pub fn read(options: &Options) -> Result<Self, String> {
         let d = Self::default();
         let kernelscale = options.number("speed_kernelscale", d.kernelscale, 0.1..=4.0)?;
-        if !KERNELSCALES
-            .iter()
-            .any(|k| (kernelscale as f32 - k).abs() < 1e-3)
-        {
-            return Err(format!(
-                "option 'speed_kernelscale' = {kernelscale} is not one of libvmaf's kernel scales"
-            ));
-        }
+        check_kernelscale("speed_kernelscale", kernelscale)?;
         let method = match options.0.get("speed_prescale_method") {
             None => d.method,
             Some(OptionValue::Text(s)) if s == "nearest" => Prescale::Nearest,
