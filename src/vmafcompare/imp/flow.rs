@@ -60,9 +60,11 @@ impl VmafCompare {
                     if self.input_eos(Input::Rendition(k)) {
                         break;
                     }
-                    let others = active
-                        .iter()
-                        .any(|&j| j != k && self.peek_input(Input::Rendition(j)).is_some());
+                    // Only a timeout gives a frame up: the other pads are looked at then.
+                    let others = timeout
+                        && active
+                            .iter()
+                            .any(|&j| j != k && self.peek_input(Input::Rendition(j)).is_some());
                     if self.partner_overdue(Input::Reference, k, timeout, others) {
                         missing[k] = true;
                         break;
@@ -115,7 +117,7 @@ impl VmafCompare {
                         r.frames_in - 1
                     };
                     let rt = self
-                        .rendition_pad(k)
+                        .input_pad(Input::Rendition(k))
                         .and_then(|p| Self::running_time(&p, &b));
                     alerts.extend(self.monitor_stalled(k, false, (index, b.pts(), rt)));
                     taken[k] = Some(b);
@@ -134,10 +136,7 @@ impl VmafCompare {
                     // (a pair's missing frames are its unpaired count, as before).
                     if missing[k] && ladder {
                         let index = lock(&self.state).renditions[k].frames_in;
-                        let delay = self.rendition_delay(k);
-                        let at = rrt.map(|t| {
-                            clock_time_of((i128::from(t.nseconds()) + i128::from(delay)).max(0))
-                        });
+                        let at = rrt.map(|t| self.on_rendition_line(t, k));
                         alerts.extend(self.monitor_stalled(k, true, (index, reference.pts(), at)));
                     }
                 }
@@ -148,14 +147,6 @@ impl VmafCompare {
             let _ = obj.post_message(gst::message::Element::builder(a).src(&*obj).build());
         }
         self.score_or_queue(reference, taken)
-    }
-
-    /// Rendition `k`'s pad (`None`: no such rendition).
-    fn rendition_pad(&self, k: usize) -> Option<gst_base::AggregatorPad> {
-        lock(&self.state)
-            .renditions
-            .get(k)
-            .map(|r| r.agg_pad().clone())
     }
 
     /// No reference buffer waits: when the reference ended, what the renditions still carry
@@ -225,11 +216,7 @@ impl VmafCompare {
         buffer: gst::Buffer,
         running_time: Option<gst::ClockTime>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let slot = {
-            let mut state = lock(&self.state);
-            state.next_slot += 1;
-            state.next_slot - 1
-        };
+        let slot = lock(&self.state).take_slot();
         if let Some(q) = self.live_queue() {
             q.pass(slot, buffer, running_time);
             return Ok(self.live_release(false).unwrap_or_else(|e| {
@@ -265,11 +252,7 @@ impl VmafCompare {
             // No rendition has this reference frame: it leaves unscored, in order.
             return self.pass_unscored(output, running_time);
         }
-        let slot = {
-            let mut state = lock(&self.state);
-            state.next_slot += 1;
-            state.next_slot - 1
-        };
+        let slot = lock(&self.state).take_slot();
         let Some(queue) = self.live_queue_for_sets()? else {
             lock(&self.state)
                 .out
@@ -524,10 +507,4 @@ impl VmafCompare {
         }
         self.post_summary(k);
     }
-}
-
-/// `ns` (non-negative) as a clock time, saturated.
-fn clock_time_of(ns: i128) -> gst::ClockTime {
-    let ns = ns.clamp(0, i128::from(gst::ClockTime::MAX.nseconds())) as u64;
-    gst::ClockTime::from_nseconds(ns)
 }

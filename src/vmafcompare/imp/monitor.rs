@@ -174,11 +174,16 @@ fn alert_structure(
 ) -> gst::Structure {
     let mut s = gst::Structure::from(msg);
     s.set("reason", reason);
+    name_rendition(&mut s, names);
+    s
+}
+
+/// Names a ladder's rendition (`pad`, `label`) in a live message; a pair's (`None`) names none.
+fn name_rendition(s: &mut gst::StructureRef, names: Option<&(String, String)>) {
     if let Some((pad, label)) = names {
         s.set("pad", pad);
         s.set("label", label);
     }
-    s
 }
 
 /// The element's own latency in a live pipeline: one frame (motion needs the next frame)

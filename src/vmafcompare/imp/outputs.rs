@@ -204,7 +204,6 @@ impl VmafCompare {
         let (skipped, late) = self.monitor_counts();
         let mut state = lock(&self.state);
         let geometry = state.geometry;
-        let started = state.started;
         let ladder = state.ladder;
         let reference_input = joined(state.reference_paths.iter().map(|p| p.name()));
         let reference_scaling = joined(&state.reference_scaled);
@@ -215,18 +214,13 @@ impl VmafCompare {
             .to_owned();
         let track = state.scorer.as_ref().and_then(|s| s.track(k));
         let frames = track.map_or(0, |s| s.pool().count());
-        let pushed = track.map_or(0, |s| s.frames_pushed());
         let metrics = track.map(|s| pooled_metrics(s.pool())).unwrap_or_default();
-        let pool = track
-            .map(|s| s.pool().clone())
-            .unwrap_or_else(|| crate::engine::Pool::new(Vec::<String>::new().into()));
-        let Some(r) = state.renditions.get_mut(k) else {
-            return;
-        };
-        if r.done {
-            return;
+        match state.renditions.get_mut(k) {
+            Some(r) if !r.done => r.done = true,
+            _ => return,
         }
-        r.done = true;
+        let log_result = state.finish_log(k);
+        let r = &state.renditions[k];
         let out_of_order = {
             let o = lock(&self.order);
             (o.count("reference"), o.count(&r.name))
@@ -255,11 +249,6 @@ impl VmafCompare {
             pad: ladder.then(|| r.name.clone()),
             label: ladder.then(|| r.label_or_name()),
         };
-        let (w, h) = geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
-        let fps = started
-            .map(|t| pushed as f64 / t.elapsed().as_secs_f64().max(1e-9))
-            .unwrap_or(0.0);
-        let log_result = r.log.take().map(|log| log.finish(&pool, fps, w, h));
         let name = r.name.clone();
         drop(state);
         if let Some(Err(e)) = log_result {
@@ -351,25 +340,9 @@ impl VmafCompare {
     /// Errors: a log could not be written (the first such).
     pub(super) fn close_logs(&self) -> Result<(), gst::ErrorMessage> {
         let mut state = lock(&self.state);
-        let (w, h) = state.geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
-        let started = state.started;
-        let pools: Vec<(crate::engine::Pool, u64)> = (0..state.renditions.len())
-            .map(|k| {
-                let t = state.scorer.as_ref().and_then(|s| s.track(k));
-                (
-                    t.map(|t| t.pool().clone())
-                        .unwrap_or_else(|| crate::engine::Pool::new(Vec::<String>::new().into())),
-                    t.map_or(0, |t| t.frames_pushed()),
-                )
-            })
-            .collect();
         let mut failed = Vec::new();
-        for (r, (pool, pushed)) in state.renditions.iter_mut().zip(pools) {
-            let Some(log) = r.log.take() else { continue };
-            let fps = started
-                .map(|t| pushed as f64 / t.elapsed().as_secs_f64().max(1e-9))
-                .unwrap_or(0.0);
-            if let Err(e) = log.finish(&pool, fps, w, h) {
+        for k in 0..state.renditions.len() {
+            if let Some(Err(e)) = state.finish_log(k) {
                 failed.push(e.to_string());
             }
         }

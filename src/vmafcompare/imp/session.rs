@@ -7,9 +7,10 @@ use std::time::Instant;
 
 use super::caps::{FrameFormat, PadVideo};
 use super::rendition::Rendition;
+use crate::engine::log::LogError;
 use crate::engine::scale::range::RangeConversion;
 use crate::engine::scale::Scaling;
-use crate::engine::{EngineError, Scorer};
+use crate::engine::{EngineError, Pool, Scorer};
 use crate::vmafcompare::slots::Slots;
 use crate::vmafcompare::InputPath;
 
@@ -75,4 +76,29 @@ pub(super) struct Session {
     /// The always `distorted` pad was unlinked at READY->PAUSED in a ladder and was ended: it
     /// carries no rendition.
     pub(super) distorted_unused: bool,
+}
+
+impl Session {
+    /// Closes rendition `k`'s log, if open: its pooled section (its track's pool) and the
+    /// scoring speed (its frames pushed since the first set); `None` without a log.
+    pub(super) fn finish_log(&mut self, k: usize) -> Option<Result<(), LogError>> {
+        let log = self.renditions.get_mut(k)?.log.take()?;
+        let (w, h) = self.geometry.map_or((0, 0), |(w, h, _)| (w, h));
+        let track = self.scorer.as_ref().and_then(|s| s.track(k));
+        let pool = track.map_or_else(
+            || Pool::new(Vec::<String>::new().into()),
+            |t| t.pool().clone(),
+        );
+        let pushed = track.map_or(0, |t| t.frames_pushed());
+        let fps = self
+            .started
+            .map_or(0.0, |t| pushed as f64 / t.elapsed().as_secs_f64().max(1e-9));
+        Some(log.finish(&pool, fps, w, h))
+    }
+
+    /// The next output slot's id (frame sets and unscored buffers, in stream order).
+    pub(super) fn take_slot(&mut self) -> u64 {
+        self.next_slot += 1;
+        self.next_slot - 1
+    }
 }

@@ -238,10 +238,7 @@ impl VmafCompare {
         // offset message goes out, so that whoever reads it sees the new latency.
         obj.set_latency(latency, Some(latency));
         let mut s = gst::Structure::from(&msg);
-        if let Some((pad, label)) = names {
-            s.set("pad", pad);
-            s.set("label", label);
-        }
+        name_rendition(&mut s, names.as_ref());
         let _ = obj.post_message(gst::message::Element::builder(s).src(&*obj).build());
         let _ = obj.post_message(gst::message::Latency::builder().src(&*obj).build());
     }

@@ -6,7 +6,10 @@ use super::*;
 
 impl VmafCompare {
     /// The sink pad of `input` (`None`: no such rendition).
-    fn input_pad(&self, input: Input) -> Option<gst_base::AggregatorPad> {
+    pub(in crate::vmafcompare::imp) fn input_pad(
+        &self,
+        input: Input,
+    ) -> Option<gst_base::AggregatorPad> {
         match input {
             Input::Reference => Some(self.reference_pad.clone()),
             Input::Rendition(k) => lock(&self.monitor.stream)
@@ -66,6 +69,17 @@ impl VmafCompare {
         self.nothing_held(input) && self.input_pad(input).is_none_or(|p| p.is_eos())
     }
 
+    /// The reference's running time `rrt` on rendition `k`'s time line (shifted by its delay,
+    /// saturated at 0 and the clock's range): when the rendition's partner frame is due.
+    pub(in crate::vmafcompare::imp) fn on_rendition_line(
+        &self,
+        rrt: gst::ClockTime,
+        k: usize,
+    ) -> gst::ClockTime {
+        let t = (ns(rrt) + i128::from(self.rendition_delay(k))).clamp(0, i128::from(u64::MAX));
+        clock_time(t as u64)
+    }
+
     /// Rendition `k`'s delay against the reference, ns.
     pub(in crate::vmafcompare::imp) fn rendition_delay(&self, k: usize) -> i64 {
         lock(&self.monitor.stream)
@@ -103,16 +117,14 @@ impl VmafCompare {
         if !self.nothing_held(input) {
             return None;
         }
-        let delay = match input {
-            Input::Reference => self.rendition_delay(k),
-            Input::Rendition(_) => 0,
-        };
         let pad = self.input_pad(input)?;
         let rt = pad
             .peek_buffer()
             .and_then(|b| Self::running_time(&pad, &b))?;
-        let t = (ns(rt) + i128::from(delay)).clamp(0, i128::from(u64::MAX));
-        Some(clock_time(t as u64))
+        Some(match input {
+            Input::Reference => self.on_rendition_line(rt, k),
+            Input::Rendition(_) => rt,
+        })
     }
 
     /// Whether the next buffer of `input`, waiting for rendition `k`'s side (the reference
