@@ -218,10 +218,11 @@ impl<T> Track<T> {
         }
         let trailing = std::mem::take(&mut p.trailing);
         let index = p.index;
-        let raw = p.raw.clone();
+        // Kept for the frames after it only when an instance reads frames behind.
+        let kept = (self.behind > 0).then(|| p.raw.clone());
         let mut out = Vec::with_capacity(1 + trailing.len());
         out.push(self.complete(p));
-        if self.behind > 0 {
+        if let Some(raw) = kept {
             if self.history.len() == self.behind {
                 self.history.pop_front();
             }
