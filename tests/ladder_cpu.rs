@@ -271,7 +271,7 @@ fn ladder_runs(
         let frame = FrameSet {
             reference: LumaInput::Packed(reference.luma(i)),
             reference_chroma: Some(FrameChroma::Packed(reference.chroma(i))),
-            renditions: frames,
+            renditions: frames.into(),
         };
         for (k, s) in ladder.push_set(frame, tags).unwrap() {
             out[k].push((s.tag, s.scores));
@@ -535,7 +535,7 @@ fn ladder_backend_refuses_what_it_does_not_take() {
     };
     let scaling = LadderScaling {
         reference: None,
-        renditions: vec![None, None],
+        renditions: vec![None, None].into(),
     };
     let mut backend = CpuBackend::for_ladder(plan.layout(), geometry(8), scaling).unwrap();
     assert_eq!(backend.renditions(), 2);
@@ -550,7 +550,7 @@ fn ladder_backend_refuses_what_it_does_not_take() {
             luma: LumaInput::Packed(clip.luma(0)),
             chroma: None,
             full: true,
-        }],
+        }].into(),
     });
     assert!(outside.is_err(), "a rendition slot outside the ladder");
     let mut pair = CpuBackend::new(plan.layout(), geometry(8)).unwrap();
@@ -559,7 +559,7 @@ fn ladder_backend_refuses_what_it_does_not_take() {
         .submit_set(FrameSet {
             reference: LumaInput::Packed(clip.luma(0)),
             reference_chroma: None,
-            renditions: Vec::new(),
+            renditions: Vec::new().into(),
         })
         .is_err());
     // A frame of another size is refused, and the backend goes on.
@@ -572,7 +572,7 @@ fn ladder_backend_refuses_what_it_does_not_take() {
             luma: LumaInput::Packed(LumaPlane::packed(&small, 640, 360, 8).unwrap()),
             chroma: None,
             full: true,
-        }],
+        }].into(),
     });
     assert!(
         wrong.is_err(),
@@ -587,7 +587,7 @@ fn ladder_backend_refuses_what_it_does_not_take() {
                 luma: LumaInput::Packed(clip.luma(0)),
                 chroma: None,
                 full: true,
-            }],
+            }].into(),
         })
         .unwrap();
     let got = backend.collect_set(true).unwrap().unwrap();

@@ -60,7 +60,7 @@ impl Backend for Fake {
     fn collect_set(&mut self, wait: bool) -> Result<Option<SetFeatures>, EngineError> {
         if wait || self.since > self.delay {
             self.since = self.since.saturating_sub(1);
-            Ok(self.in_flight.pop_front().map(|raw| vec![(0, raw)]))
+            Ok(self.in_flight.pop_front().map(|raw| vec![(0, raw)].into()))
         } else {
             Ok(None)
         }

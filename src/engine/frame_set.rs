@@ -1,6 +1,8 @@
 //! What a backend scores at once: one reference frame and the frames of the renditions paired
 //! with it (a pair is the set of one rendition), and what comes back for it.
 
+use smallvec::{smallvec, SmallVec};
+
 use crate::features::RawFeatures;
 use crate::video::frame::{ChromaInput, ChromaPair, ComponentInput, LumaInput, LumaPlane};
 
@@ -73,7 +75,7 @@ pub struct FrameSet<'a> {
     /// The renditions that have a frame at this time, each at most once, in slot order.
     /// May be empty (the reference frame then only advances the reference-only instances'
     /// history, e.g. motion's previous frame).
-    pub renditions: Vec<RenditionFrame<'a>>,
+    pub renditions: SetRenditions<'a>,
 }
 
 impl<'a> FrameSet<'a> {
@@ -122,7 +124,7 @@ impl<'a> FrameSet<'a> {
         Self {
             reference,
             reference_chroma,
-            renditions: vec![RenditionFrame {
+            renditions: smallvec![RenditionFrame {
                 rendition: 0,
                 luma: distorted,
                 chroma,
@@ -132,6 +134,11 @@ impl<'a> FrameSet<'a> {
     }
 }
 
+/// A [`FrameSet`]'s renditions, inline up to four: a pair's set (and a small ladder's)
+/// allocates nothing on the host (tests/gpu_lessons.rs counts the CUDA backend's per-frame
+/// allocations). Made from a `Vec` with `.into()`, or collected.
+pub type SetRenditions<'a> = SmallVec<[RenditionFrame<'a>; 4]>;
+
 /// What a backend computed for one [`FrameSet`]: each submitted rendition's slot and raw
-/// values, in submission order.
-pub type SetFeatures = Vec<(usize, RawFeatures)>;
+/// values, in submission order; a pair's inline (no allocation).
+pub type SetFeatures = SmallVec<[(usize, RawFeatures); 1]>;

@@ -31,7 +31,7 @@ pub use backend::api::Backend;
 pub use backend::pair::PairInput;
 pub use backend::{CpuBackend, CudaBackend};
 pub use error::EngineError;
-pub use frame_set::{FrameChroma, FrameSet, RenditionFrame, SetFeatures};
+pub use frame_set::{FrameChroma, FrameSet, RenditionFrame, SetFeatures, SetRenditions};
 pub use log::{LogFormat, LogWriter};
 pub use model::Model;
 pub use model_set::{BootstrapScore, ModelSpec, NamedModel};

@@ -34,6 +34,7 @@ use crate::engine::{
     model::DEFAULT_MODEL, Backend, ComponentInput, DeviceComponent, DeviceLuma, EngineError,
     FeatureSet, FrameChroma, FrameScores, FrameSet, HostComponent, HostLuma, LogFormat, LogWriter,
     LumaInput, LumaPlane, NamedModel, RenditionFrame, SampleLayout, ScorePlan, Scored, Scorer,
+    SetRenditions,
 };
 use crate::engine::{CpuBackend, CudaBackend, Geometry};
 use crate::video::frame::Hold;

@@ -17,20 +17,17 @@ use cudarc::driver::CudaStream;
 use crate::cuda::context::GpuDevice;
 use crate::cuda::error::{CudaError, DriverResultExt};
 use crate::cuda::fault::Counted;
-use crate::cuda::plane::DevPlane;
 use crate::engine::backend::api::Backend;
 use crate::engine::error::EngineError;
-use crate::engine::frame_set::{FrameChroma, FrameSet, PairChroma, SetFeatures};
+use crate::engine::frame_set::{FrameChroma, FrameSet, SetFeatures};
 use crate::engine::scale::Scaling;
 use crate::features::adm::AdmConfig;
 use crate::features::vif::VifConfig;
-use crate::features::{vmaf_layout, DevFrame, Geometry, Layout, RawFeatures};
-use crate::video::frame::{ChromaInput, FeatureError, LumaInput};
+use crate::features::{vmaf_layout, Geometry, Layout, RawFeatures};
+use crate::video::frame::{FeatureError, LumaInput};
 
-use super::cuda_place::{
-    engine_err, internal, place_in, sample_bytes, scale_chroma, scale_luma_in, GpuScaler, Staging,
-};
-use super::cuda_slots::{Hold, Occupant, OnCompute, Side, Slot, SLOTS};
+use super::cuda_place::{engine_err, sample_bytes, GpuScaler};
+use super::cuda_slots::{Hold, OnCompute, Side, Slot, SLOTS};
 
 /// The GPU feature backend for one geometry: every instance of a [`Layout`] through its CUDA
 /// half, bit-identical to [`super::CpuBackend`] where the arithmetic is integer.
@@ -240,44 +237,6 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Puts one input plane where the kernels can read it and returns its descriptor: host
-    /// rows through `staging` into `dev`, device memory of this context in place (its hold
-    /// kept until frame `release_after` is collected), other device memory copied into `dev`.
-    pub(super) fn place(
-        &mut self,
-        input: LumaInput<'_>,
-        staging: Staging,
-        release_after: u64,
-    ) -> Result<DevPlane, CudaError> {
-        let bufs = &mut self.slots[staging.slot].streams[staging.stream];
-        let placed = place_in(
-            bufs,
-            input,
-            (&self.upload, self.context, self.bpc),
-            staging.index,
-            release_after,
-        )?;
-        self.bytes_copied += placed.bytes;
-        self.holds.extend(placed.hold);
-        Ok(placed.plane)
-    }
-
-    /// Stream `side`'s luma plane at the scoring size: `plane` itself, or (for a scaled
-    /// stream) the slot's scaled plane, written by the scaler's kernels on the upload stream.
-    pub(super) fn scale_luma(
-        &mut self,
-        s: usize,
-        side: usize,
-        plane: DevPlane,
-    ) -> Result<DevPlane, CudaError> {
-        scale_luma_in(
-            &mut self.slots[s].streams[side],
-            &mut self.scalers[side],
-            &self.upload,
-            plane,
-        )
-    }
-
     /// The first CUDA steps of a frame going into slot `s` (the pair's and the ladder's):
     /// binds the context (tests/gpu_faults.rs counts init steps up to this bind) and makes the
     /// upload stream wait until the slot is free. The slot's device planes were last read by
@@ -303,156 +262,6 @@ impl CudaBackend {
             }
         }
         Ok(index)
-    }
-
-    /// Enqueues one pair into slot `s`: both planes placed and scaled on the upload stream,
-    /// the chroma of both unpacked at once, the instances on the compute stream.
-    pub(super) fn enqueue_pair(
-        &mut self,
-        s: usize,
-        reference: LumaInput<'_>,
-        distorted: LumaInput<'_>,
-        chroma: Option<ChromaInput<'_>>,
-        full: bool,
-    ) -> Result<(), CudaError> {
-        let index = self.start_frame(s)?;
-        let has_motion = index > 0;
-        let prev = (s + SLOTS - 1) % SLOTS;
-        // The reference is read again by the next frame's motion: held one frame longer.
-        let ref_plane = self.place(
-            reference,
-            Staging {
-                slot: s,
-                stream: 0,
-                index,
-            },
-            index + 1,
-        )?;
-        // So is the distorted one when an instance reads the previous distorted frame
-        // (`speed_temporal`).
-        let keeps_distorted = self.layout.previous_distorted_reader().is_some();
-        let dis_plane = self.place(
-            distorted,
-            Staging {
-                slot: s,
-                stream: 1,
-                index,
-            },
-            if keeps_distorted { index + 1 } else { index },
-        )?;
-        // A scaled stream's luma is scaled on the upload stream, where its plane was placed:
-        // measured on an H200 (vmaf_bench --renditions, 1080p reference, CUDA memory), +3-8%
-        // per pair there against +8-12% with the scaling on the compute stream ahead of the
-        // features.
-        let ref_plane = self.scale_luma(s, 0, ref_plane)?;
-        let dis_plane = self.scale_luma(s, 1, dis_plane)?;
-        // Chroma only where a metric reads it, and only on frames that compute features:
-        // placed and unpacked into the slot's packed planes on the upload stream.
-        let mut chroma_dev = None;
-        {
-            let slot = &mut self.slots[s];
-            if let (Some(c), [r, d, ..], Some(gpu), true) = (
-                chroma.as_ref(),
-                slot.streams.as_mut_slice(),
-                slot.unpacked.first_mut(),
-                full,
-            ) {
-                let (Some(rs), Some(ds)) = (r.chroma.as_mut(), d.chroma.as_mut()) else {
-                    return Err(CudaError::Driver {
-                        call: "chroma staging",
-                        code: "internal: a slot without chroma staging".to_owned(),
-                    });
-                };
-                let (pr, nr) = gpu.place(rs, &c.reference, 0, self.context, &self.upload)?;
-                let (pd, nd) = gpu.place(ds, &c.distorted, 1, self.context, &self.upload)?;
-                self.bytes_copied += (nr + nd) as u64;
-                let mut unpacked = gpu.unpack(&self.upload, &pr, &pd)?;
-                // A scaled stream's chroma goes through its chroma scaler into the slot.
-                scale_chroma(
-                    &mut self.scalers[0],
-                    &mut r.scaled_chroma,
-                    &self.upload,
-                    &mut unpacked.reference,
-                )?;
-                scale_chroma(
-                    &mut self.scalers[1],
-                    &mut d.scaled_chroma,
-                    &self.upload,
-                    &mut unpacked.distorted,
-                )?;
-                if let Some((w, h)) = self.chroma_size {
-                    unpacked.width = w;
-                    unpacked.height = h;
-                }
-                chroma_dev = Some(unpacked);
-            }
-            slot.has_chroma = chroma_dev.is_some();
-            slot.uploaded
-                .record(&self.upload)
-                .during("cuEventRecord(uploaded)")?;
-            self.compute
-                .wait(&slot.uploaded)
-                .during("cuStreamWaitEvent(compute)")?;
-        }
-
-        // Motion against the previous frame's reference plane (still valid: its slot and
-        // hold outlive this frame's kernels).
-        // Instances that read the previous frame's reference (still valid: its slot and hold
-        // outlive this frame's kernels) on every frame after the first; the others on full
-        // frames.
-        let frame = DevFrame {
-            reference: ref_plane,
-            distorted: dis_plane,
-            previous: has_motion.then_some(self.slots[prev].ref_plane),
-            previous_distorted: (has_motion && keeps_distorted)
-                .then_some(self.slots[prev].dis_plane),
-            chroma: chroma_dev.as_ref(),
-        };
-        {
-            let slot = &mut self.slots[s];
-            for c in &mut self.on_compute {
-                // Instances reading earlier frames see every frame, the first of a run too
-                // (the five-frame motion keeps it); they write results from the second on.
-                if c.previous || full {
-                    let n = c.ex.result_words();
-                    let mut out = slot.dev_out.slice_mut(c.at..c.at + n);
-                    c.ex.enqueue(&self.compute, &frame, &mut out)?;
-                }
-            }
-        }
-        {
-            let slot = &mut self.slots[s];
-            self.compute
-                .memcpy_dtoh(&*slot.dev_out, &mut slot.host_out)
-                .during("cuMemcpyDtoHAsync(results)")?;
-            slot.done
-                .record(&self.compute)
-                .during("cuEventRecord(done)")?;
-            for (side, out) in self.sides.iter_mut().zip(slot.sides.iter_mut()) {
-                if full {
-                    side.stream
-                        .wait(&slot.uploaded)
-                        .during("cuStreamWaitEvent(side)")?;
-                    side.enqueue(out, &frame)?;
-                }
-                out.done
-                    .record(&side.stream)
-                    .during("cuEventRecord(extra done)")?;
-            }
-            slot.ref_plane = ref_plane;
-            slot.dis_plane = dis_plane;
-            slot.index = index;
-            slot.full = full;
-            slot.has_motion = has_motion;
-            // Within the capacity made with the slot: no allocation.
-            slot.occupants.clear();
-            slot.occupants.push(Occupant {
-                rendition: 0,
-                full,
-                has_chroma: slot.has_chroma,
-            });
-        }
-        Ok(())
     }
 
     /// Waits for (`wait`) or checks the oldest frame's events; whether it is done.
@@ -485,22 +294,31 @@ impl CudaBackend {
         if self.in_flight == 0 || !self.oldest_done(wait)? {
             return Ok(None);
         }
-        let (ladder, n) = (self.ladder > 0, self.ladder.max(1));
+        let n = self.ladder.max(1);
         let slot = &self.slots[self.head];
         let words = slot
             .host_out
             .as_slice()
             .during("cuEventSynchronize(results)")?;
-        let mut features = Vec::with_capacity(slot.occupants.len());
+        let mut features = SetFeatures::with_capacity(slot.occupants.len());
         for o in &slot.occupants {
             let mut raw = RawFeatures::new(&self.layout);
             for c in &self.on_compute {
                 let w = c.ex.result_words();
-                // A pair's instances that read the previous frame ran on every frame after
-                // the first, the others on full ones; a ladder's reference-only instances
-                // ran once per set (into the first rendition's words).
-                let (runs, chunk, chroma) = if ladder && c.reference_only {
-                    (!c.previous || slot.has_motion, 0, false)
+                // Reference-only instances ran once per set, into the first rendition's
+                // words (on every frame after the first when they read the previous one,
+                // else with the full features); other instances that read the previous
+                // frame on every frame after the first, the rest on full ones.
+                let (runs, chunk, chroma) = if c.reference_only {
+                    (
+                        if c.previous {
+                            slot.has_motion
+                        } else {
+                            slot.full
+                        },
+                        0,
+                        false,
+                    )
                 } else if c.previous {
                     (slot.has_motion, o.rendition, o.has_chroma)
                 } else {
@@ -513,9 +331,9 @@ impl CudaBackend {
                 }
             }
             if o.full {
-                // A pair's side streams (no rendition) or this rendition's.
+                // This rendition's side streams.
                 for (side, out) in self.sides.iter().zip(&slot.sides) {
-                    if side.rendition.is_some_and(|k| k != o.rendition) {
+                    if side.rendition != o.rendition {
                         continue;
                     }
                     let words = out
@@ -662,29 +480,6 @@ impl CudaBackend {
             self.check(&r.luma, 1 + k)?;
         }
         Ok(())
-    }
-
-    /// Enqueues one set into slot `s` (checked by [`CudaBackend::check_set`]): a pair
-    /// backend's through the pair kernels on the compute stream
-    /// ([`CudaBackend::enqueue_pair`]), a ladder's through the lanes
-    /// ([`CudaBackend::enqueue_ladder`]). Both start with [`CudaBackend::start_frame`] and
-    /// record the set's renditions in the slot's occupants, which
-    /// [`CudaBackend::finish_oldest`] reads back.
-    pub(super) fn enqueue(&mut self, s: usize, set: FrameSet<'_>) -> Result<(), CudaError> {
-        if self.ladder > 0 {
-            return self.enqueue_ladder(s, set);
-        }
-        let Some(pair) = set.into_pair() else {
-            return Err(internal("a pair backend's set of another size"));
-        };
-        let chroma = match pair.chroma {
-            PairChroma::None => None,
-            PairChroma::Components(c) => Some(c),
-            PairChroma::Packed(_) | PairChroma::Mismatched => {
-                return Err(internal("a pair's chroma not as components"))
-            }
-        };
-        self.enqueue_pair(s, pair.reference, pair.distorted, chroma, pair.full)
     }
 }
 

@@ -84,27 +84,18 @@ impl CudaBackend {
                         dev.new_stream()
                     }
                 };
-                if ladder {
-                    // One per rendition, each with its own extractor.
-                    let mut ex = Some(ex);
-                    for k in 0..distorted.len() {
-                        let ex = match ex.take() {
-                            Some(e) => e,
-                            None => inst.cuda(dev, &compute, &geometry)?,
-                        };
-                        sides.push(Side {
-                            inst: i,
-                            ex,
-                            stream: stream(dev)?,
-                            rendition: Some(k),
-                        });
-                    }
-                } else {
+                // One per rendition, each with its own extractor.
+                let mut ex = Some(ex);
+                for k in 0..distorted.len() {
+                    let ex = match ex.take() {
+                        Some(e) => e,
+                        None => inst.cuda(dev, &compute, &geometry)?,
+                    };
                     sides.push(Side {
                         inst: i,
                         ex,
                         stream: stream(dev)?,
-                        rendition: None,
+                        rendition: k,
                     });
                 }
             } else {

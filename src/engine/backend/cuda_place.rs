@@ -117,7 +117,8 @@ pub(super) struct Placed {
     pub(super) hold: Option<Hold>,
 }
 
-/// `CudaBackend::place` into one stream's buffers of a slot (`bufs`), with the backend's
+/// Puts one input plane where the kernels can read it, in one stream's buffers of a slot
+/// (`bufs`), with the backend's
 /// upload stream, `CUcontext` and bits per sample (`ctx`): host rows through the pinned
 /// staging into the device plane, device memory of this context in place (held until frame
 /// `release_after` is collected), other device memory copied (held until frame `index`).
@@ -256,16 +257,6 @@ pub(super) fn sample_bytes(bpc: u32) -> usize {
     } else {
         1
     }
-}
-
-/// Which staging and device plane of which slot an input goes through.
-#[derive(Clone, Copy)]
-pub(super) struct Staging {
-    pub(super) slot: usize,
-    /// 0: the reference; `1 + k`: distorted stream `k`.
-    pub(super) stream: usize,
-    /// The frame's number: a copied plane's hold goes when this frame is collected.
-    pub(super) index: u64,
 }
 
 /// Copies the valid samples of a packed `u16` plane's rows into `dst` (packed, `bytes`

@@ -41,10 +41,10 @@ pub(super) struct Side {
     pub(super) inst: usize,
     pub(super) ex: Box<dyn CudaExtractor>,
     pub(super) stream: Arc<CudaStream>,
-    /// A ladder's side streams are one per instance and rendition (each with its own
-    /// extractor and scratch), so that the renditions' latency-bound chains run beside each
-    /// other as separate backends' would; `None` for a pair's.
-    pub(super) rendition: Option<usize>,
+    /// The rendition slot it scores: side streams are one per instance and rendition (each
+    /// with its own extractor and scratch), so that a ladder's renditions' latency-bound
+    /// chains run beside each other as separate backends' would.
+    pub(super) rendition: usize,
 }
 
 impl Side {
@@ -227,8 +227,6 @@ pub(super) struct Slot {
     /// the reference's chroma size and that stream's; a ladder unpacks the reference once,
     /// into the first).
     pub(super) unpacked: Vec<ChromaGpu>,
-    /// Whether this frame's chroma was placed (its metrics then read it); pair frames.
-    pub(super) has_chroma: bool,
     /// Where this frame's reference plane is (the next frame's motion reads it too).
     pub(super) ref_plane: DevPlane,
     /// Where a pair frame's distorted plane (at the scoring size) is: the next frame's
@@ -306,7 +304,6 @@ impl Slot {
         Ok(Self {
             streams: bufs,
             unpacked,
-            has_chroma: false,
             ref_plane: DevPlane::default(),
             dis_plane: DevPlane::default(),
             dev_out,

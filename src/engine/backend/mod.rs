@@ -10,7 +10,7 @@ mod cpu_owned;
 mod cpu_parallel;
 pub mod cuda;
 mod cuda_build;
-mod cuda_ladder;
+mod cuda_enqueue;
 mod cuda_place;
 mod cuda_slots;
 pub mod pair;

@@ -135,7 +135,7 @@ impl VmafCompare {
                 };
                 (l, c, ref_size)
             };
-            let mut renditions = Vec::with_capacity(mapped.len());
+            let mut renditions = SetRenditions::with_capacity(mapped.len());
             let mut tags = Vec::with_capacity(mapped.len());
             let scorer = state.scorer.as_ref();
             let fulls: Vec<bool> = mapped
