@@ -34,8 +34,9 @@
 # - decode-bench.sh: 1080p.h264 (250 frames looped twice: 500) and 2160p.h264 (125 x 2: 250),
 #   REPEAT=1, PAIRS=4, CUVID=0, decoders nvh26xdec and vmafnvdec; its FFmpeg rows are the
 #   control (they do not change between sets).
-# Environment: VMAF_SECONDS, VMAF_REPEAT, VMAF_SIZES, VMAF_DEPTHS, LADDER_FRAMES, CPU_THREADS,
-# CPU_SIZES, CPU_DEPTHS, DECODE_STREAMS (names of decode-stage.sh streams, e.g. "1080p.h264
+# Environment: VMAF_SECONDS, VMAF_REPEAT, VMAF_SIZES, VMAF_DEPTHS, VMAF_PACE_FPS (a fixed pace
+# for the latency run, so that before and after are timed at the same pace; default half the
+# system fps of that run), LADDER_FRAMES, CPU_THREADS, CPU_SIZES, CPU_DEPTHS, CPU_REPEAT, DECODE_STREAMS (names of decode-stage.sh streams, e.g. "1080p.h264
 # 2160p.h264 1080p10.hevc"; stage only), LOOP, PAIRS, BENCHES (default "vmaf_v0 vmaf_v1 ladder
 # cpu decode"), RUN_TIMEOUT (seconds per run, default 300), OUT (the tables as flow-bench.md
 # and every run's output as flow-bench-raw.txt; default /tmp/flow-bench).
@@ -271,7 +272,8 @@ host() {
         bench "$b" "vmaf_bench $model (cuda, pairs; fps: higher is better, MiB and ms: lower)" \
           "size,bits" "system fps,cuda fps,device MiB,p50 ms,p99 ms,scores" \
           @SET@/vmaf_bench --backends cuda --sizes "$vsizes" --depths "$vdepths" --streams "" \
-          --seconds "$vs" --repeat "$vr" --latency-seconds 1 --model "$model" --data "$data" ;;
+          --seconds "$vs" --repeat "$vr" --latency-seconds 1 ${VMAF_PACE_FPS:+--pace-fps "$VMAF_PACE_FPS"} \
+          --model "$model" --data "$data" ;;
       ladder)
         bench ladder "ladder_bench (cuda, 1080p reference, 5 renditions, ${LADDER_FRAMES:-300} frames)" \
           "memory,model" "ladder ref fps,separate ref fps,scores" \
@@ -279,7 +281,7 @@ host() {
       cpu)
         bench cpu "cpu_bench (CPU backend, fps)" "size,bits,threads" "vmafcompare CPU fps" \
           @SET@/cpu_bench --no-libvmaf --data "$data" --sizes "${CPU_SIZES:-1080p}" \
-          --depths "${CPU_DEPTHS:-8}" --threads "${CPU_THREADS:-1,2,4,8,16}" --repeat 1 ;;
+          --depths "${CPU_DEPTHS:-8}" --threads "${CPU_THREADS:-1,2,4,8,16}" --repeat "${CPU_REPEAT:-1}" ;;
       decode)
         # Each set's plugin on the plugin path, with a registry of its own.
         bench decode "decode-bench.sh (whole process, fps; FFmpeg rows: the control)" \
