@@ -550,7 +550,8 @@ fn ladder_backend_refuses_what_it_does_not_take() {
             luma: LumaInput::Packed(clip.luma(0)),
             chroma: None,
             full: true,
-        }].into(),
+        }]
+        .into(),
     });
     assert!(outside.is_err(), "a rendition slot outside the ladder");
     let mut pair = CpuBackend::new(plan.layout(), geometry(8)).unwrap();
@@ -572,7 +573,8 @@ fn ladder_backend_refuses_what_it_does_not_take() {
             luma: LumaInput::Packed(LumaPlane::packed(&small, 640, 360, 8).unwrap()),
             chroma: None,
             full: true,
-        }].into(),
+        }]
+        .into(),
     });
     assert!(
         wrong.is_err(),
@@ -587,7 +589,8 @@ fn ladder_backend_refuses_what_it_does_not_take() {
                 luma: LumaInput::Packed(clip.luma(0)),
                 chroma: None,
                 full: true,
-            }].into(),
+            }]
+            .into(),
         })
         .unwrap();
     let got = backend.collect_set(true).unwrap().unwrap();

@@ -214,8 +214,9 @@ impl CudaBackend {
         // What each rendition to place needs: its parts and its frame, with where its
         // result goes (`results[i]` belongs to `renditions[i]`, as `slot.occupants[i]`).
         let mut results: Few<Option<PlacedRendition>> = renditions.iter().map(|_| None).collect();
-        let mut work: Few<(RenditionParts<'_>, RenditionFrame<'_>, u64)> = Few::new();
-        for r in renditions {
+        let release_after = if keeps_distorted { index + 1 } else { index };
+        let mut work: Few<Placing<'_, '_>> = Few::new();
+        for (r, out) in renditions.into_iter().zip(results.iter_mut()) {
             slot.occupants.push(Occupant {
                 rendition: r.rendition,
                 full: r.full,
@@ -227,8 +228,7 @@ impl CudaBackend {
             let Some(part) = parts.get_mut(r.rendition).and_then(Option::take) else {
                 return Err(internal("a rendition without its buffers"));
             };
-            let release_after = if keeps_distorted { index + 1 } else { index };
-            work.push((part, r, release_after));
+            work.push((part, r, out));
         }
         // The reference (read again by the next frame's motion: held one frame longer) and
         // each rendition, each by a job that touches only its stream's buffers, scaler and
@@ -248,13 +248,7 @@ impl CudaBackend {
                 *out = Some(place_reference(ref_bufs, ref_scaler, reference, to)?);
                 Ok(())
             }));
-            let mut outs = results.iter_mut().zip(slot.occupants.iter());
-            for (part, r, release_after) in work {
-                let Some(out) =
-                    outs.find_map(|(o, occ)| (occ.rendition == r.rendition).then_some(o))
-                else {
-                    return Err(internal("a rendition without its result"));
-                };
+            for (part, r, out) in work {
                 jobs.push(Box::new(move || {
                     *out = Some(place_rendition(part, r, release_after, to)?);
                     Ok(())
@@ -264,13 +258,7 @@ impl CudaBackend {
             ref_result.ok_or_else(|| internal("the set's reference was not placed"))?
         } else {
             let placed = place_reference(ref_bufs, ref_scaler, reference, &to)?;
-            let mut outs = results.iter_mut().zip(slot.occupants.iter());
-            for (part, r, release_after) in work {
-                let Some(out) =
-                    outs.find_map(|(o, occ)| (occ.rendition == r.rendition).then_some(o))
-                else {
-                    return Err(internal("a rendition without its result"));
-                };
+            for (part, r, out) in work {
                 *out = Some(place_rendition(part, r, release_after, &to)?);
             }
             placed
@@ -353,6 +341,13 @@ impl CudaBackend {
         )
     }
 }
+
+/// A rendition to place: its share of the slot, its frame, and where its result goes.
+type Placing<'s, 'f> = (
+    RenditionParts<'s>,
+    RenditionFrame<'f>,
+    &'s mut Option<PlacedRendition>,
+);
 
 /// What every placement job of a set shares: the upload stream, the backend's `CUcontext`
 /// and bits per sample, the frame's number, the scoring chroma size and the reference's
