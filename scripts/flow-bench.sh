@@ -22,24 +22,29 @@
 # (each set's plugin is put on GST_PLUGIN_PATH, with a registry of its own, for the decoder
 # path only; the examples register theirs statically). Fails when .gpu is over 64 MiB.
 #
-# host: frame counts (defaults; estimated 6 minutes on an H100, not yet measured there):
+# host: frame counts (defaults). Measured on an H100 (16 cores, 2026-12-08): vmaf_v0 and
+# vmaf_v1 at --repeat 1 took 92 s together, ladder (300 frames) and cpu 50 s; the system-memory
+# rows of single runs there moved by up to 2x between runs (the host is a virtual machine whose
+# host-side copy speed changes from one pipeline to the next), hence the defaults below:
 # - vmaf_bench: `--backends cuda --sizes 1920x1080,3840x2160 --depths 8`, one run per model
 #   (vmaf_v0.6.1, vmaf_v1.0.16_3d0h), `--seconds 2` of steady state per throughput run,
-#   `--repeat 1` system-memory run per cell, a 1-second paced latency run (at least 100 frames);
-#   src01 frames pushed from memory, nothing decoded.
-# - ladder_bench: `--backend cuda --memory cuda,system`, v0 and v1, 300 reference frames per run
+#   `--repeat 3` system-memory runs per cell (their median), a 1-second latency run paced at
+#   120 fps for every set (at least 100 frames); src01 frames pushed from memory, nothing
+#   decoded.
+# - ladder_bench: `--backend cuda --memory cuda,system`, v0 and v1, 600 reference frames per run
 #   against 5 renditions (1080p..360p), ladder and one element per rendition.
 # - cpu_bench: `--no-libvmaf --sizes 1080p --depths 8 --threads 1,2,4,8,16 --repeat 1`, 16 pairs
 #   per thread (24 at 1 thread).
 # - decode-bench.sh: 1080p.h264 (250 frames looped twice: 500) and 2160p.h264 (125 x 2: 250),
 #   REPEAT=1, PAIRS=4, CUVID=0, decoders nvh26xdec and vmafnvdec; its FFmpeg rows are the
 #   control (they do not change between sets).
-# Environment: VMAF_SECONDS, VMAF_REPEAT, VMAF_SIZES, VMAF_DEPTHS, VMAF_PACE_FPS (a fixed pace
-# for the latency run, so that before and after are timed at the same pace; default half the
-# system fps of that run), LADDER_FRAMES, CPU_THREADS, CPU_SIZES, CPU_DEPTHS, CPU_REPEAT, DECODE_STREAMS (names of decode-stage.sh streams, e.g. "1080p.h264
-# 2160p.h264 1080p10.hevc"; stage only), LOOP, PAIRS, BENCHES (default "vmaf_v0 vmaf_v1 ladder
-# cpu decode"), RUN_TIMEOUT (seconds per run, default 300), OUT (the tables as flow-bench.md
-# and every run's output as flow-bench-raw.txt; default /tmp/flow-bench).
+# Environment: VMAF_SECONDS, VMAF_REPEAT, VMAF_SIZES, VMAF_DEPTHS, VMAF_PACE_FPS (the latency
+# run's pace, the same for before and after; default 120; empty: half of that run's system fps),
+# LADDER_FRAMES, CPU_THREADS, CPU_SIZES, CPU_DEPTHS, CPU_REPEAT, DECODE_STREAMS (names of
+# decode-stage.sh streams, e.g. "1080p.h264 2160p.h264 1080p10.hevc"; stage only), LOOP, PAIRS,
+# BENCHES (default "vmaf_v0 vmaf_v1 ladder cpu decode"), RUN_TIMEOUT (seconds per run, default
+# 300), OUT (the tables as flow-bench.md and every run's output as flow-bench-raw.txt; default
+# /tmp/flow-bench).
 # A spread is |before - before again| / their mean; the ratio is after over that mean, marked
 # * when it differs from 1 by more than the spread.
 set -euo pipefail
@@ -262,7 +267,7 @@ host() {
     echo "  before runs (both in brackets), spread = |before - before again| / mean, * = the"
     echo "  after/before ratio differs from 1 by more than the spread"
   } | tee "$tables"
-  local data=$flow/ref vs=${VMAF_SECONDS:-2} vr=${VMAF_REPEAT:-1}
+  local data=$flow/ref vs=${VMAF_SECONDS:-2} vr=${VMAF_REPEAT:-3} pace=${VMAF_PACE_FPS-120}
   local vsizes=${VMAF_SIZES:-1920x1080,3840x2160} vdepths=${VMAF_DEPTHS:-8}
   for b in ${BENCHES:-vmaf_v0 vmaf_v1 ladder cpu decode}; do
     case $b in
@@ -272,12 +277,12 @@ host() {
         bench "$b" "vmaf_bench $model (cuda, pairs; fps: higher is better, MiB and ms: lower)" \
           "size,bits" "system fps,cuda fps,device MiB,p50 ms,p99 ms,scores" \
           @SET@/vmaf_bench --backends cuda --sizes "$vsizes" --depths "$vdepths" --streams "" \
-          --seconds "$vs" --repeat "$vr" --latency-seconds 1 ${VMAF_PACE_FPS:+--pace-fps "$VMAF_PACE_FPS"} \
+          --seconds "$vs" --repeat "$vr" --latency-seconds 1 ${pace:+--pace-fps "$pace"} \
           --model "$model" --data "$data" ;;
       ladder)
-        bench ladder "ladder_bench (cuda, 1080p reference, 5 renditions, ${LADDER_FRAMES:-300} frames)" \
+        bench ladder "ladder_bench (cuda, 1080p reference, 5 renditions, ${LADDER_FRAMES:-600} frames)" \
           "memory,model" "ladder ref fps,separate ref fps,scores" \
-          @SET@/ladder_bench --backend cuda --memory cuda,system --frames "${LADDER_FRAMES:-300}" --data "$data" ;;
+          @SET@/ladder_bench --backend cuda --memory cuda,system --frames "${LADDER_FRAMES:-600}" --data "$data" ;;
       cpu)
         bench cpu "cpu_bench (CPU backend, fps)" "size,bits,threads" "vmafcompare CPU fps" \
           @SET@/cpu_bench --no-libvmaf --data "$data" --sizes "${CPU_SIZES:-1080p}" \
