@@ -29,30 +29,6 @@ impl<'a> FrameChroma<'a> {
     }
 }
 
-/// A pair's chroma, as [`FrameSet::into_pair`] finds it on both sides.
-pub enum PairChroma<'a> {
-    /// Neither side has chroma (GRAY8, or no metric reads it).
-    None,
-    /// Packed planes on both sides.
-    Packed(ChromaPair<'a>),
-    /// Buffer components on both sides.
-    Components(ChromaInput<'a>),
-    /// Chroma on one side only, or in two forms: refused by every backend.
-    Mismatched,
-}
-
-/// The set of one rendition taken apart: what a backend's pair kernels take.
-pub struct PairFrame<'a> {
-    /// Reference luma.
-    pub reference: LumaInput<'a>,
-    /// The rendition's luma.
-    pub distorted: LumaInput<'a>,
-    /// Both sides' chroma.
-    pub chroma: PairChroma<'a>,
-    /// Whether the features other than the reference-only ones are computed.
-    pub full: bool,
-}
-
 /// One rendition's frame in a [`FrameSet`].
 pub struct RenditionFrame<'a> {
     /// The rendition's slot, `0..renditions` (its scaler and buffers in the backend).
@@ -79,35 +55,45 @@ pub struct FrameSet<'a> {
 }
 
 impl<'a> FrameSet<'a> {
-    /// The pair this set holds (one rendition, whatever its slot), or `None` when it holds
-    /// another number of renditions.
-    pub fn into_pair(self) -> Option<PairFrame<'a>> {
-        let mut renditions = self.renditions.into_iter();
-        let (Some(d), None) = (renditions.next(), renditions.next()) else {
-            return None;
-        };
-        let chroma = match (self.reference_chroma, d.chroma) {
-            (None, None) => PairChroma::None,
-            (Some(FrameChroma::Packed(r)), Some(FrameChroma::Packed(c))) => {
-                PairChroma::Packed(ChromaPair {
-                    reference: r,
-                    distorted: c,
-                })
+    /// Checks the set against a backend of `slots` rendition slots (what every backend's
+    /// `submit_set` checks first): each rendition's slot inside `0..slots` and taken once;
+    /// for a pair backend (`slots == 1`), its one rendition, with chroma on both sides in one
+    /// form (packed, or components) or on neither.
+    ///
+    /// Errors: what is wrong, as text for [`crate::engine::EngineError::Backend`].
+    pub fn check_slots(&self, slots: usize) -> Result<(), String> {
+        for (i, r) in self.renditions.iter().enumerate() {
+            let k = r.rendition;
+            if k >= slots {
+                return Err(format!(
+                    "internal: rendition slot {k} of a backend of {slots}"
+                ));
             }
-            (Some(FrameChroma::Components(r)), Some(FrameChroma::Components(c))) => {
-                PairChroma::Components(ChromaInput {
-                    reference: r,
-                    distorted: c,
-                })
+            if self.renditions[..i].iter().any(|p| p.rendition == k) {
+                return Err(format!(
+                    "internal: rendition slot {k} twice in one frame set"
+                ));
             }
-            _ => PairChroma::Mismatched,
+        }
+        if slots != 1 {
+            return Ok(());
+        }
+        let [r] = self.renditions.as_slice() else {
+            return Err("internal: a pair backend takes one rendition per frame set".into());
         };
-        Some(PairFrame {
-            reference: self.reference,
-            distorted: d.luma,
-            chroma,
-            full: d.full,
-        })
+        let one_form = matches!(
+            (&self.reference_chroma, &r.chroma),
+            (None, None)
+                | (Some(FrameChroma::Packed(_)), Some(FrameChroma::Packed(_)))
+                | (
+                    Some(FrameChroma::Components(_)),
+                    Some(FrameChroma::Components(_))
+                )
+        );
+        if !one_form {
+            return Err("chroma on one side of the pair only, or in two forms".into());
+        }
+        Ok(())
     }
 
     /// A pair: the reference and one distorted frame in rendition slot 0.

@@ -263,39 +263,11 @@ impl Backend for CpuBackend {
     }
 
     fn submit_set(&mut self, set: FrameSet<'_>) -> Result<(), EngineError> {
-        let slots = self.scaling.renditions.len();
-        for r in &set.renditions {
-            if r.rendition >= slots {
-                return Err(EngineError::Backend {
-                    backend: "cpu",
-                    message: format!(
-                        "internal: rendition slot {} of a backend of {slots}",
-                        r.rendition
-                    ),
-                });
-            }
-        }
-        if slots == 1 && set.renditions.len() != 1 {
-            return Err(EngineError::Backend {
+        set.check_slots(self.scaling.renditions.len())
+            .map_err(|message| EngineError::Backend {
                 backend: "cpu",
-                message: "internal: a pair backend takes one rendition per frame set".into(),
-            });
-        }
-        if let [r] = set.renditions.as_slice() {
-            // A pair's chroma is on both sides in one form, or on neither.
-            let same = match (&set.reference_chroma, &r.chroma) {
-                (None, None) => true,
-                (Some(FrameChroma::Packed(_)), Some(FrameChroma::Packed(_))) => true,
-                (Some(FrameChroma::Components(_)), Some(FrameChroma::Components(_))) => true,
-                _ => false,
-            };
-            if !same {
-                return Err(EngineError::Backend {
-                    backend: "cpu",
-                    message: "chroma on one side of the pair only, or in two forms".into(),
-                });
-            }
-        }
+                message,
+            })?;
         if self.parallel.is_some() {
             return self.submit_pool(set);
         }

@@ -139,12 +139,7 @@ impl CudaBackend {
         if scaling.renditions.is_empty() {
             return Err(refuse("a ladder of no rendition"));
         }
-        if scaling.renditions.len() > 1
-            && layout.instances().iter().any(|i| {
-                let n = i.needs();
-                n.previous && !n.reference_only
-            })
-        {
+        if scaling.renditions.len() > 1 && layout.previous_distorted_reader().is_some() {
             return Err(refuse(
                 "an instance reads earlier distorted frames: not scored in a ladder",
             ));
@@ -431,33 +426,16 @@ impl Backend for CudaBackend {
 }
 
 impl CudaBackend {
-    /// Checks a set before anything is enqueued: each plane's size against its stream's,
-    /// chroma as buffer components, rendition slots inside the backend's and each once; a
-    /// pair backend's set holds one rendition, with chroma on both sides or neither.
+    /// Checks a set before anything is enqueued: its rendition slots and a pair's chroma
+    /// ([`FrameSet::check_slots`]), each plane's size against its stream's, chroma as buffer
+    /// components.
     fn check_set(&self, set: &FrameSet<'_>) -> Result<(), EngineError> {
         let refuse = |message: &str| EngineError::Backend {
             backend: "cuda",
             message: message.to_owned(),
         };
-        if self.ladder == 0 {
-            let [r] = set.renditions.as_slice() else {
-                return Err(refuse(
-                    "internal: a pair backend takes one rendition per frame set",
-                ));
-            };
-            let components = |c: &Option<FrameChroma>| match c {
-                None => Some(false),
-                Some(FrameChroma::Components(_)) => Some(true),
-                Some(FrameChroma::Packed(_)) => None,
-            };
-            let (rc, dc) = (components(&set.reference_chroma), components(&r.chroma));
-            if rc.is_none() || rc != dc {
-                return Err(refuse(
-                    "the CUDA backend takes chroma as the buffers' components on both \
-                     sides of the pair (FrameChroma::Components)",
-                ));
-            }
-        }
+        set.check_slots(self.renditions())
+            .map_err(|message| refuse(&message))?;
         self.check(&set.reference, 0)?;
         let packed = |c: &Option<FrameChroma>| matches!(c, Some(FrameChroma::Packed(_)));
         if packed(&set.reference_chroma) || set.renditions.iter().any(|r| packed(&r.chroma)) {
@@ -466,17 +444,8 @@ impl CudaBackend {
                  (FrameChroma::Components), not packed planes",
             ));
         }
-        let mut seen = 0u64;
         for r in &set.renditions {
             let k = r.rendition;
-            if k >= self.renditions() || (k < 64 && seen & (1 << k) != 0) {
-                return Err(refuse(
-                    "internal: rendition slot outside the backend's or repeated",
-                ));
-            }
-            if k < 64 {
-                seen |= 1 << k;
-            }
             self.check(&r.luma, 1 + k)?;
         }
         Ok(())
