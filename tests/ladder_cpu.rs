@@ -535,7 +535,7 @@ fn ladder_backend_refuses_what_it_does_not_take() {
     };
     let scaling = LadderScaling {
         reference: None,
-        renditions: vec![None, None].into(),
+        renditions: vec![None, None],
     };
     let mut backend = CpuBackend::for_ladder(plan.layout(), geometry(8), scaling).unwrap();
     assert_eq!(backend.renditions(), 2);

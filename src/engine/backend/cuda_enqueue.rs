@@ -70,7 +70,10 @@ impl CudaBackend {
         let index = self.start_frame(s)?;
         let has_motion = index > 0;
         let prev = (s + SLOTS - 1) % SLOTS;
-        let (ref_plane, computed) = self.place_set(s, set, index)?;
+        // An instance reading earlier distorted frames (a pair's only) reads this frame's
+        // distorted plane at the next frame.
+        let keeps_distorted = self.layout.previous_distorted_reader().is_some();
+        let (ref_plane, computed) = self.place_set(s, set, index, keeps_distorted)?;
         let slot = &mut self.slots[s];
         if !self.lanes.is_empty() {
             // Every result word of the set zeroed at once: the instances' ladder kernels add
@@ -87,7 +90,6 @@ impl CudaBackend {
             .during("cuStreamWaitEvent(compute)")?;
         // Instances reading the previous frame's reference (or distorted) plane read the
         // previous slot's, still valid: its slot and hold outlive this frame's kernels.
-        let keeps_distorted = self.layout.previous_distorted_reader().is_some();
         let previous = has_motion.then_some(self.slots[prev].ref_plane);
         let previous_distorted =
             (has_motion && keeps_distorted).then_some(self.slots[prev].dis_plane);
@@ -130,22 +132,21 @@ impl CudaBackend {
     }
 
     /// Places the set's planes into slot `s` for frame `index` (the first half of
-    /// [`CudaBackend::enqueue`]) and records its occupants: returns the reference's luma at
-    /// the scoring size and the renditions placed, in the set's order.
+    /// [`CudaBackend::enqueue`]; `keeps_distorted`: a rendition's plane is read again at the
+    /// next frame, so held one frame longer) and records its occupants: returns the
+    /// reference's luma at the scoring size and the renditions placed, in the set's order.
     fn place_set(
         &mut self,
         s: usize,
         set: FrameSet<'_>,
         index: u64,
+        keeps_distorted: bool,
     ) -> Result<(DevPlane, Few<OnDevice>), CudaError> {
         let FrameSet {
             reference,
             reference_chroma,
             renditions,
         } = set;
-        // An instance reading earlier distorted frames (a pair's only) reads this one's
-        // plane at the next frame: held one frame longer.
-        let keeps_distorted = self.layout.previous_distorted_reader().is_some();
         let beside = !self.lanes.is_empty();
         // A ladder places only its renditions with full features this time; a pair its
         // distorted plane on every frame (it always has: tests/gpu_lessons.rs counts those
@@ -296,7 +297,10 @@ impl CudaBackend {
         if self.lanes.is_empty() {
             for c in &mut self.on_compute {
                 let w = c.ex.result_words();
-                let words = slot.dev_out.slice_mut(c.at * n..(c.at + w) * n);
+                let words = slot
+                    .dev_out
+                    .try_slice_mut(c.at * n..(c.at + w) * n)
+                    .ok_or_else(|| internal("an instance's words outside the slot's"))?;
                 launch_instance(c, &self.compute, words, frames, false)?;
             }
             for (side, out) in self.sides.iter_mut().zip(slot.sides.iter_mut()) {
@@ -466,6 +470,19 @@ fn dev_frame(
     }
 }
 
+/// Rendition slot `k`'s `w` words of an instance's `words`.
+///
+/// Errors: [`CudaError::Driver`] when they lie outside `words` (an internal mistake).
+fn chunk<'v>(
+    words: &'v mut CudaViewMut<'_, u64>,
+    k: usize,
+    w: usize,
+) -> Result<CudaViewMut<'v, u64>, CudaError> {
+    words
+        .try_slice_mut(k * w..(k + 1) * w)
+        .ok_or_else(|| internal("result words of a rendition slot"))
+}
+
 /// One instance's kernels of a set on `stream` into `words` (its words for every rendition
 /// slot, `result_words()` each): a reference-only instance once, into the first slot's words
 /// (on every frame when it reads the previous one, else when a rendition computes full
@@ -488,17 +505,17 @@ fn launch_instance(
         }
         return c
             .ex
-            .enqueue(stream, &frames.reference, &mut words.slice_mut(0..w));
+            .enqueue(stream, &frames.reference, &mut chunk(&mut words, 0, w)?);
     }
     if c.previous {
         for (k, f) in &frames.placed {
-            c.ex.enqueue(stream, f, &mut words.slice_mut(k * w..(k + 1) * w))?;
+            c.ex.enqueue(stream, f, &mut chunk(&mut words, *k, w)?)?;
         }
         return Ok(());
     }
     if !ladder || frames.full.is_empty() {
         for (&k, f) in frames.full_slots.iter().zip(&frames.full) {
-            c.ex.enqueue(stream, f, &mut words.slice_mut(k * w..(k + 1) * w))?;
+            c.ex.enqueue(stream, f, &mut chunk(&mut words, k, w)?)?;
         }
         return Ok(());
     }

@@ -209,8 +209,8 @@ impl StreamBufs {
     }
 }
 
-/// A distorted stream's share of a ladder frame in a slot: its rendition slot, whether it
-/// computed the full features, whether its chroma was placed.
+/// A rendition's share of a frame set in a slot (a pair's one, or each of a ladder's): its
+/// rendition slot, whether it computed the full features, whether its chroma was placed.
 #[derive(Clone, Copy)]
 pub(super) struct Occupant {
     pub(super) rendition: usize,
@@ -248,11 +248,11 @@ pub(super) struct Slot {
     pub(super) _lane_counted: Vec<Counted>,
     /// Frame number (since creation or reset) of the occupant.
     pub(super) index: u64,
-    /// Pair frames: whether the features other than motion were computed.
+    /// Whether any rendition of the set computed the features other than the
+    /// reference-only ones.
     pub(super) full: bool,
     pub(super) has_motion: bool,
-    /// Ladder frames: the renditions submitted, in submission order (capacity for all, made
-    /// here).
+    /// The renditions submitted, in submission order (capacity for all, made here).
     pub(super) occupants: Vec<Occupant>,
     /// The two events, for [`super::fault::live`].
     pub(super) _counted: [Counted; 2],
