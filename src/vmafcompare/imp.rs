@@ -2,17 +2,17 @@
 //! and its renditions), and the GStreamer vfuncs, each forwarding to the file that does the
 //! work.
 //!
-//! Files under `imp/` are of two kinds: those that own a type and never name the element
+//! Files under `imp/` are of two kinds. Those that own a type and never name the element
 //! (`util`, `caps`, `range`, `settings`, `prepared`, `rendition`, `session`, `live_state`,
-//! `order`), which
-//! this file imports; and those that add the element's behaviour in `impl VmafCompare` blocks
-//! (`pads`, `flow`, `push`, `mapping`, `scorer`, `outputs`, `setup`, `properties`, `monitor`),
-//! which import this file and are never imported by it, so no two files import each other.
+//! `order`, `mapping`: buffers to frame inputs, `device`: device picking and context sharing)
+//! take the element, where they need it, as a plain `gst::Element` to log on, post from or
+//! reach its pads. Those that add the element's behaviour in `impl VmafCompare` blocks (`pads`,
+//! `flow`, `push`, `scorer`, `outputs`, `setup`, `properties`, `monitor`) drive the aggregator
+//! and the locks; each names in its `use` lines every type and helper it touches. This file
+//! imports the first kind only and the second kind imports it, so no two files import each
+//! other.
 
-use std::os::fd::BorrowedFd;
-use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Instant;
+use std::sync::{LazyLock, Mutex};
 
 use gst::glib;
 use gst::prelude::*;
@@ -20,28 +20,13 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
-use super::{
-    FrameMessage, InputPath, PooledMetric, ResultsFormat, SummaryMessage, VmafBackend,
-    VmafScaleMethod,
-};
-use crate::cpu::{self, CpuPool};
-use crate::cuda::context::PeerAccess;
-use crate::cuda::gst_cuda::{self, CAPS_FEATURE_CUDA_MEMORY, CONTEXT_TYPE};
-use crate::cuda::{pick, DeviceClaim, GpuDevice};
-use crate::engine::scale::range::RangeConversion;
-use crate::engine::scale::{InputScaling, ScaleError, ScaleMethod, Scaling, Siting, StreamScaler};
-use crate::engine::{
-    model::DEFAULT_MODEL, Backend, ComponentInput, DeviceComponent, DeviceLuma, EngineError,
-    FeatureSet, FrameChroma, FrameScores, FrameSet, HostComponent, HostLuma, LogFormat, LogWriter,
-    LumaInput, LumaPlane, NamedModel, RenditionFrame, SampleLayout, ScorePlan, Scored, Scorer,
-    SetRenditions,
-};
-use crate::engine::{CpuBackend, CudaBackend, Geometry};
-use crate::video::frame::Hold;
+use crate::cuda::gst_cuda::CAPS_FEATURE_CUDA_MEMORY;
 
 // Types (imported here).
 mod caps;
+mod device;
 mod live_state;
+mod mapping;
 mod order;
 mod prepared;
 mod range;
@@ -51,7 +36,6 @@ mod settings;
 mod util;
 // Behaviour (`impl VmafCompare`; never imported here).
 mod flow;
-mod mapping;
 /// Live monitoring (issue 7): scoring thread, delay and auto-alignment, windows, alerts.
 mod monitor;
 mod outputs;
@@ -61,11 +45,11 @@ mod push;
 mod scorer;
 mod setup;
 
-use caps::*;
-use prepared::*;
-use session::{PairError, Session, Tag};
-use settings::*;
-use util::*;
+use caps::FORMATS;
+use prepared::Prepared;
+use session::Session;
+use settings::Settings;
+use util::{is_gap, lock, CAT};
 
 pub struct VmafCompare {
     reference_pad: gst_base::AggregatorPad,
@@ -77,9 +61,8 @@ pub struct VmafCompare {
     /// Running-time order of each sink pad's frames (repeats and regressions counted).
     order: Mutex<order::TimestampOrder>,
     /// The `GstCudaContext` shared with CUDA neighbours (`gst.cuda.context`), from NULL->READY
-    /// to READY->NULL: the pipeline's when one was offered, else one wrapping the element's
-    /// own (primary) context.
-    cuda_context: Mutex<Option<gst::Object>>,
+    /// to READY->NULL, and the choice of GPU.
+    cuda: device::CudaSharing,
 }
 
 /// The element's public type (re-exported as `crate::vmafcompare::VmafCompare`), declared
@@ -123,7 +106,7 @@ impl ObjectSubclass for VmafCompare {
             state: Mutex::new(Session::default()),
             monitor: live_state::Monitor::default(),
             order: Mutex::new(order::TimestampOrder::default()),
-            cuda_context: Mutex::new(None),
+            cuda: device::CudaSharing::default(),
         }
     }
 }
@@ -247,7 +230,7 @@ impl ElementImpl for VmafCompare {
         }
         if transition == gst::StateChange::ReadyToNull {
             *lock(&self.prepared) = None;
-            *lock(&self.cuda_context) = None;
+            self.cuda.clear();
         }
         Ok(ret)
     }
@@ -313,19 +296,13 @@ impl ElementImpl for VmafCompare {
     }
 
     fn set_context(&self, context: &gst::Context) {
-        if context.context_type() == CONTEXT_TYPE {
-            if let Some(lib) = gst_cuda::library() {
-                // The opened device's context only; before NULL->READY, the setting's (-1: any).
-                let device_id = match self.active_device_id() {
-                    -1 => lock(&self.settings).device_id,
-                    open => open,
-                };
-                let element = self.obj().upcast_ref::<gst::Element>().clone();
-                let mut slot = lock(&self.cuda_context).take();
-                lib.handle_set_context(&element, context, device_id, &mut slot);
-                *lock(&self.cuda_context) = slot;
-            }
-        }
+        // The opened device's context only; before NULL->READY, the setting's (-1: any).
+        let device_id = match self.active_device_id() {
+            -1 => lock(&self.settings).device_id,
+            open => open,
+        };
+        self.cuda
+            .set_context(self.obj().upcast_ref(), context, device_id);
         self.parent_set_context(context)
     }
 }
@@ -364,11 +341,11 @@ impl AggregatorImpl for VmafCompare {
     }
 
     fn sink_query(&self, pad: &gst_base::AggregatorPad, query: &mut gst::QueryRef) -> bool {
-        self.answer_context_query(query) || self.parent_sink_query(pad, query)
+        self.cuda.answer_query(self.obj().upcast_ref(), query) || self.parent_sink_query(pad, query)
     }
 
     fn src_query(&self, query: &mut gst::QueryRef) -> bool {
-        self.answer_context_query(query) || self.parent_src_query(query)
+        self.cuda.answer_query(self.obj().upcast_ref(), query) || self.parent_src_query(query)
     }
 
     fn update_src_caps(&self, _caps: &gst::Caps) -> Result<gst::Caps, gst::FlowError> {

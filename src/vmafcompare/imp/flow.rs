@@ -5,8 +5,18 @@
 //! under `backend=auto` hands the sets in flight to the CPU, and the end of the stream
 //! completes everything.
 
+use std::time::Instant;
+
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+
 use super::live_state::Input;
-use super::*;
+use super::session::{PairError, Session, Tag};
+use super::util::{is_gap, lock, CAT};
+use super::VmafCompare;
+use crate::engine::{EngineError, Scored};
+use crate::vmafcompare::{VmafBackend, VmafScaleMethod};
 
 /// Half the shorter of two frame durations: frames further apart than this do not pair
 /// (with differing frame rates each frame of the slower stream pairs with the nearest frame
@@ -462,7 +472,7 @@ impl VmafCompare {
         }
         drop(state);
         for (k, name) in logs {
-            match self.open_log_named(name.as_deref()) {
+            match lock(&self.settings).open_log(name.as_deref()) {
                 Ok(log) => {
                     if let Some(r) = lock(&self.state).renditions.get_mut(k) {
                         r.log = log;

@@ -2,7 +2,21 @@
 //! system memory mapped in place, CUDA memory by device pointer, DMABuf imported into CUDA or
 //! read back, and the path a pad's frames took.
 
-use super::*;
+use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+
+use gst::glib;
+
+use super::caps::{component_offset, sample_bytes, PadVideo};
+use super::util::CAT;
+use crate::cuda::context::PeerAccess;
+use crate::cuda::gst_cuda;
+use crate::cuda::GpuDevice;
+use crate::engine::{
+    ComponentInput, DeviceComponent, DeviceLuma, HostComponent, HostLuma, LumaInput, SampleLayout,
+};
+use crate::video::frame::Hold;
+use crate::vmafcompare::InputPath;
 
 /// One pad's luma plane, mapped for the backend for the time of one submission.
 // Lives on the stack for one call; boxing the mapped frame would allocate per frame.
@@ -271,24 +285,26 @@ pub(super) fn host_components<'b, F: HostFrame>(
     Ok(Some([comp(1)?, comp(2)?]))
 }
 
-impl VmafCompare {
-    /// Maps the luma plane of `buffer` for the backend: in place on the GPU when it is CUDA
-    /// memory (or an importable DMABuf) and the backend reads device memory, else mapped in
-    /// host memory: with `defers` (the backend reads host rows after the submission,
-    /// [`Scorer::defers_host_rows`]) as an owned frame whose `Arc` is the rows' hold. Returns
-    /// the mapping and the path taken; the first use of each path on a pad is logged at debug
-    /// level.
+impl<'a> MappedLuma<'a> {
+    /// Maps the luma plane of `buffer` (a frame of `video`, samples raised to `bpc` bits) for
+    /// the backend: in place on the GPU when it is CUDA memory (or an importable DMABuf) and
+    /// the backend reads device memory (`gpu` given), else mapped in host memory: with
+    /// `defers` (the backend reads host rows after the submission,
+    /// [`crate::engine::Scorer::defers_host_rows`]) as an owned frame whose `Arc` is the
+    /// rows' hold. Returns the mapping and the path taken. A DMABuf the driver refuses sets
+    /// `dmabuf_refused` (logged at info level on `element`): later frames are read back
+    /// through host memory without trying again.
     ///
     /// Errors: a text naming what failed (the map, the layout).
-    pub(super) fn map_luma<'a>(
-        &self,
+    pub(super) fn map(
+        element: &gst::Element,
         video: &PadVideo,
         buffer: &'a gst::Buffer,
         bpc: u32,
         gpu: Option<&GpuDevice>,
         defers: bool,
-        state: &mut Session,
-    ) -> Result<(MappedLuma<'a>, InputPath), String> {
+        dmabuf_refused: &mut bool,
+    ) -> Result<(Self, InputPath), String> {
         let finfo = video.info.format_info();
         let bytes = sample_bytes(&finfo);
         if finfo.pixel_stride()[0] as usize != bytes || finfo.poffset()[0] != 0 {
@@ -335,8 +351,8 @@ impl VmafCompare {
             };
             return Ok((MappedLuma::Device(Some(luma), chroma), path));
         }
-        if let (Some(dev), Some(dm)) = (gpu, dmabuf.filter(|_| single && !state.dmabuf_refused)) {
-            match self.import_dmabuf(dev, dm, buffer, &video.info) {
+        if let (Some(dev), Some(dm)) = (gpu, dmabuf.filter(|_| single && !*dmabuf_refused)) {
+            match import_dmabuf(dev, dm, buffer, &video.info) {
                 Ok((planes, hold)) => {
                     let context = dev.context().cu_ctx() as usize;
                     let chroma = device_components(
@@ -361,10 +377,10 @@ impl VmafCompare {
                     ));
                 }
                 Err(e) => {
-                    state.dmabuf_refused = true;
+                    *dmabuf_refused = true;
                     gst::info!(
                         CAT,
-                        imp = self,
+                        obj = element,
                         "DMABuf import refused ({e}): reading DMABuf frames back through host memory"
                     );
                 }
@@ -399,112 +415,135 @@ impl VmafCompare {
         Ok((MappedLuma::Host { frame, layout }, path))
     }
 
-    /// Imports the DMABuf of a single-memory `buffer` into the GPU's context and locates its
-    /// planes. Returns `(device pointer, pitch)` of planes 0..3 (`(0, 0)` past the format's
-    /// planes) and the hold.
-    pub(super) fn import_dmabuf(
+    /// Logs on `element` the first use of `path` on `pad` (the caller keeps which paths a
+    /// pad took); a CUDA peer copy is reported with its devices ([`report_peer_path`]).
+    pub(super) fn report_path(
         &self,
-        dev: &GpuDevice,
-        mem: &gst_allocators::DmaBufMemoryRef,
-        buffer: &gst::Buffer,
-        info: &gst_video::VideoInfo,
-    ) -> Result<(DevicePlanes, Box<dyn Send>), String> {
-        let fd = mem.fd();
-        if fd < 0 {
-            return Err("DMABuf memory without a file descriptor".into());
-        }
-        // SAFETY: the memory owns `fd` and outlives this call (the buffer holds it).
-        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-        // A dma-buf's size is what lseek to its end reports.
-        let size = {
-            let dup = fd.try_clone_to_owned().map_err(|e| e.to_string())?;
-            let mut file = std::fs::File::from(dup);
-            std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(|e| e.to_string())?
-        };
-        let imported = dev.import_dmabuf(fd, size).map_err(|e| e.to_string())?;
-        let (offsets, strides): (Vec<usize>, Vec<usize>) =
-            match buffer.meta::<gst_video::VideoMeta>() {
-                Some(m) => (
-                    m.offset().to_vec(),
-                    m.stride().iter().map(|s| (*s).max(0) as usize).collect(),
-                ),
-                None => (
-                    info.offset().to_vec(),
-                    info.stride().iter().map(|s| (*s).max(0) as usize).collect(),
-                ),
-            };
-        let finfo = info.format_info();
-        let mut planes = [(0u64, 0usize); 3];
-        for (p, slot) in planes.iter_mut().enumerate().take(info.n_planes() as usize) {
-            let (Some(&offset), Some(&stride)) = (offsets.get(p), strides.get(p)) else {
-                continue;
-            };
-            // The plane's rows and the bytes of its last row that carry samples.
-            let comps: Vec<usize> = (0..finfo.n_components() as usize)
-                .filter(|&c| finfo.plane()[c] as usize == p)
-                .collect();
-            let Some(&c) = comps.first() else { continue };
-            let rows = finfo.scale_height(c as u8, info.height()) as usize;
-            let bytes = sample_bytes(&finfo);
-            let row = comps
-                .iter()
-                .map(|&c| {
-                    let w = finfo.scale_width(c as u8, info.width()) as usize;
-                    let pixel_stride = finfo.pixel_stride()[c].max(1) as usize;
-                    w.checked_sub(1).map_or(0, |last| {
-                        component_offset(&finfo, c) + last * pixel_stride + bytes
-                    })
-                })
-                .max()
-                .unwrap_or(0);
-            let start = mem.offset() + offset;
-            let needed = stride
-                .checked_mul(rows.saturating_sub(1))
-                .and_then(|n| n.checked_add(start))
-                .and_then(|n| n.checked_add(row))
-                .unwrap_or(usize::MAX);
-            if needed > imported.len() {
-                return Err(format!(
-                    "DMABuf of {} bytes, {needed} needed for plane {p}",
-                    imported.len()
-                ));
+        element: &gst::Element,
+        pad: &str,
+        path: InputPath,
+        gpu: Option<&GpuDevice>,
+    ) {
+        gst::debug!(
+            CAT,
+            obj = element,
+            "{pad} frames reach the backend via '{}'",
+            path.name()
+        );
+        if let (Some(dev), MappedLuma::Device(Some(d), _)) = (gpu, self) {
+            if path == InputPath::CudaPeerCopy {
+                report_peer_path(element, pad, dev, d.ptr, d.context);
             }
-            *slot = (imported.ptr() + start as u64, stride);
         }
-        Ok((planes, Box::new((imported, buffer.clone()))))
     }
+}
 
-    /// Says once per pad how CUDA memory of another context reaches the element's device:
-    /// at info level when it is copied on the device or peer-to-peer (peer access enabled),
-    /// as an element warning when the two devices have no peer access and the driver stages
-    /// every copy through host memory.
-    pub(super) fn report_peer_path(&self, pad: &str, dev: &GpuDevice, ptr: u64, context: usize) {
-        let to = dev.ordinal();
-        match dev.peer_access(ptr, context) {
-            Ok(PeerAccess::SameDevice) => gst::info!(
-                CAT,
-                imp = self,
-                "{pad}: CUDA memory of another context on device {to}, copied on the device"
-            ),
-            Ok(PeerAccess::Direct { from }) => gst::info!(
-                CAT,
-                imp = self,
-                "{pad}: CUDA memory of device {from} copied peer-to-peer to device {to} \
+/// Imports the DMABuf of a single-memory `buffer` into the GPU's context and locates its
+/// planes. Returns `(device pointer, pitch)` of planes 0..3 (`(0, 0)` past the format's
+/// planes) and the hold.
+///
+/// Errors: a text when the memory has no file descriptor, the driver refuses it, or a plane
+/// would pass its end.
+fn import_dmabuf(
+    dev: &GpuDevice,
+    mem: &gst_allocators::DmaBufMemoryRef,
+    buffer: &gst::Buffer,
+    info: &gst_video::VideoInfo,
+) -> Result<(DevicePlanes, Box<dyn Send>), String> {
+    let fd = mem.fd();
+    if fd < 0 {
+        return Err("DMABuf memory without a file descriptor".into());
+    }
+    // SAFETY: the memory owns `fd` and outlives this call (the buffer holds it).
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    // A dma-buf's size is what lseek to its end reports.
+    let size = {
+        let dup = fd.try_clone_to_owned().map_err(|e| e.to_string())?;
+        let mut file = std::fs::File::from(dup);
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(|e| e.to_string())?
+    };
+    let imported = dev.import_dmabuf(fd, size).map_err(|e| e.to_string())?;
+    let (offsets, strides): (Vec<usize>, Vec<usize>) = match buffer.meta::<gst_video::VideoMeta>() {
+        Some(m) => (
+            m.offset().to_vec(),
+            m.stride().iter().map(|s| (*s).max(0) as usize).collect(),
+        ),
+        None => (
+            info.offset().to_vec(),
+            info.stride().iter().map(|s| (*s).max(0) as usize).collect(),
+        ),
+    };
+    let finfo = info.format_info();
+    let mut planes = [(0u64, 0usize); 3];
+    for (p, slot) in planes.iter_mut().enumerate().take(info.n_planes() as usize) {
+        let (Some(&offset), Some(&stride)) = (offsets.get(p), strides.get(p)) else {
+            continue;
+        };
+        // The plane's rows and the bytes of its last row that carry samples.
+        let comps: Vec<usize> = (0..finfo.n_components() as usize)
+            .filter(|&c| finfo.plane()[c] as usize == p)
+            .collect();
+        let Some(&c) = comps.first() else { continue };
+        let rows = finfo.scale_height(c as u8, info.height()) as usize;
+        let bytes = sample_bytes(&finfo);
+        let row = comps
+            .iter()
+            .map(|&c| {
+                let w = finfo.scale_width(c as u8, info.width()) as usize;
+                let pixel_stride = finfo.pixel_stride()[c].max(1) as usize;
+                w.checked_sub(1).map_or(0, |last| {
+                    component_offset(&finfo, c) + last * pixel_stride + bytes
+                })
+            })
+            .max()
+            .unwrap_or(0);
+        let start = mem.offset() + offset;
+        let needed = stride
+            .checked_mul(rows.saturating_sub(1))
+            .and_then(|n| n.checked_add(start))
+            .and_then(|n| n.checked_add(row))
+            .unwrap_or(usize::MAX);
+        if needed > imported.len() {
+            return Err(format!(
+                "DMABuf of {} bytes, {needed} needed for plane {p}",
+                imported.len()
+            ));
+        }
+        *slot = (imported.ptr() + start as u64, stride);
+    }
+    Ok((planes, Box::new((imported, buffer.clone()))))
+}
+
+/// Says once per pad how CUDA memory of another context reaches `element`'s device:
+/// at info level when it is copied on the device or peer-to-peer (peer access enabled),
+/// as an element warning when the two devices have no peer access and the driver stages
+/// every copy through host memory.
+fn report_peer_path(element: &gst::Element, pad: &str, dev: &GpuDevice, ptr: u64, context: usize) {
+    let to = dev.ordinal();
+    match dev.peer_access(ptr, context) {
+        Ok(PeerAccess::SameDevice) => gst::info!(
+            CAT,
+            obj = element,
+            "{pad}: CUDA memory of another context on device {to}, copied on the device"
+        ),
+        Ok(PeerAccess::Direct { from }) => gst::info!(
+            CAT,
+            obj = element,
+            "{pad}: CUDA memory of device {from} copied peer-to-peer to device {to} \
                  (peer access enabled, no host round trip)"
-            ),
-            Ok(PeerAccess::Staged { from }) => gst::element_imp_warning!(
-                self,
-                gst::ResourceError::Settings,
-                ("{pad}: frames in CUDA memory of device {from} reach device-id={to} through \
+        ),
+        Ok(PeerAccess::Staged { from }) => gst::element_warning!(
+            element,
+            gst::ResourceError::Settings,
+            ("{pad}: frames in CUDA memory of device {from} reach device-id={to} through \
                      host memory: the two GPUs have no peer access. Scores are unaffected; \
                      for speed decode on device {to} or set device-id={from}")
-            ),
-            Err(e) => gst::element_imp_warning!(
-                self,
-                gst::ResourceError::Settings,
-                ("{pad}: frames in CUDA memory of another device are copied by the driver; \
+        ),
+        Err(e) => gst::element_warning!(
+            element,
+            gst::ResourceError::Settings,
+            ("{pad}: frames in CUDA memory of another device are copied by the driver; \
                      peer access could not be set up: {e}")
-            ),
-        }
+        ),
     }
 }

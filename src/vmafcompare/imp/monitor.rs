@@ -4,29 +4,31 @@
 //! the latency these add. `imp.rs` calls in here at a few delimited points.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
 use gst::glib;
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
-use gst_video::prelude::*;
 
-use super::{lock, VmafCompare, CAT};
+use super::util::lock;
+use super::VmafCompare;
 
 mod align;
 mod inputs;
 mod scoring;
 
-use super::live_state::*;
-use crate::engine::align::{Aligner, Thumb};
+use super::live_state::{
+    align_frames, RenditionLive, Stream, DEFAULT_ALERT_HYSTERESIS, DEFAULT_ALIGN_DURATION,
+    DEFAULT_ALIGN_MAX_OFFSET, DEFAULT_QUEUE_SIZE, DEFAULT_WINDOW_SIZE, FALLBACK_FRAME,
+    MAX_ALIGN_DURATION, MAX_ALIGN_MAX_OFFSET, MAX_DELAY, MAX_QUEUE_SIZE, TEST_SLOW_ENV,
+};
+use crate::engine::align::Aligner;
 use crate::engine::window::{
     Alert, AlertChange, Window, WindowSpan, WindowStats, MAX_WINDOW_FRAMES,
 };
-use crate::vmafcompare::live::{Job, OnFull, Progress, ScoringQueue};
-use crate::vmafcompare::slots::{Due, Released};
-use crate::vmafcompare::{AlertMessage, FrameMessage, OffsetMessage, META_NAME};
+use crate::vmafcompare::live::OnFull;
+use crate::vmafcompare::{AlertMessage, FrameMessage, META_NAME};
 
 /// Parameter specs of the live-monitoring properties, appended to the element's.
 pub(super) fn properties() -> Vec<glib::ParamSpec> {

@@ -1,28 +1,15 @@
 //! Outputs: each scored frame's buffer with its meta, the per-frame and summary messages, and
 //! the libvmaf-layout log (`results-location`).
 
-use super::*;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
 
-/// The summary's pooled statistics of every metric of `pool`, log order.
-pub(super) fn pooled_metrics(pool: &crate::engine::Pool) -> Vec<(String, PooledMetric)> {
-    pool.pooled()
-        .into_iter()
-        .map(|(n, p)| {
-            (
-                n.to_owned(),
-                PooledMetric {
-                    min: p.min,
-                    max: p.max,
-                    mean: p.mean,
-                    harmonic_mean: p.harmonic_mean,
-                    percentile_1: p.percentile_1,
-                    percentile_5: p.percentile_5,
-                    percentile_10: p.percentile_10,
-                },
-            )
-        })
-        .collect()
-}
+use super::session::{ClosedRendition, Tag};
+use super::util::{is_gap, lock, CAT};
+use super::VmafCompare;
+use crate::engine::{EngineError, FrameScores, Scored};
+use crate::vmafcompare::FrameMessage;
 
 impl VmafCompare {
     /// The `stats` property: the summary's counters so far (see its blurb). Takes each lock
@@ -30,17 +17,7 @@ impl VmafCompare {
     /// holding another.
     pub(super) fn stats(&self) -> gst::Structure {
         let (skipped, late) = self.monitor_counts();
-        let (frames, unpaired_reference, unpaired_distorted) = {
-            let state = lock(&self.state);
-            let frames = (0..state.renditions.len())
-                .filter_map(|k| state.scorer.as_ref()?.track(k))
-                .map(|t| t.pool().count())
-                .sum::<u64>();
-            let (r, d) = state.renditions.iter().fold((0, 0), |(r, d), x| {
-                (r + x.unpaired_reference, d + x.unpaired_distorted)
-            });
-            (frames, r, d)
-        };
+        let (frames, unpaired_reference, unpaired_distorted) = lock(&self.state).counts();
         let (order_reference, order_distorted) = {
             let o = lock(&self.order);
             (o.count("reference"), o.total() - o.count("reference"))
@@ -181,76 +158,32 @@ impl VmafCompare {
 
     /// Writes rendition `k`'s frame to its log; a write error ends the stream.
     pub(super) fn write_log(&self, k: usize, scores: &FrameScores) -> Result<(), gst::FlowError> {
-        let mut state = lock(&self.state);
-        let (w, h) = state.geometry.map(|(w, h, _)| (w, h)).unwrap_or((0, 0));
-        let Some(r) = state.renditions.get_mut(k) else {
-            return Ok(());
-        };
-        if let Some(log) = r.log.as_mut() {
-            if let Err(e) = log.write_frame(scores, w, h) {
-                r.log = None;
-                drop(state);
-                gst::element_imp_error!(self, gst::ResourceError::Write, ("{}", e));
-                return Err(gst::FlowError::Error);
-            }
-        }
-        Ok(())
+        let written = lock(&self.state).write_log(k, scores);
+        written.map_err(|e| {
+            gst::element_imp_error!(self, gst::ResourceError::Write, ("{}", e));
+            gst::FlowError::Error
+        })
     }
 
     /// Posts rendition `k`'s summary (once: at the end of the stream, or when its pad is
     /// released) and closes its log; warns when frames had no partner.
     pub(super) fn post_summary(&self, k: usize) {
-        let settings = lock(&self.settings).clone();
-        let (skipped, late) = self.monitor_counts();
-        let mut state = lock(&self.state);
-        let geometry = state.geometry;
-        let ladder = state.ladder;
-        let reference_input = joined(state.reference_paths.iter().map(|p| p.name()));
-        let reference_scaling = joined(&state.reference_scaled);
-        let backend = state
-            .scorer
-            .as_ref()
-            .map_or("cpu", |s| s.backend_name())
-            .to_owned();
-        let track = state.scorer.as_ref().and_then(|s| s.track(k));
-        let frames = track.map_or(0, |s| s.pool().count());
-        let metrics = track.map(|s| pooled_metrics(s.pool())).unwrap_or_default();
-        match state.renditions.get_mut(k) {
-            Some(r) if !r.done => r.done = true,
-            _ => return,
-        }
-        let log_result = state.finish_log(k);
-        let r = &state.renditions[k];
-        let out_of_order = {
-            let o = lock(&self.order);
-            (o.count("reference"), o.count(&r.name))
+        let model = lock(&self.settings).model.clone();
+        let counts = self.monitor_counts();
+        let end = {
+            let mut state = lock(&self.state);
+            let order = lock(&self.order);
+            state.close_rendition(k, &model, counts, &order)
         };
-        let (reference_range, distorted_range, range_conversion) = r.ranges.fields();
-        let summary = SummaryMessage {
-            frames,
-            unpaired_reference: r.unpaired_reference,
-            unpaired_distorted: r.unpaired_distorted,
-            out_of_order_reference: out_of_order.0,
-            out_of_order_distorted: out_of_order.1,
-            backend,
-            model: settings.model.clone(),
-            reference_input,
-            distorted_input: joined(r.paths.iter().map(|p| p.name())),
-            metrics,
-            skipped,
-            late,
-            scored_width: geometry.map_or(0, |(w, _, _)| w),
-            scored_height: geometry.map_or(0, |(_, h, _)| h),
-            reference_scaling,
-            distorted_scaling: joined(&r.scaled),
-            reference_range,
-            distorted_range,
-            range_conversion,
-            pad: ladder.then(|| r.name.clone()),
-            label: ladder.then(|| r.label_or_name()),
+        let Some(ClosedRendition {
+            summary,
+            name,
+            log: log_result,
+        }) = end
+        else {
+            return;
         };
-        let name = r.name.clone();
-        drop(state);
+        let (frames, ladder) = (summary.frames, summary.pad.is_some());
         if let Some(Err(e)) = log_result {
             gst::element_imp_error!(self, gst::ResourceError::Write, ("{}", e));
         }
@@ -296,60 +229,11 @@ impl VmafCompare {
         );
     }
 
-    /// Creates (truncating) the `results-location` log, if one is set.
-    pub(super) fn open_log(&self) -> Result<Option<LogWriter>, gst::ErrorMessage> {
-        self.open_log_named(None)
-    }
-
-    /// Creates (truncating) the `results-location` log, if one is set; with `rendition`
-    /// (ladder mode) that rendition's log (see `rendition_location`).
-    pub(super) fn open_log_named(
-        &self,
-        rendition: Option<&str>,
-    ) -> Result<Option<LogWriter>, gst::ErrorMessage> {
-        let settings = lock(&self.settings).clone();
-        let Some(location) = settings.results_location.as_deref() else {
-            return Ok(None);
-        };
-        let named;
-        let location = match rendition {
-            Some(name) => {
-                named = rendition::rendition_location(location, name);
-                named.as_str()
-            }
-            None => location,
-        };
-        let format = match settings.results_format {
-            ResultsFormat::Json => LogFormat::Json,
-            ResultsFormat::Xml => LogFormat::Xml,
-            ResultsFormat::Csv => LogFormat::Csv,
-        };
-        LogWriter::create(&PathBuf::from(location), format)
-            .map(Some)
-            .map_err(|e| {
-                gst::error_msg!(
-                    gst::ResourceError::OpenWrite,
-                    ("{}", e),
-                    ["Check that the directory exists and is writable (results-location)."]
-                )
-            })
-    }
-
     /// PAUSED->READY before the end: each open log gets its pooled section and is closed.
     ///
     /// Errors: a log could not be written (the first such).
     pub(super) fn close_logs(&self) -> Result<(), gst::ErrorMessage> {
-        let mut state = lock(&self.state);
-        let mut failed = Vec::new();
-        for k in 0..state.renditions.len() {
-            if let Some(Err(e)) = state.finish_log(k) {
-                failed.push(e.to_string());
-            }
-        }
-        drop(state);
-        match failed.into_iter().next() {
-            Some(e) => Err(gst::error_msg!(gst::ResourceError::Write, ("{}", e))),
-            None => Ok(()),
-        }
+        let closed = lock(&self.state).close_logs();
+        closed.map_err(|e| gst::error_msg!(gst::ResourceError::Write, ("{}", e)))
     }
 }

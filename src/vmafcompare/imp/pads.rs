@@ -4,9 +4,15 @@
 //! differs is data (`Session::ladder`: which buffer leaves on the src pad, whether messages,
 //! summaries and logs name the rendition).
 
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+
+use super::caps::{PadVideo, MAX_DIMENSION};
+use super::prepared::Prepared;
 use super::rendition::Rendition;
-use super::*;
-use crate::vmafcompare::VmafRenditionPad;
+use super::util::{joined, lock, CAT};
+use super::{range, VmafCompare};
+use crate::vmafcompare::{VmafRenditionPad, VmafScaleMethod};
 
 impl VmafCompare {
     /// The distorted pads that carry a ladder's renditions, in slot order: `distorted` when
@@ -51,11 +57,14 @@ impl VmafCompare {
                 .map_err(|_| {
                     gst::error_msg!(gst::CoreError::Pad, ["distorted pad of another type"])
                 })?;
-            return Ok((vec![Rendition::new(pad, self.open_log()?)], false));
+            return Ok((
+                vec![Rendition::new(pad, lock(&self.settings).open_log(None)?)],
+                false,
+            ));
         }
         let mut renditions = Vec::with_capacity(pads.len());
         for pad in pads {
-            let mut log = self.open_log_named(Some(&pad.label_or_name()))?;
+            let mut log = lock(&self.settings).open_log(Some(&pad.label_or_name()))?;
             let r = Rendition::new(pad, None);
             if let Some(l) = log.as_mut() {
                 l.note("pad", r.name.clone());

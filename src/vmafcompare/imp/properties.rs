@@ -1,7 +1,21 @@
 //! Properties: the `ObjectImpl` that installs the element's properties (`gst-inspect-1.0`
-//! text) and reads and writes its [`Settings`]. The live-monitoring properties are in [`super::monitor`].
+//! text) and reads and writes its [`super::settings::Settings`]. The live-monitoring properties are in [`super::monitor`].
 
-use super::*;
+use std::sync::LazyLock;
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+
+use super::caps::MAX_DIMENSION;
+use super::settings::{
+    AUTO_DEVICE_ID, DEFAULT_DEVICE_ID, DEFAULT_SUBSAMPLE, DEFAULT_THREADS, MAX_SUBSAMPLE,
+    MAX_THREADS,
+};
+use super::util::{lock, CAT};
+use super::{monitor, VmafCompare};
+use crate::engine::model::DEFAULT_MODEL;
+use crate::vmafcompare::{ResultsFormat, VmafBackend, VmafScaleMethod};
 
 impl ObjectImpl for VmafCompare {
     fn properties() -> &'static [glib::ParamSpec] {

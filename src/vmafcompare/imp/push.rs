@@ -3,8 +3,15 @@
 //! their chroma packed (CPU backend) or in the buffers' own layouts (CUDA backend), the
 //! paths taken recorded per pad, and one tag per rendition frame.
 
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+
+use super::caps::PadVideo;
 use super::mapping::MappedLuma;
-use super::*;
+use super::session::{PairError, Session, Tag};
+use super::VmafCompare;
+use crate::cuda::GpuDevice;
+use crate::engine::{FrameChroma, FrameSet, LumaPlane, RenditionFrame, Scored, SetRenditions};
 
 /// Packed chroma of the renditions of one set: slot, Cb/Cr, their size.
 type PackedChroma = Vec<(usize, [Vec<u16>; 2], Option<(usize, usize)>)>;
@@ -61,9 +68,18 @@ impl VmafCompare {
                 None => format!("rendition {k}"),
             }
         };
-        let (mut rm, rp) = self
-            .map_luma(&rv, reference, bpc, gpu, defers, state)
-            .map_err(|e| PairError::Map(format!("reference: {e}")))?;
+        let element = self.obj();
+        let element = element.upcast_ref::<gst::Element>();
+        let (mut rm, rp) = MappedLuma::map(
+            element,
+            &rv,
+            reference,
+            bpc,
+            gpu,
+            defers,
+            &mut state.dmabuf_refused,
+        )
+        .map_err(|e| PairError::Map(format!("reference: {e}")))?;
         let mut mapped = Vec::with_capacity(partners.len());
         let mut paths = Vec::with_capacity(partners.len());
         for (k, p) in partners.iter().enumerate() {
@@ -74,14 +90,14 @@ impl VmafCompare {
                     label(k)
                 )));
             };
-            let (m, path) = self
-                .map_luma(&v, b, bpc, gpu, defers, state)
-                .map_err(|e| PairError::Map(format!("{}: {e}", label(k))))?;
+            let (m, path) =
+                MappedLuma::map(element, &v, b, bpc, gpu, defers, &mut state.dmabuf_refused)
+                    .map_err(|e| PairError::Map(format!("{}: {e}", label(k))))?;
             mapped.push((k, m, b));
             paths.push((k, path));
         }
         if state.reference_paths.insert(rp) {
-            self.report_path("reference", rp, &rm, gpu);
+            rm.report_path(element, "reference", rp, gpu);
         }
         for (k, path) in paths {
             let Some(r) = state.renditions.get_mut(k) else {
@@ -90,7 +106,7 @@ impl VmafCompare {
             if r.paths.insert(path) {
                 let m = mapped.iter().find(|(j, _, _)| *j == k).map(|(_, m, _)| m);
                 if let Some(m) = m {
-                    self.report_path(&r.name, path, m, gpu);
+                    m.report_path(element, &r.name, path, gpu);
                 }
             }
         }
@@ -203,26 +219,5 @@ impl VmafCompare {
             state.renditions[k].chroma = c;
         }
         result
-    }
-
-    /// Logs the first use of `path` on `pad`; a CUDA peer copy is reported with its devices.
-    fn report_path(
-        &self,
-        pad: &str,
-        path: InputPath,
-        mapped: &MappedLuma<'_>,
-        gpu: Option<&GpuDevice>,
-    ) {
-        gst::debug!(
-            CAT,
-            imp = self,
-            "{pad} frames reach the backend via '{}'",
-            path.name()
-        );
-        if let (Some(dev), MappedLuma::Device(Some(d), _)) = (gpu, mapped) {
-            if path == InputPath::CudaPeerCopy {
-                self.report_peer_path(pad, dev, d.ptr, d.context);
-            }
-        }
     }
 }

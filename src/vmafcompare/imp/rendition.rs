@@ -73,33 +73,3 @@ impl range::RenditionName for Rendition {
         &self.name
     }
 }
-
-/// `results-location` for one rendition: `%s` replaced by its label (or pad name), else the
-/// name inserted before the extension (`scores.json` -> `scores-720p.json`).
-pub(super) fn rendition_location(location: &str, name: &str) -> String {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if location.contains("%s") {
-        return location.replace("%s", &safe);
-    }
-    let path = std::path::Path::new(location);
-    match (path.file_stem(), path.extension()) {
-        (Some(stem), Some(ext)) => path
-            .with_file_name(format!(
-                "{}-{safe}.{}",
-                stem.to_string_lossy(),
-                ext.to_string_lossy()
-            ))
-            .to_string_lossy()
-            .into_owned(),
-        _ => format!("{location}-{safe}"),
-    }
-}

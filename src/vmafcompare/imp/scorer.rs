@@ -3,10 +3,20 @@
 //! its backend (CUDA when the element holds a GPU, else the CPU), made again when a pad's size
 //! or range changes.
 
+use std::sync::Arc;
+
+use gst::subclass::prelude::*;
+
+use super::caps::{chroma_size, FrameFormat, PadVideo};
 use super::range::RangeNotes;
-use super::*;
-use crate::engine::scale::range::ColourRange;
-use crate::engine::scale::range::RangeDecision;
+use super::session::{Session, Tag};
+use super::util::{joined, lock, CAT};
+use super::{range, rendition, VmafCompare};
+use crate::cuda::GpuDevice;
+use crate::engine::scale::range::{ColourRange, RangeConversion, RangeDecision};
+use crate::engine::scale::{InputScaling, ScaleError, ScaleMethod, Scaling, Siting, StreamScaler};
+use crate::engine::{Backend, CpuBackend, CudaBackend, Geometry, ScorePlan, Scored, Scorer};
+use crate::vmafcompare::{VmafBackend, VmafScaleMethod};
 
 impl VmafCompare {
     /// Makes (or remakes, after a pad's size or range changed) the scorer for the reference's

@@ -1,6 +1,10 @@
-//! The element's settings behind its mutex ([`Settings`]): their defaults and ranges.
+//! The element's settings behind its mutex ([`Settings`]): their defaults and ranges, and the
+//! results log that `results-location` and `results-format` name.
+
+use std::path::Path;
 
 use crate::engine::model::DEFAULT_MODEL;
+use crate::engine::{LogFormat, LogWriter};
 use crate::vmafcompare::{ResultsFormat, VmafBackend, VmafScaleMethod};
 
 pub(super) const DEFAULT_SUBSAMPLE: u32 = 1;
@@ -55,5 +59,69 @@ impl Default for Settings {
             score_width: 0,
             score_height: 0,
         }
+    }
+}
+
+impl Settings {
+    /// Creates (truncating) the `results-location` log in `results-format`, if a location is
+    /// set; with `rendition` (a ladder's rendition, by label or pad name) that rendition's
+    /// log ([`rendition_location`]).
+    ///
+    /// Errors: the file could not be created (the message says to check the directory).
+    pub(super) fn open_log(
+        &self,
+        rendition: Option<&str>,
+    ) -> Result<Option<LogWriter>, gst::ErrorMessage> {
+        let Some(location) = self.results_location.as_deref() else {
+            return Ok(None);
+        };
+        let location = match rendition {
+            Some(name) => rendition_location(location, name),
+            None => location.to_owned(),
+        };
+        let format = match self.results_format {
+            ResultsFormat::Json => LogFormat::Json,
+            ResultsFormat::Xml => LogFormat::Xml,
+            ResultsFormat::Csv => LogFormat::Csv,
+        };
+        LogWriter::create(Path::new(&location), format)
+            .map(Some)
+            .map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    ("{}", e),
+                    ["Check that the directory exists and is writable (results-location)."]
+                )
+            })
+    }
+}
+
+/// `results-location` for one rendition: `%s` replaced by its label (or pad name), else the
+/// name inserted before the extension (`scores.json` -> `scores-720p.json`).
+pub(super) fn rendition_location(location: &str, name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if location.contains("%s") {
+        return location.replace("%s", &safe);
+    }
+    let path = std::path::Path::new(location);
+    match (path.file_stem(), path.extension()) {
+        (Some(stem), Some(ext)) => path
+            .with_file_name(format!(
+                "{}-{safe}.{}",
+                stem.to_string_lossy(),
+                ext.to_string_lossy()
+            ))
+            .to_string_lossy()
+            .into_owned(),
+        _ => format!("{location}-{safe}"),
     }
 }

@@ -1,7 +1,17 @@
 //! Live monitoring, alignment (`auto-align`): thumbnails of both streams at the start, the
 //! offset search and the decision, then pairing with the offset found.
 
-use super::*;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+use gst_video::prelude::*;
+
+use super::super::live_state::{Held, Input, Stream, FALLBACK_FRAME, MAX_DELAY};
+use super::super::util::{lock, CAT};
+use super::super::VmafCompare;
+use super::{name_rendition, ns};
+use crate::engine::align::Thumb;
+use crate::vmafcompare::OffsetMessage;
 
 /// Reduces the luma plane of `buffer` to an alignment thumbnail.
 pub(super) fn thumb(

@@ -2,7 +2,15 @@
 //! rendition (those auto-alignment holds first), end of stream, which side of a pair of
 //! running times is unpaired, and how long a rendition's frame may be waited for.
 
-use super::*;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+
+use super::super::live_state::Input;
+use super::super::util::lock;
+use super::super::VmafCompare;
+use super::{clock_time, ns};
+use crate::vmafcompare::OnFull;
 
 impl VmafCompare {
     /// The sink pad of `input` (`None`: no such rendition).

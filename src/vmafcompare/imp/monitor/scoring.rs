@@ -1,7 +1,20 @@
 //! Live monitoring, the scoring queue: pairs handed to the scoring thread (or skipped when it
 //! is full), scored frames collected and released in order, draining at end of stream.
 
-use super::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+
+use super::super::live_state::{FALLBACK_FRAME, MAX_SLOTS};
+use super::super::util::{lock, CAT};
+use super::super::VmafCompare;
+use super::{attach_meta, own_latency};
+use crate::vmafcompare::live::{Job, Progress, ScoringQueue};
+use crate::vmafcompare::slots::{Due, Released};
+use crate::vmafcompare::OnFull;
 
 impl VmafCompare {
     /// What a live scoring queue does when full (`on-full`), and the time a frame set may
