@@ -12,21 +12,12 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 
 use super::live_state::Input;
+use super::pairing::{half_frame, pairing, Pairing};
 use super::session::{PairError, Session, Tag};
 use super::util::{is_gap, lock, CAT};
 use super::VmafCompare;
 use crate::engine::{EngineError, Scored};
 use crate::vmafcompare::{VmafBackend, VmafScaleMethod};
-
-/// Half the shorter of two frame durations: frames further apart than this do not pair
-/// (with differing frame rates each frame of the slower stream pairs with the nearest frame
-/// of the faster one).
-fn half_frame(a: Option<gst::ClockTime>, b: Option<gst::ClockTime>) -> Option<gst::ClockTime> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b) / 2),
-        (a, b) => a.or(b).map(|d| d / 2),
-    }
-}
 
 impl VmafCompare {
     pub(super) fn running_time(
@@ -85,21 +76,19 @@ impl VmafCompare {
                 if let (Some(r), Some(dt), Some(half)) =
                     (rrt, drt, half_frame(d.duration(), reference.duration()))
                 {
-                    match self.unpaired_side(k, r, dt, half) {
-                        // Earlier than the reference: it has no partner.
-                        Some(false) => {
+                    match pairing(r, dt, self.rendition_delay(k), half) {
+                        Pairing::RenditionEarly => {
                             gst::debug!(CAT, imp = self, "rendition {k} at {dt} has no partner");
                             if let Some(d) = self.pop_input(Input::Rendition(k)) {
                                 self.unpaired_frame(k, d)?;
                             }
                             continue;
                         }
-                        // Later: the reference frame has none in this rendition.
-                        Some(true) => {
+                        Pairing::ReferenceEarly => {
                             missing[k] = true;
                             break;
                         }
-                        None => {}
+                        Pairing::Partners => {}
                     }
                 }
                 partners[k] = Some(d);

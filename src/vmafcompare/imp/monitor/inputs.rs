@@ -96,27 +96,6 @@ impl VmafCompare {
             .map_or(0, |r| r.delay)
     }
 
-    /// Whether `rrt` and rendition `k`'s `drt`, shifted back by its delay, are more than
-    /// `half` apart: `Some(true)` when the reference is the earlier one, `Some(false)` the
-    /// rendition's, `None` when they pair.
-    pub(in crate::vmafcompare::imp) fn unpaired_side(
-        &self,
-        k: usize,
-        rrt: gst::ClockTime,
-        drt: gst::ClockTime,
-        half: gst::ClockTime,
-    ) -> Option<bool> {
-        let delay = i128::from(self.rendition_delay(k));
-        let (r, d, half) = (ns(rrt), ns(drt) - delay, ns(half));
-        if r + half < d {
-            Some(true)
-        } else if d + half < r {
-            Some(false)
-        } else {
-            None
-        }
-    }
-
     /// Running time, on rendition `k`'s time line, of the buffer of `input` waiting for a
     /// partner: the reference's is shifted by the rendition's delay, since its partner is the
     /// frame that much later. `None` without a buffer or running time, or while buffers held
