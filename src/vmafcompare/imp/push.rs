@@ -6,7 +6,6 @@
 use gst::prelude::*;
 use gst::subclass::prelude::*;
 
-use super::caps::PadVideo;
 use super::mapping::MappedLuma;
 use super::session::{PairError, Session, Tag};
 use super::VmafCompare;
@@ -37,9 +36,9 @@ impl VmafCompare {
         (slot, reference, partners): (u64, &gst::Buffer, &[Option<gst::Buffer>]),
         gpu: Option<&GpuDevice>,
     ) -> Result<Vec<(usize, Scored<Tag>)>, PairError> {
-        let Some(rv) = state.reference.clone() else {
+        if state.reference.is_none() {
             return Err(PairError::Map("reference: no caps".into()));
-        };
+        }
         let (bpc, reads_device, components, wants_chroma, defers) =
             match (state.geometry, state.scorer.as_ref()) {
                 (Some((_, _, bpc)), Some(s)) => (
@@ -55,24 +54,30 @@ impl VmafCompare {
         let retry = self.can_fail_over(state);
         let gpu = gpu.filter(|_| reads_device);
         let ladder = state.ladder;
-        let names: Vec<(String, Option<PadVideo>, gst_base::AggregatorPad)> = state
+        // The caps are read in place (the mapping borrows them for the call only); the names
+        // and pads are kept for the errors and tags below, where the renditions' scratch is
+        // borrowed mutably.
+        let names: Vec<(String, gst_base::AggregatorPad)> = state
             .renditions
             .iter()
-            .map(|r| (r.name.clone(), r.video.clone(), r.agg_pad().clone()))
+            .map(|r| (r.name.clone(), r.agg_pad().clone()))
             .collect();
         // A pair's errors name the distorted pad as before ("distorted: ...").
         let label = |k: usize| -> String {
             match names.get(k) {
-                Some((name, _, _)) if !ladder => name.clone(),
-                Some((name, _, _)) => format!("rendition {name}"),
+                Some((name, _)) if !ladder => name.clone(),
+                Some((name, _)) => format!("rendition {name}"),
                 None => format!("rendition {k}"),
             }
         };
         let element = self.obj();
         let element = element.upcast_ref::<gst::Element>();
+        let Some(rv) = state.reference.as_ref() else {
+            return Err(PairError::Map("reference: no caps".into()));
+        };
         let (mut rm, rp) = MappedLuma::map(
             element,
-            &rv,
+            rv,
             reference,
             bpc,
             gpu,
@@ -84,14 +89,14 @@ impl VmafCompare {
         let mut paths = Vec::with_capacity(partners.len());
         for (k, p) in partners.iter().enumerate() {
             let Some(b) = p else { continue };
-            let Some(v) = names.get(k).and_then(|n| n.1.clone()) else {
+            let Some(v) = state.renditions.get(k).and_then(|r| r.video.as_ref()) else {
                 return Err(PairError::Map(format!(
                     "{}: buffers arrived before caps",
                     label(k)
                 )));
             };
             let (m, path) =
-                MappedLuma::map(element, &v, b, bpc, gpu, defers, &mut state.dmabuf_refused)
+                MappedLuma::map(element, v, b, bpc, gpu, defers, &mut state.dmabuf_refused)
                     .map_err(|e| PairError::Map(format!("{}: {e}", label(k))))?;
             mapped.push((k, m, b));
             paths.push((k, path));
@@ -189,7 +194,7 @@ impl VmafCompare {
                         show_size(size)
                     )));
                 }
-                let pad = &names[*k].2;
+                let pad = &names[*k].1;
                 tags.push(Tag {
                     slot,
                     retry: retry.then(|| (reference.clone(), (*b).clone())),

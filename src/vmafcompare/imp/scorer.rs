@@ -26,7 +26,9 @@ impl VmafCompare {
         &self,
         state: &mut Session,
     ) -> Result<Vec<(usize, Scored<Tag>)>, gst::FlowError> {
-        let Some(r) = state.reference.clone() else {
+        // Caps are borrowed until the scorer must be made again: on most frames it is
+        // current, and nothing is cloned.
+        let Some(r) = state.reference.as_ref() else {
             gst::element_imp_error!(
                 self,
                 gst::CoreError::Negotiation,
@@ -35,10 +37,10 @@ impl VmafCompare {
             return Err(gst::FlowError::NotNegotiated);
         };
         let ladder = state.ladder;
-        let videos: Vec<PadVideo> = state
+        let videos: Vec<&PadVideo> = state
             .renditions
             .iter()
-            .map(|x| x.video.clone().unwrap_or_else(|| r.clone()))
+            .map(|x| x.video.as_ref().unwrap_or(r))
             .collect();
         let (method, score_w, score_h) = {
             let st = lock(&self.settings);
@@ -84,10 +86,7 @@ impl VmafCompare {
         let bpc = videos.iter().map(|v| v.depth).fold(r.depth, u32::max);
         let mut sizes = vec![r.size()];
         sizes.extend(videos.iter().map(|v| v.size()));
-        let decisions: Vec<_> = videos
-            .iter()
-            .map(|v| range::decide(&r, v, (w, h)))
-            .collect();
+        let decisions: Vec<_> = videos.iter().map(|v| range::decide(r, v, (w, h))).collect();
         let conversions: Vec<_> = decisions
             .iter()
             .map(|d| [d.reference, d.distorted])
@@ -99,6 +98,8 @@ impl VmafCompare {
         {
             return Ok(Vec::new());
         }
+        let r = r.clone();
+        let videos: Vec<PadVideo> = videos.into_iter().cloned().collect();
         let (models, features, gpu) = self.loaded_for((w, h))?;
         let has_chroma = |v: &PadVideo| v.info.format_info().n_components() >= 3;
         let plan = match state.scorer.as_ref() {
