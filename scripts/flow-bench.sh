@@ -42,11 +42,14 @@
 # run's pace, the same for before and after; default 120; empty: half of that run's system fps),
 # LADDER_FRAMES, CPU_THREADS, CPU_SIZES, CPU_DEPTHS, CPU_REPEAT, DECODE_STREAMS (names of
 # decode-stage.sh streams, e.g. "1080p.h264 2160p.h264 1080p10.hevc"; stage only), LOOP, PAIRS,
-# BENCHES (default "vmaf_v0 vmaf_v1 ladder cpu decode"), RUN_TIMEOUT (seconds per run, default
-# 300), OUT (the tables as flow-bench.md and every run's output as flow-bench-raw.txt; default
-# /tmp/flow-bench).
-# A spread is |before - before again| / their mean; the ratio is after over that mean, marked
-# * when it differs from 1 by more than the spread.
+# BENCHES (default "vmaf_v0 vmaf_v1 ladder cpu decode"), ROUNDS (below), RUN_TIMEOUT (seconds
+# per run, default 300), OUT (the tables as flow-bench.md and every run's output as
+# flow-bench-raw.txt; default /tmp/flow-bench).
+# ROUNDS (default 1): each bench runs before, after, before, ..., after, before: ROUNDS after
+# runs between ROUNDS + 1 before runs, alternated on the one machine (a host whose copy speed
+# drifts from one pipeline to the next shows it in the before runs' range).
+# A spread is the before runs' range (max - min) over their mean; the ratio is the after runs'
+# mean over the before runs' mean, marked * when it differs from 1 by more than the spread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -139,14 +142,15 @@ stage() {
   fi
 }
 
-# Markdown tables of the three runs of each bench (before, after, before again).
-# usage: table TITLE KEYS VALUES BEFORE AFTER BEFORE2: KEYS, VALUES comma-separated column
-# names (a value column matches a header equal to it or starting with it and a space).
+# Markdown tables of the runs of each bench (before and after alternated, before first and last).
+# usage: table TITLE KEYS VALUES FILE...: KEYS, VALUES comma-separated column names (a value
+# column matches a header equal to it or starting with it and a space); each FILE a run's
+# output, named *.before.txt or *.after.txt.
 table() {
   python3 - "$@" <<'PY'
 import re, sys
 title, keys, values = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
-files = sys.argv[4:7]
+files = sys.argv[4:]
 
 def cells(line):
     return [c.strip() for c in line.strip().strip("|").split("|")]
@@ -193,26 +197,37 @@ def decimals(*texts):
     d = [len(t.split(".")[1]) if t and "." in t else 0 for t in texts if num(t) is not None]
     return max(d) if d else 1
 
-runs = [rows(f) for f in files]
+runs = [(f.endswith(".after.txt"), rows(f)[0], rows(f)[1]) for f in files]
 order = []
-for _, o in runs:
+for _, _, o in runs:
     order += [k for k in o if k not in order]
+
+def mean_of(texts, d):
+    """The mean of the numbers, and its cell: the value alone, or the mean and every run."""
+    vals = [num(t) for t in texts]
+    m = sum(vals) / len(vals)
+    cell = texts[0] if len(texts) == 1 else f"{m:.{d}f} ({', '.join(texts)})"
+    return m, cell
+
 print(f"\n### {title}\n")
 print("| row | before | after | spread | after/before |")
 print("| --- | --- | --- | --- | --- |")
 for key in order:
-    b1, a, b2 = (r[0].get(key) for r in runs)
-    nb1, na, nb2 = num(b1), num(a), num(b2)
+    before = [r.get(key) for after, r, _ in runs if not after]
+    later = [r.get(key) for after, r, _ in runs if after]
     label = f"{key[0]}: {key[1]}"
-    if nb1 is None or nb2 is None or na is None:
-        print(f"| {label} | {b1 or '-'} / {b2 or '-'} | {a or '-'} | - | - |")
+    if any(num(t) is None for t in before + later) or len(before) < 2 or not later:
+        print(f"| {label} | {' / '.join(t or '-' for t in before)} | "
+              f"{' / '.join(t or '-' for t in later)} | - | - |")
         continue
-    mean = (nb1 + nb2) / 2
-    d = decimals(b1, a, b2)
-    spread = abs(nb1 - nb2) / mean if mean else 0.0
-    ratio = na / mean if mean else float("nan")
-    mark = "*" if mean and abs(ratio - 1) > spread else ""
-    print(f"| {label} | {mean:.{d}f} ({b1}, {b2}) | {a} | {100 * spread:.1f}% | {ratio:.3f}{mark} |")
+    d = decimals(*before, *later)
+    mb, bcell = mean_of(before, d)
+    ma, acell = mean_of(later, d)
+    nums = [num(t) for t in before]
+    spread = (max(nums) - min(nums)) / mb if mb else 0.0
+    ratio = ma / mb if mb else float("nan")
+    mark = "*" if mb and abs(ratio - 1) > spread else ""
+    print(f"| {label} | {bcell} | {acell} | {100 * spread:.1f}% | {ratio:.3f}{mark} |")
 PY
 }
 
@@ -228,19 +243,21 @@ run_one() {
   ((rc == 0)) || failed+=("$name $set run $n: exit $rc")
 }
 
-# Runs a bench before, after and before again, then prints its table.
+# Runs a bench before, after, before, ... (ROUNDS after runs, each between two before runs),
+# then prints its table.
 # usage: bench NAME TITLE KEYS VALUES CMD... (CMD with @SET@ for the set's folder)
 bench() {
   local name=$1 title=$2 keys=$3 values=$4; shift 4
-  local n=0 s args a
-  for s in before after before; do
+  local n=0 s args a sets=(before) files=() i
+  for ((i = 0; i < ${ROUNDS:-1}; i++)); do sets+=(after before); done
+  for s in "${sets[@]}"; do
     n=$((n + 1))
     args=()
     for a in "$@"; do args+=("${a//@SET@/$flow/$s}"); done
     run_one "$s" "$name" "$n" "${args[@]}"
+    files+=("$work/$name.$n.$s.txt")
   done
-  table "$title" "$keys" "$values" "$work/$name.1.before.txt" "$work/$name.2.after.txt" \
-    "$work/$name.3.before.txt" | tee -a "$tables"
+  table "$title" "$keys" "$values" "${files[@]}" | tee -a "$tables"
 }
 
 host() {
@@ -263,9 +280,10 @@ host() {
     echo "## flow-bench: before/after on ${gpu:-no GPU} ($(nproc) cores)"
     echo
     sed 's/^/- /' "$flow/sets.txt"
-    echo "- each bench: before, after, before again, one after the other; before = mean of the two"
-    echo "  before runs (both in brackets), spread = |before - before again| / mean, * = the"
-    echo "  after/before ratio differs from 1 by more than the spread"
+    echo "- each bench: before and after alternated, before first and last (ROUNDS=${ROUNDS:-1}"
+    echo "  after runs); before, after = mean of their runs (each run in brackets), spread = range"
+    echo "  of the before runs / their mean, * = the after/before ratio differs from 1 by more than"
+    echo "  the spread"
   } | tee "$tables"
   local data=$flow/ref vs=${VMAF_SECONDS:-2} vr=${VMAF_REPEAT:-3} pace=${VMAF_PACE_FPS-120}
   local vsizes=${VMAF_SIZES:-1920x1080,3840x2160} vdepths=${VMAF_DEPTHS:-8}
