@@ -461,7 +461,9 @@ impl VmafCompare {
         }
         drop(state);
         for (k, name) in logs {
-            match lock(&self.settings).open_log(name.as_deref()) {
+            // The settings' lock goes before the state's is taken or an error is posted.
+            let opened = lock(&self.settings).open_log(name.as_deref());
+            match opened {
                 Ok(log) => {
                     if let Some(r) = lock(&self.state).renditions.get_mut(k) {
                         r.log = log;

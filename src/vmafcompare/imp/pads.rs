@@ -57,10 +57,8 @@ impl VmafCompare {
                 .map_err(|_| {
                     gst::error_msg!(gst::CoreError::Pad, ["distorted pad of another type"])
                 })?;
-            return Ok((
-                vec![Rendition::new(pad, lock(&self.settings).open_log(None)?)],
-                false,
-            ));
+            let log = lock(&self.settings).open_log(None)?;
+            return Ok((vec![Rendition::new(pad, log)], false));
         }
         let mut renditions = Vec::with_capacity(pads.len());
         for pad in pads {
