@@ -36,9 +36,9 @@ impl VmafCompare {
         (slot, reference, partners): (u64, &gst::Buffer, &[Option<gst::Buffer>]),
         gpu: Option<&GpuDevice>,
     ) -> Result<Vec<(usize, Scored<Tag>)>, PairError> {
-        if state.reference.is_none() {
+        let Some(rv) = state.reference.as_ref() else {
             return Err(PairError::Map("reference: no caps".into()));
-        }
+        };
         let (bpc, reads_device, components, wants_chroma, defers) =
             match (state.geometry, state.scorer.as_ref()) {
                 (Some((_, _, bpc)), Some(s)) => (
@@ -72,9 +72,6 @@ impl VmafCompare {
         };
         let element = self.obj();
         let element = element.upcast_ref::<gst::Element>();
-        let Some(rv) = state.reference.as_ref() else {
-            return Err(PairError::Map("reference: no caps".into()));
-        };
         let (mut rm, rp) = MappedLuma::map(
             element,
             rv,

@@ -116,15 +116,20 @@ impl Session {
         let log = self.renditions.get_mut(k)?.log.take()?;
         let (w, h) = self.geometry.map_or((0, 0), |(w, h, _)| (w, h));
         let track = self.scorer.as_ref().and_then(|s| s.track(k));
-        let pool = track.map_or_else(
-            || Pool::new(Vec::<String>::new().into()),
-            |t| t.pool().clone(),
-        );
+        // The track's pool is read in place; an empty one stands in when nothing was scored.
+        let empty;
+        let pool = match track {
+            Some(t) => t.pool(),
+            None => {
+                empty = Pool::new(Vec::<String>::new().into());
+                &empty
+            }
+        };
         let pushed = track.map_or(0, |t| t.frames_pushed());
         let fps = self
             .started
             .map_or(0.0, |t| pushed as f64 / t.elapsed().as_secs_f64().max(1e-9));
-        Some(log.finish(&pool, fps, w, h))
+        Some(log.finish(pool, fps, w, h))
     }
 
     /// The next output slot's id (frame sets and unscored buffers, in stream order).
