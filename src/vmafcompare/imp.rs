@@ -6,11 +6,11 @@
 //! (`util`, `caps`, `range`, `settings`, `prepared`, `rendition`, `session`, `live_state`,
 //! `order`; `pairing`: frames by running time; `mapping`: buffers to frame inputs; `device`:
 //! device picking and context sharing) take the element, where they need it, as a plain
-//! `gst::Element` to log on, post from or reach its pads. Those that add the element's behaviour in `impl VmafCompare` blocks (`pads`,
-//! `flow`, `push`, `scorer`, `outputs`, `setup`, `properties`, `monitor`) drive the aggregator
-//! and the locks; each names in its `use` lines every type and helper it touches. This file
-//! imports the first kind only and the second kind imports it, so no two files import each
-//! other.
+//! `gst::Element` to log on, post from or reach its pads. Those that add the element's
+//! behaviour in `impl VmafCompare` blocks (`pads`, `flow`, `push`, `scorer`, `outputs`,
+//! `setup`, `properties`, `monitor`) drive the aggregator and the locks; each names in its
+//! `use` lines every type and helper it touches. This file imports the first kind only and the
+//! second kind imports it, so no two files import each other.
 
 use std::sync::{LazyLock, Mutex};
 

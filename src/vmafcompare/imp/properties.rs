@@ -1,5 +1,6 @@
 //! Properties: the `ObjectImpl` that installs the element's properties (`gst-inspect-1.0`
-//! text) and reads and writes its [`super::settings::Settings`]. The live-monitoring properties are in [`super::monitor`].
+//! text) and reads and writes its [`super::settings::Settings`]. The live-monitoring
+//! properties are in [`super::monitor`].
 
 use std::sync::LazyLock;
 

@@ -98,7 +98,7 @@ impl Settings {
 
 /// `results-location` for one rendition: `%s` replaced by its label (or pad name), else the
 /// name inserted before the extension (`scores.json` -> `scores-720p.json`).
-pub(super) fn rendition_location(location: &str, name: &str) -> String {
+fn rendition_location(location: &str, name: &str) -> String {
     let safe: String = name
         .chars()
         .map(|c| {
@@ -112,7 +112,7 @@ pub(super) fn rendition_location(location: &str, name: &str) -> String {
     if location.contains("%s") {
         return location.replace("%s", &safe);
     }
-    let path = std::path::Path::new(location);
+    let path = Path::new(location);
     match (path.file_stem(), path.extension()) {
         (Some(stem), Some(ext)) => path
             .with_file_name(format!(
